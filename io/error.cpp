@@ -1,0 +1,13 @@
+#include "io/error.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace kascade {
+
+void assert_fail(const char* expression, const char* file, int line) {
+    std::fprintf(stderr, "kascade: internal error: assertion '%s' failed at %s:%d\n", expression, file, line);
+    std::abort();
+}
+
+}  // namespace kascade

@@ -1,0 +1,43 @@
+// io/file_util.h: reading whole files, memory-mapping, atomic writes and content hashes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace kascade {
+
+/// Reads a whole file; throws kascade::Error naming the path and the OS reason if it cannot.
+std::string read_file(const std::filesystem::path& path);
+
+/// A read-only memory map of a whole file. Movable, not copyable.
+class MappedFile {
+public:
+    MappedFile() = default;
+    explicit MappedFile(const std::filesystem::path& path);
+    ~MappedFile();
+    MappedFile(MappedFile&& other) noexcept;
+    MappedFile& operator=(MappedFile&& other) noexcept;
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    const std::uint8_t* data() const { return data_; }
+    std::size_t size() const { return size_; }
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+    std::uint8_t* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+/// Writes `contents` to `path` atomically: a temporary file beside it, fsync, then rename.
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
+
+/// 64-bit XXH3 hash as 16 lowercase hex digits (content keys, model and text fingerprints).
+std::string hash_hex(std::string_view bytes);
+std::string hash_file_hex(const std::filesystem::path& path);
+
+}  // namespace kascade

@@ -1,0 +1,42 @@
+// io/tokenizer/tokenizer.h: text <-> token ids, for every tokenizer format kascade reads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kascade {
+
+class Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+
+    /// Token ids of `text`, without BOS/EOS (callers add them where the model expects them).
+    virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+
+    /// The text of `ids`. decode(encode(s)) == s for every valid UTF-8 s.
+    virtual std::string decode(std::span<const int32_t> ids) const = 0;
+
+    /// The bytes token `id` contributes when it follows `prev` in a stream (prev = -1 at the start): what a
+    /// generator prints token by token. Concatenating it over a sequence gives decode() of that sequence, except
+    /// for the llama2.c convention of dropping the leading space of the first piece after BOS.
+    virtual std::string decode_piece(int32_t prev, int32_t id) const = 0;
+
+    virtual int vocab_size() const = 0;
+    virtual int bos_id() const = 0;  ///< -1 if none
+    virtual int eos_id() const = 0;  ///< -1 if none
+    virtual std::string_view kind() const = 0;  ///< "llama2c-bin", "hf-bpe-bytelevel", "hf-bpe-sentencepiece"
+};
+
+/// Loads a llama2.c tokenizer.bin or a Hugging Face tokenizer.json (chosen by content, not by name).
+std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path);
+
+/// The tokenizer that sits next to a model: for a directory, tokenizer.json then any tokenizer*.bin / tok*.bin in
+/// it; for a file, the same names in its folder. Returns an empty path if there is none.
+std::filesystem::path find_tokenizer_for_model(const std::filesystem::path& model_path);
+
+}  // namespace kascade

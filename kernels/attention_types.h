@@ -1,0 +1,78 @@
+// kernels/attention_types.h: shapes and plain-data containers shared by the attention kernels.
+//
+// Memory layout (fp32, row-major) used by every attention kernel:
+//   q, out : token-major [n_q][n_q_heads][head_dim]      (row stride n_q_heads*head_dim, as the projections write it)
+//   k, v   : head-major  [n_kv_heads][kv_stride][head_dim] (a KV cache with room for kv_stride rows per head;
+//                                                           rows 0..n_k-1 are valid)
+// Query row i sits at absolute position n_k - n_q + i and attends causally to keys 0..(its position).
+// GQA: query head h reads KV head h / (n_q_heads / n_kv_heads).
+//
+// Tiles: key tile j holds keys [j*tile, min((j+1)*tile, n_k)); a query at position p belongs to query tile p / tile.
+// For a query tile qt the *candidate* key tiles are 0..qt-1 (strictly before it); the diagonal tile qt is always
+// attended, causally.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kascade {
+
+struct AttnShape {
+    int n_q_heads = 0;
+    int n_kv_heads = 0;
+    int head_dim = 0;
+    int n_q = 0;        ///< query rows in this call
+    int n_k = 0;        ///< keys in the cache (n_k >= n_q); the queries are the last n_q positions
+    int kv_stride = 0;  ///< rows per head in k and v (>= n_k)
+    float scale = 0;    ///< softmax scale, usually 1/sqrt(head_dim)
+
+    int group_size() const { return n_q_heads / n_kv_heads; }
+    int q_row_stride() const { return n_q_heads * head_dim; }
+};
+
+inline int tile_count(int n, int tile) { return (n + tile - 1) / tile; }
+
+/// Attention mass pooled per (KV head, query tile, key tile): the sum, over the query heads of the GQA group and the
+/// query rows of the tile, of the post-softmax probabilities of the keys in the key tile (or, for the pre-softmax
+/// ablation, the max raw score). Key tiles after the diagonal are 0. Every query row contributes exactly 1 per query
+/// head to the post-softmax sum, so a query tile's row sums to (query heads per group) x (rows in the tile).
+struct TileMass {
+    int n_kv_heads = 0;
+    int n_q_tiles = 0;
+    int n_k_tiles = 0;
+    int tile = 0;
+    std::vector<float> mass;  ///< [n_kv_heads][n_q_tiles][n_k_tiles]
+
+    float* row(int kv_head, int q_tile) { return mass.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * n_k_tiles; }
+    const float* row(int kv_head, int q_tile) const {
+        return mass.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * n_k_tiles;
+    }
+};
+
+/// How many key tiles a query tile keeps: a fixed number of tiles, or a percentage of the causal context with a
+/// floor of k_min_tokens (the paper's k = max(k_min, p% of context)). Always capped by the candidates available.
+struct TopKRule {
+    int tiles = 0;            ///< > 0: keep this many key tiles
+    float pct = 0;            ///< > 0 (and tiles == 0): keep pct% of the keys visible to the tile's last query
+    int k_min_tokens = 128;   ///< floor for the pct rule, in tokens
+};
+
+/// Selected key tiles per (KV head, query tile), strictly before the diagonal, ascending tile index.
+struct TileSelection {
+    int n_kv_heads = 0;
+    int n_q_tiles = 0;
+    int max_k = 0;                ///< capacity per (head, query tile)
+    int tile = 0;
+    std::vector<int32_t> count;   ///< [n_kv_heads][n_q_tiles] valid entries
+    std::vector<int32_t> tiles;   ///< [n_kv_heads][n_q_tiles][max_k]; entries past count are unspecified
+
+    const int32_t* list(int kv_head, int q_tile) const {
+        return tiles.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * max_k;
+    }
+    int32_t* list(int kv_head, int q_tile) {
+        return tiles.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * max_k;
+    }
+    int size(int kv_head, int q_tile) const { return count[static_cast<int64_t>(kv_head) * n_q_tiles + q_tile]; }
+};
+
+}  // namespace kascade

@@ -1,0 +1,24 @@
+// kernels/sparse_attention.h: exact attention over a chosen subset of key tiles (Kascade anchor and reuse layers).
+// Each query row attends to the selected key tiles of its (KV head, query tile) plus its own diagonal tile
+// (causally), with an exact softmax over exactly those keys. Layouts: kernels/attention_types.h.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/attention_types.h"
+
+namespace kascade {
+
+/// Prefill (shape.n_q == shape.n_k, queries start at position 0). selection must have been made with the same tile.
+/// head_map (may be null = identity): for KV head h of this layer, the KV head of `selection` whose tiles it uses
+/// (the reuse layer's map onto its anchor); values in [0, selection.n_kv_heads).
+void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                         const TileSelection& selection, const int32_t* head_map, float* out);
+
+/// Decode (shape.n_q == 1, position n_k - 1): per KV head h, attend to the key tiles
+/// tiles[h*max_k .. h*max_k + count[h]) (all strictly before the query's tile) plus the query's own, possibly
+/// partial, tile. head_map as above.
+void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                        const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map, float* out);
+
+}  // namespace kascade

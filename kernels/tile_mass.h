@@ -1,0 +1,24 @@
+// kernels/tile_mass.h: pooling of attention per (KV head, query tile, key tile), the signal an anchor layer uses to
+// choose its top-k key tiles. Prefill shapes only (n_q == n_k).
+#pragma once
+
+#include "kernels/attention_types.h"
+
+namespace kascade {
+
+/// Post-softmax mass (the paper's pooling) in a second pass over Q.K, re-using the per-row log-sum-exp `lse`
+/// ([n_q_heads][n_q]) from attn_dense_prefill so that no V work is repeated.
+void tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
+                            TileMass* mass);
+
+/// Dense output and post-softmax mass in one pass (the row statistics are finished per query tile before pooling).
+void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                                  float* out, TileMass* mass);
+
+/// Log-sum-exp of each row only (no V): the cheap first pass of an anchor layer that does not need dense output.
+void attn_row_lse(const AttnShape& shape, const float* q, const float* k, float* lse);
+
+/// Pre-softmax ablation: max over the group's query heads and the tile's rows of the raw scaled score per key tile.
+void tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* scores);
+
+}  // namespace kascade

@@ -1,0 +1,23 @@
+// kascade: the command-line front end. Each subcommand lives in its own cli/<name>_command.cpp.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "build_info.h"
+#include "io/error.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"kascade: how much of a language model's attention can Kascade sparse attention skip?"};
+    app.set_version_flag("--version", std::string("kascade ") + KASCADE_VERSION + " (" + KASCADE_GIT_COMMIT + ")");
+    app.require_subcommand(1);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    } catch (const kascade::Error& e) {
+        std::fprintf(stderr, "kascade: error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs kascade's build and test dependencies from Debian 12 packages (and, for the tokenizer cross-check test,
+# the npm package @huggingface/tokenizers into tests/node). Safe to run repeatedly: it skips what is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build pkg-config git
+          libhdf5-dev hdf5-tools libsqlite3-dev sqlite3 libsqlitecpp-dev libeigen3-dev libcli11-dev
+          nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libxxhash-dev libpcre2-dev
+          libgtest-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ "${1:-}" = "--with-test-tools" ]; then
+  if ! command -v node >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  if [ ! -d tests/node/node_modules/@huggingface/tokenizers ]; then
+    echo "setup: installing the tokenizer cross-check (npm ci in tests/node)"
+    (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
