@@ -22,6 +22,7 @@ struct LayerWeights {
     const float* bk = nullptr;         ///< [n_kv_heads*head_dim] or null
     const float* bv = nullptr;         ///< [n_kv_heads*head_dim] or null
     const float* wo = nullptr;         ///< [dim][n_heads*head_dim]
+    const float* bo = nullptr;         ///< [dim] or null (HF Llama with attention_bias; not Qwen2)
     const float* mlp_norm = nullptr;   ///< [dim]
     const float* w_gate = nullptr;     ///< [hidden_dim][dim]
     const float* w_up = nullptr;       ///< [hidden_dim][dim]

@@ -1,0 +1,159 @@
+// io/store/records.cpp: the column lists of the results-database records (see records.h).
+#include "io/store/records.h"
+
+namespace kascade {
+
+const std::vector<Field<ModelRecord>>& ModelRecord::fields() {
+    using R = ModelRecord;
+    static const std::vector<Field<R>> f = {
+        {"hash", &R::hash},         {"path", &R::path},         {"format", &R::format},
+        {"model_type", &R::model_type}, {"n_layers", &R::n_layers}, {"n_heads", &R::n_heads},
+        {"n_kv_heads", &R::n_kv_heads}, {"head_dim", &R::head_dim}, {"dim", &R::dim},
+        {"vocab_size", &R::vocab_size}, {"created_at", &R::created_at},
+    };
+    return f;
+}
+
+const std::vector<Field<TextRecord>>& TextRecord::fields() {
+    using R = TextRecord;
+    static const std::vector<Field<R>> f = {
+        {"hash", &R::hash}, {"path", &R::path}, {"bytes", &R::bytes}, {"created_at", &R::created_at}};
+    return f;
+}
+
+const std::vector<Field<ArtifactRecord>>& ArtifactRecord::fields() {
+    using R = ArtifactRecord;
+    static const std::vector<Field<R>> f = {
+        {"key", &R::key},
+        {"stage", &R::stage},
+        {"path", &R::path},
+        {"model_id", &R::model_id},
+        {"format_version", &R::format_version},
+        {"params_json", &R::params_json},
+        {"input_keys_json", &R::input_keys_json},
+        {"bytes", &R::bytes},
+        {"created_at", &R::created_at},
+    };
+    return f;
+}
+
+const std::vector<Field<CaptureRecord>>& CaptureRecord::fields() {
+    using R = CaptureRecord;
+    static const std::vector<Field<R>> f = {
+        {"artifact_key", &R::artifact_key}, {"model_id", &R::model_id}, {"text_id", &R::text_id},
+        {"tokenizer_hash", &R::tokenizer_hash}, {"token_offset", &R::token_offset}, {"n_tokens", &R::n_tokens},
+        {"ctx", &R::ctx}, {"tile", &R::tile}, {"save_qk", &R::save_qk},
+    };
+    return f;
+}
+
+const std::vector<Field<SimilarityRecord>>& SimilarityRecord::fields() {
+    using R = SimilarityRecord;
+    static const std::vector<Field<R>> f = {
+        {"artifact_key", &R::artifact_key}, {"capture_key", &R::capture_key}, {"topk_tiles", &R::topk_tiles},
+        {"topk_pct", &R::topk_pct}, {"k_min", &R::k_min}, {"metrics_json", &R::metrics_json},
+    };
+    return f;
+}
+
+const std::vector<Field<ScheduleRecord>>& ScheduleRecord::fields() {
+    using R = ScheduleRecord;
+    static const std::vector<Field<R>> f = {
+        {"key", &R::key},
+        {"similarity_key", &R::similarity_key},
+        {"model_id", &R::model_id},
+        {"policy", &R::policy},
+        {"threshold", &R::threshold},
+        {"max_reuse_dist", &R::max_reuse_dist},
+        {"n_anchors", &R::n_anchors},
+        {"anchor_list", &R::anchor_list},
+        {"metric", &R::metric},
+        {"aggregation", &R::aggregation},
+        {"head_map", &R::head_map},
+        {"n_layers", &R::n_layers},
+        {"n_anchor_layers", &R::n_anchor_layers},
+        {"n_reuse_layers", &R::n_reuse_layers},
+        {"created_at", &R::created_at},
+    };
+    return f;
+}
+
+const std::vector<Field<ScheduleLayerRecord>>& ScheduleLayerRecord::fields() {
+    using R = ScheduleLayerRecord;
+    static const std::vector<Field<R>> f = {
+        {"schedule_id", &R::schedule_id}, {"layer", &R::layer},
+        {"role", &R::role},               {"anchor_layer", &R::anchor_layer},
+        {"head_map_json", &R::head_map_json}, {"similarity", &R::similarity},
+    };
+    return f;
+}
+
+const std::vector<Field<RunRecord>>& RunRecord::fields() {
+    using R = RunRecord;
+    static const std::vector<Field<R>> f = {
+        {"key", &R::key},
+        {"model_id", &R::model_id},
+        {"text_id", &R::text_id},
+        {"schedule_id", &R::schedule_id},
+        {"method", &R::method},
+        {"tile", &R::tile},
+        {"topk_tiles", &R::topk_tiles},
+        {"topk_pct", &R::topk_pct},
+        {"k_min", &R::k_min},
+        {"sink_tokens", &R::sink_tokens},
+        {"window_tokens", &R::window_tokens},
+        {"ctx", &R::ctx},
+        {"token_offset", &R::token_offset},
+        {"n_tokens", &R::n_tokens},
+        {"git_commit", &R::git_commit},
+        {"machine", &R::machine},
+        {"threads", &R::threads},
+        {"started_at", &R::started_at},
+        {"finished_at", &R::finished_at},
+        {"status", &R::status},
+    };
+    return f;
+}
+
+const std::vector<Field<RunMetrics>>& RunMetrics::fields() {
+    using R = RunMetrics;
+    static const std::vector<Field<R>> f = {
+        {"run_id", &R::run_id},
+        {"n_scored", &R::n_scored},
+        {"nll_dense", &R::nll_dense},
+        {"ppl_dense", &R::ppl_dense},
+        {"nll_sparse", &R::nll_sparse},
+        {"ppl_sparse", &R::ppl_sparse},
+        {"degradation_pct", &R::degradation_pct},
+        {"density", &R::density},
+        {"tokens_per_s", &R::tokens_per_s},
+        {"attn_ms_dense", &R::attn_ms_dense},
+        {"attn_ms_anchor", &R::attn_ms_anchor},
+        {"attn_ms_reuse", &R::attn_ms_reuse},
+        {"wall_s", &R::wall_s},
+    };
+    return f;
+}
+
+const std::vector<Field<RunLayerRecord>>& RunLayerRecord::fields() {
+    using R = RunLayerRecord;
+    static const std::vector<Field<R>> f = {
+        {"run_id", &R::run_id},   {"layer", &R::layer},     {"role", &R::role},
+        {"anchor_layer", &R::anchor_layer}, {"density", &R::density}, {"attn_ms", &R::attn_ms},
+        {"out_rel_error", &R::out_rel_error},
+    };
+    return f;
+}
+
+const std::vector<Field<KernelBenchRecord>>& KernelBenchRecord::fields() {
+    using R = KernelBenchRecord;
+    static const std::vector<Field<R>> f = {
+        {"name", &R::name},       {"shape_json", &R::shape_json}, {"threads", &R::threads},
+        {"time_ms", &R::time_ms}, {"gflops", &R::gflops},         {"gbps", &R::gbps},
+        {"speedup", &R::speedup}, {"git_commit", &R::git_commit}, {"machine", &R::machine},
+        {"created_at", &R::created_at},
+    };
+    return f;
+}
+
+}  // namespace kascade

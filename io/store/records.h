@@ -1,0 +1,225 @@
+// io/store/records.h: the rows of the results database (results/kascade.db) as plain C++ structs.
+//
+// Each record lists its columns once, in fields(): name + member pointer. That list drives the INSERT and SELECT
+// statements of ResultsDb, and a test checks it against the migrated schema (PRAGMA table_info), so a column added
+// to a migration but forgotten here (or the reverse) fails the tests instead of silently not being stored.
+// The CREATE statements themselves live in schema.cpp as frozen per-version migrations: a migration must always
+// produce the same schema, whatever the structs look like later.
+//
+// Integer columns are std::int64_t, REAL columns double, TEXT columns std::string; nullable columns are optional.
+// Auto-increment ids (`id`) are not in fields(): SQLite assigns them and ResultsDb fills them in on read.
+// Timestamps are UTC ISO-8601 strings ("2026-01-31T12:34:56Z"); an empty created_at is filled in on insert.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace kascade {
+
+/// One column of a table, bound to the struct member that holds it.
+template <class Record>
+struct Field {
+    using Member = std::variant<std::int64_t Record::*, double Record::*, std::string Record::*,
+                                std::optional<std::int64_t> Record::*, std::optional<double> Record::*,
+                                std::optional<std::string> Record::*>;
+    std::string_view name;  ///< column name in the table
+    Member member;          ///< where the value lives in the record
+};
+
+/// A model checkpoint, identified by the hash of its weights/config (table `models`).
+struct ModelRecord {
+    std::int64_t id = 0;
+    std::string hash;        ///< content hash of the checkpoint (hash_hex); UNIQUE
+    std::string path;        ///< model dir or .bin file as first registered
+    std::string format;      ///< "safetensors" or "llama2c"
+    std::string model_type;  ///< "llama", "mistral", "qwen2", "llama2c"
+    std::int64_t n_layers = 0;
+    std::int64_t n_heads = 0;     ///< query heads
+    std::int64_t n_kv_heads = 0;  ///< key/value heads (GQA groups)
+    std::int64_t head_dim = 0;
+    std::int64_t dim = 0;  ///< hidden size
+    std::int64_t vocab_size = 0;
+    std::string created_at;
+
+    static constexpr std::string_view table = "models";
+    static const std::vector<Field<ModelRecord>>& fields();
+};
+
+/// A text corpus file, identified by the hash of its bytes (table `texts`).
+struct TextRecord {
+    std::int64_t id = 0;
+    std::string hash;  ///< hash_file_hex of the file; UNIQUE
+    std::string path;
+    std::int64_t bytes = 0;  ///< file size, bytes
+    std::string created_at;
+
+    static constexpr std::string_view table = "texts";
+    static const std::vector<Field<TextRecord>>& fields();
+};
+
+/// One cached stage output file (table `artifacts`). Inserted only once the file is complete and renamed in place.
+struct ArtifactRecord {
+    std::string key;    ///< content key: hash of input keys + params + stage format version; PRIMARY KEY
+    std::string stage;  ///< "capture", "similarity" or "schedule"
+    std::string path;   ///< relative to the results dir, e.g. "artifacts/capture/<key>.h5"
+    std::int64_t model_id = 0;
+    std::int64_t format_version = 0;  ///< the stage's artifact format version (root attribute format_version)
+    std::string params_json;          ///< the stage parameters, JSON object
+    std::string input_keys_json;      ///< keys/hashes of the inputs, JSON object
+    std::int64_t bytes = 0;           ///< file size, bytes
+    std::string created_at;
+
+    static constexpr std::string_view table = "artifacts";
+    static const std::vector<Field<ArtifactRecord>>& fields();
+};
+
+/// Detail row of a capture artifact (table `captures`).
+struct CaptureRecord {
+    std::string artifact_key;  ///< = artifacts.key
+    std::int64_t model_id = 0;
+    std::int64_t text_id = 0;
+    std::string tokenizer_hash;
+    std::int64_t token_offset = 0;  ///< first token of the captured range in the tokenized text
+    std::int64_t n_tokens = 0;      ///< tokens captured (n_windows * ctx)
+    std::int64_t ctx = 0;           ///< window length, tokens
+    std::int64_t tile = 0;          ///< tile size, tokens
+    std::int64_t save_qk = 0;       ///< 1 if the artifact also holds q and k
+
+    static constexpr std::string_view table = "captures";
+    static const std::vector<Field<CaptureRecord>>& fields();
+};
+
+/// Detail row of a similarity artifact (table `similarities`).
+struct SimilarityRecord {
+    std::string artifact_key;  ///< = artifacts.key
+    std::string capture_key;   ///< the capture it was computed from
+    std::optional<std::int64_t> topk_tiles;  ///< fixed k in tiles, or NULL when topk_pct is used
+    std::optional<double> topk_pct;          ///< k as % of the causal context, or NULL
+    std::optional<std::int64_t> k_min;       ///< lower bound on k, tokens (with topk_pct)
+    std::string metrics_json;  ///< JSON array of the stored measure datasets, e.g. ["recall_mean","recall_min"]
+
+    static constexpr std::string_view table = "similarities";
+    static const std::vector<Field<SimilarityRecord>>& fields();
+};
+
+/// A Kascade schedule: which layers are dense, anchors, or reuse an anchor (table `schedules`).
+struct ScheduleRecord {
+    std::int64_t id = 0;
+    std::string key;                           ///< content key; UNIQUE (same inputs+params => same schedule)
+    std::optional<std::string> similarity_key; ///< the similarity artifact it was derived from; NULL for 'fixed'
+    std::int64_t model_id = 0;
+    std::string policy;                         ///< "threshold", "dp" or "fixed"
+    std::optional<double> threshold;            ///< threshold policy: minimum similarity to reuse
+    std::optional<std::int64_t> max_reuse_dist; ///< threshold policy: max layers between a reuse layer and its anchor
+    std::optional<std::int64_t> n_anchors;      ///< dp policy: K, layer 0 included
+    std::optional<std::string> anchor_list;     ///< fixed policy: JSON array of anchor layers, e.g. "[0,2,8]"
+    std::optional<std::string> metric;          ///< similarity measure used: "recall" or "jaccard"
+    std::optional<std::string> aggregation;     ///< over query tiles: "mean" or "min"
+    std::string head_map;                       ///< "argmax", "identity" or "pooled"
+    std::int64_t n_layers = 0;
+    std::int64_t n_anchor_layers = 0;  ///< layers that select their own tiles (role dense or anchor); set on insert
+    std::int64_t n_reuse_layers = 0;   ///< layers with role reuse; set on insert
+    std::string created_at;
+
+    static constexpr std::string_view table = "schedules";
+    static const std::vector<Field<ScheduleRecord>>& fields();
+};
+
+/// One layer of a schedule (table `schedule_layers`).
+struct ScheduleLayerRecord {
+    std::int64_t schedule_id = 0;  ///< set by insert_schedule
+    std::int64_t layer = 0;
+    std::string role;                         ///< "dense", "anchor" or "reuse"
+    std::optional<std::int64_t> anchor_layer; ///< reuse layers: the earlier dense/anchor layer whose tiles they use
+    std::optional<std::string> head_map_json; ///< reuse layers: JSON array [n_kv_heads] of anchor KV heads
+    std::optional<double> similarity;         ///< reuse layers: aggregated similarity to the anchor
+
+    static constexpr std::string_view table = "schedule_layers";
+    static const std::vector<Field<ScheduleLayerRecord>>& fields();
+};
+
+/// One evaluation (table `runs`): every parameter that determines its result, plus where and when it ran.
+struct RunRecord {
+    std::int64_t id = 0;
+    std::string key;  ///< content key of inputs + params; UNIQUE (re-running the same thing is a cache hit)
+    std::int64_t model_id = 0;
+    std::int64_t text_id = 0;
+    std::optional<std::int64_t> schedule_id;  ///< set iff method == "kascade"
+    std::string method;                       ///< "kascade", "dense", "oracle" or "streaming"
+    std::optional<std::int64_t> tile;         ///< tile size, tokens (sparse methods)
+    std::optional<std::int64_t> topk_tiles;   ///< fixed k in tiles, or NULL
+    std::optional<double> topk_pct;           ///< k as % of the causal context, or NULL
+    std::optional<std::int64_t> k_min;        ///< lower bound on k, tokens
+    std::optional<std::int64_t> sink_tokens;  ///< streaming: attention-sink tokens kept
+    std::optional<std::int64_t> window_tokens;///< streaming: recent-window tokens kept
+    std::int64_t ctx = 0;                     ///< evaluation window length, tokens
+    std::int64_t token_offset = 0;            ///< first evaluated token in the tokenized text
+    std::int64_t n_tokens = 0;                ///< tokens evaluated
+    std::string git_commit;
+    std::string machine;  ///< host name / CPU model
+    std::int64_t threads = 0;
+    std::string started_at;
+    std::string finished_at;
+    std::string status = "done";  ///< always "done": a run is stored only when complete
+
+    static constexpr std::string_view table = "runs";
+    static const std::vector<Field<RunRecord>>& fields();
+};
+
+/// The results of one run (table `run_metrics`, one row per run).
+struct RunMetrics {
+    std::int64_t run_id = 0;  ///< set by insert_run
+    std::int64_t n_scored = 0;              ///< next-token predictions scored
+    std::optional<double> nll_dense;        ///< mean NLL with dense attention, nats/token
+    std::optional<double> ppl_dense;        ///< exp(nll_dense)
+    double nll_sparse = 0;                  ///< mean NLL with the run's method, nats/token (dense runs: = dense)
+    double ppl_sparse = 0;                  ///< exp(nll_sparse)
+    std::optional<double> degradation_pct;  ///< 100 * (ppl_sparse / ppl_dense - 1)
+    double density = 0;                     ///< attended / causal (query, key) pairs, in [0, 1], all layers
+    std::optional<double> tokens_per_s;     ///< evaluation throughput, tokens/s
+    std::optional<double> attn_ms_dense;    ///< attention time in dense layers, ms per window (summed over layers)
+    std::optional<double> attn_ms_anchor;   ///< same for anchor layers
+    std::optional<double> attn_ms_reuse;    ///< same for reuse layers
+    double wall_s = 0;                      ///< wall time of the whole run, s
+
+    static constexpr std::string_view table = "run_metrics";
+    static const std::vector<Field<RunMetrics>>& fields();
+};
+
+/// Per-layer results of one run (table `run_layers`).
+struct RunLayerRecord {
+    std::int64_t run_id = 0;  ///< set by insert_run
+    std::int64_t layer = 0;
+    std::string role;                          ///< "dense", "anchor", "reuse" or "streaming"
+    std::optional<std::int64_t> anchor_layer;  ///< reuse layers: the anchor used
+    double density = 0;                        ///< attended / causal (query, key) pairs in this layer, [0, 1]
+    std::optional<double> attn_ms;             ///< attention time of this layer, ms per window
+    std::optional<double> out_rel_error;       ///< ||out - out_dense|| / ||out_dense|| of the attention output
+
+    static constexpr std::string_view table = "run_layers";
+    static const std::vector<Field<RunLayerRecord>>& fields();
+};
+
+/// One kernel benchmark measurement (table `kernel_bench`).
+struct KernelBenchRecord {
+    std::int64_t id = 0;
+    std::string name;        ///< benchmark name, e.g. "sparse_reuse_prefill"
+    std::string shape_json;  ///< JSON object of the shape parameters (L, heads, head_dim, k, tile, ...)
+    std::int64_t threads = 0;
+    double time_ms = 0;             ///< median time per call, ms
+    std::optional<double> gflops;   ///< achieved GFLOP/s (prefill kernels)
+    std::optional<double> gbps;     ///< achieved GB/s (decode kernels)
+    std::optional<double> speedup;  ///< dense time / this time at the same shape
+    std::string git_commit;
+    std::string machine;
+    std::string created_at;
+
+    static constexpr std::string_view table = "kernel_bench";
+    static const std::vector<Field<KernelBenchRecord>>& fields();
+};
+
+}  // namespace kascade

@@ -1,0 +1,113 @@
+// io/store/results_db.h: the SQLite results store, <results_dir>/kascade.db (layout: results/README.md).
+//
+// Opening creates the folder and the file if needed, turns on WAL mode, foreign keys and a busy timeout (so that
+// concurrent sweep processes wait for each other instead of failing), and applies the forward migrations of
+// schema.h. Every multi-row write (an artifact with its detail row, a schedule with its layers, a run with its
+// metrics and layers) is one transaction: a crash never leaves half of it behind.
+//
+// All failures (unwritable folder, a database from a newer kascade, constraint violations) throw kascade::Error
+// naming the database file and what was being written.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/store/records.h"
+
+namespace SQLite {
+class Database;
+}
+
+namespace kascade {
+
+/// A schedule with its per-layer rows (layers ordered by layer index).
+struct Schedule {
+    ScheduleRecord record;
+    std::vector<ScheduleLayerRecord> layers;
+};
+
+/// Everything stored about one run.
+struct RunDetails {
+    RunRecord run;
+    RunMetrics metrics;
+    std::vector<RunLayerRecord> layers;  ///< ordered by layer index
+    std::optional<Schedule> schedule;    ///< set for method "kascade"
+};
+
+/// The current time as UTC ISO-8601 with seconds, e.g. "2026-01-31T12:34:56Z" (the format of every *_at column).
+std::string utc_now();
+
+class ResultsDb {
+public:
+    static constexpr std::string_view kFileName = "kascade.db";
+
+    /// Opens <results_dir>/kascade.db, creating the folder and the database, and migrates it to kSchemaVersion.
+    /// Throws kascade::Error if the folder cannot be created or written (naming it and the OS reason), or if the
+    /// database was made by a newer kascade.
+    explicit ResultsDb(const std::filesystem::path& results_dir);
+    ~ResultsDb();
+    ResultsDb(const ResultsDb&) = delete;
+    ResultsDb& operator=(const ResultsDb&) = delete;
+
+    const std::filesystem::path& results_dir() const { return results_dir_; }
+    const std::filesystem::path& db_file() const { return db_file_; }
+    /// PRAGMA user_version (== kSchemaVersion after opening).
+    int schema_version();
+
+    // Models and texts: inserted once per content hash; returns the id of the (possibly existing) row.
+    std::int64_t upsert_model(const ModelRecord& model);
+    std::int64_t upsert_text(const TextRecord& text);
+    std::optional<ModelRecord> find_model(std::int64_t id);
+    std::optional<TextRecord> find_text(std::int64_t id);
+
+    // Artifacts: the content-addressed cache index. Call only after the file is complete and renamed in place.
+    // Inserting a key that exists replaces the row (a --force recompute); the detail row goes in the same
+    // transaction. artifact.stage must match the detail record: "capture", "similarity", or "schedule" (no detail).
+    void insert_artifact(const ArtifactRecord& artifact);
+    void insert_artifact(const ArtifactRecord& artifact, const CaptureRecord& capture);
+    void insert_artifact(const ArtifactRecord& artifact, const SimilarityRecord& similarity);
+    std::optional<ArtifactRecord> find_artifact(std::string_view key);
+    std::optional<CaptureRecord> find_capture(std::string_view artifact_key);
+    std::optional<SimilarityRecord> find_similarity(std::string_view artifact_key);
+    /// All artifacts, optionally of one stage, oldest first.
+    std::vector<ArtifactRecord> list_artifacts(std::string_view stage = {});
+
+    /// Inserts a schedule with its layers and returns its id; if a schedule with the same key exists, returns
+    /// its id and writes nothing. Checks the layers (one per layer 0..n_layers-1, reuse layers point at an
+    /// earlier dense/anchor layer) and sets n_layers, n_anchor_layers and n_reuse_layers from them.
+    std::int64_t insert_schedule(const ScheduleRecord& schedule, const std::vector<ScheduleLayerRecord>& layers);
+    std::optional<Schedule> find_schedule(std::string_view key);
+    std::optional<Schedule> load_schedule(std::int64_t id);
+    std::vector<ScheduleRecord> list_schedules();
+
+    /// The id of the run with this content key, if stored (a cache hit).
+    std::optional<std::int64_t> find_run(std::string_view key);
+    /// Inserts a run, its metrics and its layers in one transaction and returns the run id. metrics.run_id and
+    /// layers[i].run_id are ignored (set to the new id). If a run with the same key exists: with replace (a
+    /// --force re-run) it is deleted in the same transaction, otherwise this throws.
+    std::int64_t insert_run(const RunRecord& run, const RunMetrics& metrics, const std::vector<RunLayerRecord>& layers,
+                            bool replace = false);
+    /// The run with its metrics, layers and schedule; throws if there is no run with this id.
+    RunDetails load_run(std::int64_t id);
+    /// All runs, in id order.
+    std::vector<RunRecord> list_runs();
+
+    std::int64_t insert_kernel_bench(const KernelBenchRecord& bench);
+
+    /// The underlying connection, for queries this class does not offer.
+    SQLite::Database& database() { return *db_; }
+
+private:
+    void migrate();
+
+    std::filesystem::path results_dir_;
+    std::filesystem::path db_file_;
+    std::unique_ptr<SQLite::Database> db_;
+};
+
+}  // namespace kascade

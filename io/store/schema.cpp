@@ -1,0 +1,201 @@
+// io/store/schema.cpp: the SQL of every schema migration of results/kascade.db (see schema.h).
+#include "io/store/schema.h"
+
+#include <array>
+
+namespace kascade {
+
+namespace {
+
+// Version 1: everything. Parameters that only some methods have are NULL elsewhere; CHECKs keep the vocabulary
+// closed so that a typo in a stage cannot create a new "method" that queries would silently miss.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE models (
+    id          INTEGER PRIMARY KEY,
+    hash        TEXT NOT NULL UNIQUE,
+    path        TEXT NOT NULL,
+    format      TEXT NOT NULL,
+    model_type  TEXT NOT NULL,
+    n_layers    INTEGER NOT NULL CHECK (n_layers > 0),
+    n_heads     INTEGER NOT NULL CHECK (n_heads > 0),
+    n_kv_heads  INTEGER NOT NULL CHECK (n_kv_heads > 0),
+    head_dim    INTEGER NOT NULL CHECK (head_dim > 0),
+    dim         INTEGER NOT NULL CHECK (dim > 0),
+    vocab_size  INTEGER NOT NULL CHECK (vocab_size > 0),
+    created_at  TEXT NOT NULL
+);
+
+CREATE TABLE texts (
+    id          INTEGER PRIMARY KEY,
+    hash        TEXT NOT NULL UNIQUE,
+    path        TEXT NOT NULL,
+    bytes       INTEGER NOT NULL CHECK (bytes >= 0),
+    created_at  TEXT NOT NULL
+);
+
+CREATE TABLE artifacts (
+    key             TEXT PRIMARY KEY,
+    stage           TEXT NOT NULL CHECK (stage IN ('capture', 'similarity', 'schedule')),
+    path            TEXT NOT NULL,
+    model_id        INTEGER NOT NULL REFERENCES models(id),
+    format_version  INTEGER NOT NULL CHECK (format_version > 0),
+    params_json     TEXT NOT NULL,
+    input_keys_json TEXT NOT NULL,
+    bytes           INTEGER NOT NULL CHECK (bytes >= 0),
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX artifacts_stage ON artifacts(stage);
+
+CREATE TABLE captures (
+    artifact_key    TEXT PRIMARY KEY REFERENCES artifacts(key) ON DELETE CASCADE,
+    model_id        INTEGER NOT NULL REFERENCES models(id),
+    text_id         INTEGER NOT NULL REFERENCES texts(id),
+    tokenizer_hash  TEXT NOT NULL,
+    token_offset    INTEGER NOT NULL CHECK (token_offset >= 0),
+    n_tokens        INTEGER NOT NULL CHECK (n_tokens > 0),
+    ctx             INTEGER NOT NULL CHECK (ctx > 0),
+    tile            INTEGER NOT NULL CHECK (tile > 0),
+    save_qk         INTEGER NOT NULL CHECK (save_qk IN (0, 1))
+);
+
+CREATE TABLE similarities (
+    artifact_key  TEXT PRIMARY KEY REFERENCES artifacts(key) ON DELETE CASCADE,
+    capture_key   TEXT NOT NULL REFERENCES captures(artifact_key),
+    topk_tiles    INTEGER CHECK (topk_tiles > 0),
+    topk_pct      REAL CHECK (topk_pct > 0 AND topk_pct <= 100),
+    k_min         INTEGER CHECK (k_min >= 0),
+    metrics_json  TEXT NOT NULL,
+    CHECK ((topk_tiles IS NULL) <> (topk_pct IS NULL))
+);
+CREATE INDEX similarities_capture ON similarities(capture_key);
+
+CREATE TABLE schedules (
+    id               INTEGER PRIMARY KEY,
+    key              TEXT NOT NULL UNIQUE,
+    similarity_key   TEXT REFERENCES similarities(artifact_key),
+    model_id         INTEGER NOT NULL REFERENCES models(id),
+    policy           TEXT NOT NULL CHECK (policy IN ('threshold', 'dp', 'fixed')),
+    threshold        REAL,
+    max_reuse_dist   INTEGER CHECK (max_reuse_dist > 0),
+    n_anchors        INTEGER CHECK (n_anchors > 0),
+    anchor_list      TEXT,
+    metric           TEXT CHECK (metric IN ('recall', 'jaccard')),
+    aggregation      TEXT CHECK (aggregation IN ('mean', 'min')),
+    head_map         TEXT NOT NULL CHECK (head_map IN ('argmax', 'identity', 'pooled')),
+    n_layers         INTEGER NOT NULL CHECK (n_layers > 0),
+    n_anchor_layers  INTEGER NOT NULL CHECK (n_anchor_layers > 0),
+    n_reuse_layers   INTEGER NOT NULL CHECK (n_reuse_layers >= 0),
+    created_at       TEXT NOT NULL
+);
+CREATE INDEX schedules_similarity ON schedules(similarity_key);
+
+CREATE TABLE schedule_layers (
+    schedule_id    INTEGER NOT NULL REFERENCES schedules(id) ON DELETE CASCADE,
+    layer          INTEGER NOT NULL CHECK (layer >= 0),
+    role           TEXT NOT NULL CHECK (role IN ('dense', 'anchor', 'reuse')),
+    anchor_layer   INTEGER CHECK (anchor_layer >= 0 AND anchor_layer < layer),
+    head_map_json  TEXT,
+    similarity     REAL,
+    PRIMARY KEY (schedule_id, layer),
+    CHECK ((role = 'reuse') = (anchor_layer IS NOT NULL))
+);
+
+CREATE TABLE runs (
+    id             INTEGER PRIMARY KEY,
+    key            TEXT NOT NULL UNIQUE,
+    model_id       INTEGER NOT NULL REFERENCES models(id),
+    text_id        INTEGER NOT NULL REFERENCES texts(id),
+    schedule_id    INTEGER REFERENCES schedules(id),
+    method         TEXT NOT NULL CHECK (method IN ('kascade', 'dense', 'oracle', 'streaming')),
+    tile           INTEGER CHECK (tile > 0),
+    topk_tiles     INTEGER CHECK (topk_tiles > 0),
+    topk_pct       REAL CHECK (topk_pct > 0 AND topk_pct <= 100),
+    k_min          INTEGER CHECK (k_min >= 0),
+    sink_tokens    INTEGER CHECK (sink_tokens >= 0),
+    window_tokens  INTEGER CHECK (window_tokens > 0),
+    ctx            INTEGER NOT NULL CHECK (ctx > 0),
+    token_offset   INTEGER NOT NULL CHECK (token_offset >= 0),
+    n_tokens       INTEGER NOT NULL CHECK (n_tokens > 0),
+    git_commit     TEXT NOT NULL,
+    machine        TEXT NOT NULL,
+    threads        INTEGER NOT NULL CHECK (threads > 0),
+    started_at     TEXT NOT NULL,
+    finished_at    TEXT NOT NULL,
+    status         TEXT NOT NULL DEFAULT 'done' CHECK (status IN ('done')),
+    CHECK ((method = 'kascade') = (schedule_id IS NOT NULL))
+);
+CREATE INDEX runs_schedule ON runs(schedule_id);
+CREATE INDEX runs_model ON runs(model_id);
+
+CREATE TABLE run_metrics (
+    run_id           INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    n_scored         INTEGER NOT NULL CHECK (n_scored > 0),
+    nll_dense        REAL,
+    ppl_dense        REAL,
+    nll_sparse       REAL NOT NULL,
+    ppl_sparse       REAL NOT NULL,
+    degradation_pct  REAL,
+    density          REAL NOT NULL CHECK (density >= 0 AND density <= 1),
+    tokens_per_s     REAL,
+    attn_ms_dense    REAL,
+    attn_ms_anchor   REAL,
+    attn_ms_reuse    REAL,
+    wall_s           REAL NOT NULL CHECK (wall_s >= 0)
+);
+
+CREATE TABLE run_layers (
+    run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    layer          INTEGER NOT NULL CHECK (layer >= 0),
+    role           TEXT NOT NULL CHECK (role IN ('dense', 'anchor', 'reuse', 'streaming')),
+    anchor_layer   INTEGER CHECK (anchor_layer >= 0 AND anchor_layer < layer),
+    density        REAL NOT NULL CHECK (density >= 0 AND density <= 1),
+    attn_ms        REAL,
+    out_rel_error  REAL,
+    PRIMARY KEY (run_id, layer)
+);
+
+CREATE TABLE kernel_bench (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    shape_json  TEXT NOT NULL,
+    threads     INTEGER NOT NULL CHECK (threads > 0),
+    time_ms     REAL NOT NULL CHECK (time_ms >= 0),
+    gflops      REAL,
+    gbps        REAL,
+    speedup     REAL,
+    git_commit  TEXT NOT NULL,
+    machine     TEXT NOT NULL,
+    created_at  TEXT NOT NULL
+);
+CREATE INDEX kernel_bench_name ON kernel_bench(name);
+
+-- One row per run with its parameters, schedule, metrics, model and text: most questions are one SELECT on it.
+CREATE VIEW runs_flat AS
+SELECT
+    r.id, r.method, s.policy, s.threshold, s.max_reuse_dist, s.n_anchors, s.anchor_list, s.metric, s.aggregation,
+    s.head_map, s.n_anchor_layers, s.n_reuse_layers,
+    r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.sink_tokens, r.window_tokens, r.ctx, r.token_offset, r.n_tokens,
+    m.n_scored, m.nll_dense, m.ppl_dense, m.nll_sparse, m.ppl_sparse, m.degradation_pct, m.density,
+    m.tokens_per_s, m.attn_ms_dense, m.attn_ms_anchor, m.attn_ms_reuse, m.wall_s,
+    md.path AS model_path, md.model_type, md.n_layers, md.hash AS model_hash,
+    t.path AS text_path, t.hash AS text_hash,
+    r.schedule_id, s.key AS schedule_key, s.similarity_key, r.key AS run_key,
+    r.git_commit, r.machine, r.threads, r.started_at, r.finished_at, r.status
+FROM runs r
+LEFT JOIN run_metrics m ON m.run_id = r.id
+JOIN models md ON md.id = r.model_id
+JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules s ON s.id = r.schedule_id;
+)sql";
+
+constexpr std::array kMigrations = {
+    Migration{1, "create models, texts, artifacts, captures, similarities, schedules, runs, kernel_bench, runs_flat",
+              kSchemaV1},
+};
+static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
+
+}  // namespace
+
+std::span<const Migration> schema_migrations() { return kMigrations; }
+
+}  // namespace kascade

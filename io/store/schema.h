@@ -1,0 +1,24 @@
+// io/store/schema.h: the versioned schema of results/kascade.db as an ordered list of forward migrations.
+//
+// PRAGMA user_version holds the version a database is at. Migration N takes a database from version N-1 to N and
+// is frozen once released: to change the schema, append a migration, never edit an old one. results/README.md
+// documents the tables of the latest version.
+#pragma once
+
+#include <span>
+
+namespace kascade {
+
+/// The schema version this kascade creates and reads; equals the version of the last migration.
+inline constexpr int kSchemaVersion = 1;
+
+struct Migration {
+    int version;              ///< user_version after applying it
+    const char* description;  ///< one line, for logs
+    const char* sql;          ///< statements run in one transaction
+};
+
+/// All migrations in ascending version order, versions 1..kSchemaVersion without gaps.
+std::span<const Migration> schema_migrations();
+
+}  // namespace kascade

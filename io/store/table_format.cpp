@@ -1,0 +1,395 @@
+// io/store/table_format.cpp: read-only queries on the results database and their text formats (see table_format.h).
+#include "io/store/table_format.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/error.h"
+
+namespace kascade {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kBusyTimeoutMs = 60'000;
+
+struct StmtDeleter {
+    void operator()(sqlite3_stmt* st) const { sqlite3_finalize(st); }
+};
+using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
+
+// Runs one read-only statement; errors read "<error_prefix>: <reason>".
+QueryResult run_select(sqlite3* db, std::string_view sql, std::string_view error_prefix) {
+    auto describe = [&](std::string_view reason) { return fmt::format("{}: {}", error_prefix, reason); };
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    int rc = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &raw, &tail);
+    StmtPtr st(raw);
+    if (rc != SQLITE_OK) throw Error(describe(sqlite3_errmsg(db)));
+    if (st == nullptr) throw Error(describe("the query is empty"));
+    // Whatever follows the first statement must be blank or comments: preparing it must yield no statement.
+    std::string_view rest = sql.substr(static_cast<std::size_t>(tail - sql.data()));
+    rest.remove_prefix(std::min(rest.find_first_not_of(" \t\r\n;"), rest.size()));
+    if (!rest.empty()) {
+        sqlite3_stmt* next = nullptr;
+        int rc_next = sqlite3_prepare_v2(db, rest.data(), static_cast<int>(rest.size()), &next, nullptr);
+        StmtPtr next_st(next);
+        if (rc_next != SQLITE_OK || next_st != nullptr) {
+            throw Error(describe("only one statement can be run per query"));
+        }
+    }
+    if (sqlite3_stmt_readonly(st.get()) == 0) {
+        throw Error(describe("refusing a statement that writes; queries are read-only (SELECT, WITH, PRAGMA x)"));
+    }
+
+    QueryResult result;
+    const int n_cols = sqlite3_column_count(st.get());
+    for (int c = 0; c < n_cols; ++c) result.columns.emplace_back(sqlite3_column_name(st.get(), c));
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+        std::vector<QueryValue>& row = result.rows.emplace_back();
+        row.reserve(static_cast<std::size_t>(n_cols));
+        for (int c = 0; c < n_cols; ++c) {
+            switch (sqlite3_column_type(st.get(), c)) {
+                case SQLITE_INTEGER: row.emplace_back(std::int64_t{sqlite3_column_int64(st.get(), c)}); break;
+                case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(st.get(), c)); break;
+                case SQLITE_TEXT:
+                    row.emplace_back(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), c)),
+                                                 static_cast<std::size_t>(sqlite3_column_bytes(st.get(), c))));
+                    break;
+                case SQLITE_BLOB:
+                    row.emplace_back(fmt::format("<blob {} bytes>", sqlite3_column_bytes(st.get(), c)));
+                    break;
+                default: row.emplace_back(std::monostate{}); break;
+            }
+        }
+    }
+    if (rc != SQLITE_DONE) throw Error(describe(sqlite3_errmsg(db)));
+    return result;
+}
+
+// ---- Cell rendering ----
+
+bool is_number(const QueryValue& v) { return std::holds_alternative<std::int64_t>(v) || std::holds_alternative<double>(v); }
+
+// A column is right-aligned if it has at least one value and all its values are numbers.
+std::vector<bool> numeric_columns(const QueryResult& r) {
+    std::vector<bool> numeric(r.columns.size(), false);
+    for (std::size_t c = 0; c < r.columns.size(); ++c) {
+        bool any = false;
+        bool all = true;
+        for (const auto& row : r.rows) {
+            if (std::holds_alternative<std::monostate>(row[c])) continue;
+            any = true;
+            all = all && is_number(row[c]);
+        }
+        numeric[c] = any && all;
+    }
+    return numeric;
+}
+
+// Terminal/markdown text of a cell: 6 significant digits for REAL, "-" for NULL, line breaks made visible.
+std::string display_text(const QueryValue& v) {
+    if (std::holds_alternative<std::monostate>(v)) return "-";
+    if (const auto* i = std::get_if<std::int64_t>(&v)) return fmt::format("{}", *i);
+    if (const auto* d = std::get_if<double>(&v)) return fmt::format("{:.6g}", *d);
+    std::string out;
+    for (char ch : std::get<std::string>(v)) {
+        if (ch == '\n') {
+            out += "\\n";
+        } else if (ch == '\r' || ch == '\t') {
+            out += ' ';
+        } else {
+            out += ch;
+        }
+    }
+    return out;
+}
+
+// Display width in a terminal: UTF-8 code points (continuation bytes 10xxxxxx do not count).
+std::size_t display_width(std::string_view s) {
+    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+        return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    }));
+}
+
+std::string pad(const std::string& s, std::size_t width, bool right) {
+    const std::string fill(width - std::min(width, display_width(s)), ' ');
+    return right ? fill + s : s + fill;
+}
+
+void rtrim(std::string& s) { s.erase(s.find_last_not_of(' ') + 1); }
+
+// Cells as displayed, with the header as row 0, and each column's width.
+struct Grid {
+    std::vector<std::vector<std::string>> cells;
+    std::vector<std::size_t> widths;
+};
+
+Grid make_grid(const QueryResult& r, const std::function<std::string(std::string)>& escape) {
+    Grid g;
+    g.cells.push_back(r.columns);
+    for (const auto& row : r.rows) {
+        std::vector<std::string>& line = g.cells.emplace_back();
+        for (const auto& v : row) line.push_back(escape(display_text(v)));
+    }
+    g.widths.assign(r.columns.size(), 0);
+    for (const auto& line : g.cells) {
+        for (std::size_t c = 0; c < line.size(); ++c) g.widths[c] = std::max(g.widths[c], display_width(line[c]));
+    }
+    return g;
+}
+
+std::string format_table(const QueryResult& r) {
+    const std::vector<bool> numeric = numeric_columns(r);
+    const Grid g = make_grid(r, [](std::string s) { return s; });
+    std::string out;
+    auto emit = [&](const std::vector<std::string>& line) {
+        std::string text;
+        for (std::size_t c = 0; c < line.size(); ++c) {
+            if (c > 0) text += "  ";
+            text += pad(line[c], g.widths[c], numeric[c]);
+        }
+        rtrim(text);
+        out += text + "\n";
+    };
+    emit(g.cells[0]);
+    std::vector<std::string> rule;
+    for (std::size_t w : g.widths) rule.emplace_back(w, '-');
+    emit(rule);
+    for (std::size_t i = 1; i < g.cells.size(); ++i) emit(g.cells[i]);
+    return out;
+}
+
+std::string format_markdown(const QueryResult& r) {
+    const std::vector<bool> numeric = numeric_columns(r);
+    Grid g = make_grid(r, [](std::string s) {
+        std::string escaped;
+        for (char ch : s) escaped += ch == '|' ? std::string("\\|") : std::string(1, ch);
+        return escaped;
+    });
+    for (std::size_t& w : g.widths) w = std::max<std::size_t>(w, 3);
+    std::string out;
+    auto emit = [&](const std::vector<std::string>& line) {
+        out += "|";
+        for (std::size_t c = 0; c < line.size(); ++c) {
+            out += ' ';
+            out += pad(line[c], g.widths[c], numeric[c]);
+            out += " |";
+        }
+        out += "\n";
+    };
+    emit(g.cells[0]);
+    out += "|";
+    for (std::size_t c = 0; c < g.widths.size(); ++c) {
+        out += numeric[c] ? std::string(g.widths[c] + 1, '-') + ":|" : std::string(g.widths[c] + 2, '-') + "|";
+    }
+    out += "\n";
+    for (std::size_t i = 1; i < g.cells.size(); ++i) emit(g.cells[i]);
+    return out;
+}
+
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+    std::string quoted = "\"";
+    for (char ch : s) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return quoted + "\"";
+}
+
+std::string format_csv(const QueryResult& r) {
+    std::string out;
+    auto emit = [&](const auto& cells, auto&& text_of) {
+        for (std::size_t c = 0; c < cells.size(); ++c) {
+            if (c > 0) out += ',';
+            out += csv_field(text_of(cells[c]));
+        }
+        out += '\n';
+    };
+    emit(r.columns, [](const std::string& s) { return s; });
+    for (const auto& row : r.rows) {
+        emit(row, [](const QueryValue& v) -> std::string {
+            if (std::holds_alternative<std::monostate>(v)) return "";
+            if (const auto* i = std::get_if<std::int64_t>(&v)) return fmt::format("{}", *i);
+            if (const auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);  // shortest round-trip
+            return std::get<std::string>(v);
+        });
+    }
+    return out;
+}
+
+std::string format_json(const QueryResult& r) {
+    // Keys must be unique within an object: "id", "id" becomes "id", "id_2".
+    std::vector<std::string> keys;
+    for (const std::string& name : r.columns) {
+        std::string key = name;
+        for (int n = 2; std::find(keys.begin(), keys.end(), key) != keys.end(); ++n) key = fmt::format("{}_{}", name, n);
+        keys.push_back(key);
+    }
+    std::string out = "[";
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+        nlohmann::ordered_json obj = nlohmann::ordered_json::object();
+        for (std::size_t c = 0; c < keys.size(); ++c) {
+            const QueryValue& v = r.rows[i][c];
+            if (const auto* n = std::get_if<std::int64_t>(&v)) {
+                obj[keys[c]] = *n;
+            } else if (const auto* d = std::get_if<double>(&v)) {
+                obj[keys[c]] = std::isfinite(*d) ? nlohmann::ordered_json(*d) : nlohmann::ordered_json(nullptr);
+            } else if (const auto* s = std::get_if<std::string>(&v)) {
+                obj[keys[c]] = *s;
+            } else {
+                obj[keys[c]] = nullptr;
+            }
+        }
+        out += i == 0 ? "\n" : ",\n";
+        out += obj.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    }
+    out += r.rows.empty() ? "]\n" : "\n]\n";
+    return out;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        cur[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        }
+        std::swap(prev, cur);
+    }
+    return prev[b.size()];
+}
+
+std::string trim(std::string_view s) {
+    const auto first = s.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos) return {};
+    return std::string(s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1));
+}
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+// Throws "unknown column 'x' in <option>; did you mean 'y'? columns are: ..." unless name is available.
+void check_column(const std::string& name, std::string_view option, const std::vector<std::string>& available) {
+    if (std::find(available.begin(), available.end(), name) != available.end()) return;
+    std::string hint;
+    std::size_t best = name.size() / 3 + 2;  // more edits than this is a different word, not a typo
+    for (const std::string& candidate : available) {
+        const std::size_t d = edit_distance(lower(name), candidate);
+        if (d < best) {
+            best = d;
+            hint = fmt::format("did you mean '{}'? ", candidate);
+        }
+    }
+    KASCADE_FAIL("unknown column '{}' in {}; {}columns are: {}", name, option, hint, fmt::join(available, ", "));
+}
+
+}  // namespace
+
+// ---- QueryDb ----
+
+QueryDb::QueryDb(const fs::path& db_file) : db_file_(db_file) {
+    KASCADE_CHECK(fs::is_regular_file(db_file_), "no results database at \"{}\" (run a stage first, or pass --results)",
+                  db_file_.string());
+    const int rc = sqlite3_open_v2(db_file_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
+    if (rc != SQLITE_OK) {
+        const std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+        sqlite3_close(db_);
+        db_ = nullptr;
+        KASCADE_FAIL("cannot open results database \"{}\": {}", db_file_.string(), message);
+    }
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    // Opening is lazy: touch the schema now so that a file that is not a database fails here, naming itself.
+    run_select(db_, "SELECT count(*) FROM sqlite_master",
+               fmt::format("cannot read results database \"{}\"", db_file_.string()));
+}
+
+QueryDb::~QueryDb() { sqlite3_close(db_); }
+
+QueryResult QueryDb::select(std::string_view sql, std::string_view error_prefix) {
+    if (!error_prefix.empty()) return run_select(db_, sql, error_prefix);
+    return run_select(db_, sql, fmt::format("query \"{}\"", trim(sql)));
+}
+
+std::vector<std::string> QueryDb::columns_of(std::string_view table) {
+    return run_select(db_, fmt::format("SELECT * FROM \"{}\" LIMIT 0", table),
+                      fmt::format("{}: cannot read the columns of {}", db_file_.string(), table))
+        .columns;
+}
+
+// ---- Formats ----
+
+OutputFormat parse_output_format(std::string_view name) {
+    if (name == "table") return OutputFormat::Table;
+    if (name == "csv") return OutputFormat::Csv;
+    if (name == "json") return OutputFormat::Json;
+    if (name == "markdown" || name == "md") return OutputFormat::Markdown;
+    KASCADE_FAIL("unknown output format '{}'; formats are: table, csv, json, markdown", name);
+}
+
+std::string format_result(const QueryResult& result, OutputFormat format) {
+    switch (format) {
+        case OutputFormat::Table: return format_table(result);
+        case OutputFormat::Csv: return format_csv(result);
+        case OutputFormat::Json: return format_json(result);
+        case OutputFormat::Markdown: return format_markdown(result);
+    }
+    KASCADE_ASSERT(false);
+}
+
+// ---- kascade query runs ----
+
+const std::vector<std::string>& default_runs_columns() {
+    static const std::vector<std::string> columns = {
+        "id",         "method",     "policy",     "threshold",       "n_anchors", "topk_tiles",  "topk_pct",
+        "tile",       "ctx",        "ppl_dense",  "ppl_sparse",      "degradation_pct", "density", "tokens_per_s",
+    };
+    return columns;
+}
+
+std::string runs_query_sql(const RunsQuery& query, const std::vector<std::string>& available) {
+    const std::vector<std::string>& columns = query.columns.empty() ? default_runs_columns() : query.columns;
+    for (const std::string& c : columns) check_column(c, "--columns", available);
+
+    std::vector<std::string> order;
+    std::string_view spec = query.order_by;
+    while (!spec.empty()) {
+        const std::size_t comma = spec.find(',');
+        const std::string item = trim(spec.substr(0, comma));
+        spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+        KASCADE_CHECK(!item.empty(), "empty column in --order-by \"{}\"", query.order_by);
+        const std::size_t space = item.find_first_of(" \t");
+        const std::string column = item.substr(0, space);
+        const std::string direction = space == std::string::npos ? "" : lower(trim(item.substr(space)));
+        check_column(column, "--order-by", available);
+        KASCADE_CHECK(direction.empty() || direction == "asc" || direction == "desc",
+                      "--order-by \"{}\": expected 'asc' or 'desc' after '{}', found '{}'", query.order_by, column,
+                      direction);
+        order.push_back(direction.empty() ? column : column + " " + (direction == "desc" ? "DESC" : "ASC"));
+    }
+    if (order.empty()) order.emplace_back("id");
+
+    std::string sql = fmt::format("SELECT {} FROM runs_flat", fmt::join(columns, ", "));
+    if (!trim(query.where).empty()) sql += fmt::format(" WHERE ({})", query.where);
+    sql += fmt::format(" ORDER BY {}", fmt::join(order, ", "));
+    KASCADE_CHECK(query.limit >= 0, "invalid --limit {} (must be >= 0)", query.limit);
+    if (query.limit > 0) sql += fmt::format(" LIMIT {}", query.limit);
+    return sql;
+}
+
+QueryResult query_runs(QueryDb& db, const RunsQuery& query) {
+    const std::string sql = runs_query_sql(query, db.columns_of("runs_flat"));
+    // Columns and order were checked above, so what SQLite can reject is the user's --where expression.
+    return db.select(sql, trim(query.where).empty() ? "" : fmt::format("invalid --where \"{}\"", query.where));
+}
+
+}  // namespace kascade

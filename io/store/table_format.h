@@ -1,0 +1,84 @@
+// io/store/table_format.h: read-only SQL queries on results/kascade.db and their output as table, CSV, JSON or
+// markdown (the back end of `kascade query`).
+//
+// Queries run on a separate read-only connection and must be a single read-only statement (checked with
+// sqlite3_stmt_readonly), so `kascade query` can never change the results, whatever SQL the user types.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+struct sqlite3;
+
+namespace kascade {
+
+/// One cell: NULL, INTEGER, REAL or TEXT (BLOBs are shown as "<blob N bytes>").
+using QueryValue = std::variant<std::monostate, std::int64_t, double, std::string>;
+
+struct QueryResult {
+    std::vector<std::string> columns;
+    std::vector<std::vector<QueryValue>> rows;  ///< rows[i].size() == columns.size()
+};
+
+/// A read-only connection to a results database.
+class QueryDb {
+public:
+    /// Opens db_file read-only; throws kascade::Error if it does not exist or is not a database.
+    explicit QueryDb(const std::filesystem::path& db_file);
+    ~QueryDb();
+    QueryDb(const QueryDb&) = delete;
+    QueryDb& operator=(const QueryDb&) = delete;
+
+    /// Runs one read-only statement (SELECT, WITH ... SELECT, read-only PRAGMA). Throws kascade::Error with
+    /// SQLite's message for invalid SQL, and refuses statements that would write and trailing statements.
+    /// Messages start with error_prefix, by default: query "<sql>".
+    QueryResult select(std::string_view sql, std::string_view error_prefix = {});
+    /// The column names of a table or view, in order.
+    std::vector<std::string> columns_of(std::string_view table);
+
+private:
+    std::filesystem::path db_file_;
+    sqlite3* db_ = nullptr;
+};
+
+enum class OutputFormat { Table, Csv, Json, Markdown };
+
+/// Parses "table", "csv", "json" or "markdown" (also "md"); throws naming the choices otherwise.
+OutputFormat parse_output_format(std::string_view name);
+
+/// Formats a result:
+///  - Table: aligned columns for a terminal, numbers right-aligned, REAL with 6 significant digits, NULL as "-".
+///  - Csv: header line, RFC 4180 quoting (fields with , " CR or LF are quoted, quotes doubled), NULL as empty,
+///    REAL with full (round-trip) precision; lines end in "\n".
+///  - Json: an array of objects keyed by column name in column order, one per line; NULL and non-finite REAL as
+///    null; a repeated column name gets a suffix "_2", "_3", ...
+///  - Markdown: a GitHub table, numeric columns right-aligned, like Table for values, "|" escaped.
+/// Every format except Json ends with "\n"; Json ends with "]\n".
+std::string format_result(const QueryResult& result, OutputFormat format);
+
+/// `kascade query runs`: which columns of runs_flat, which rows, which order.
+struct RunsQuery {
+    std::vector<std::string> columns;  ///< empty: default_runs_columns()
+    std::string where;                 ///< SQL expression on runs_flat columns, or empty
+    std::string order_by;              ///< "col [asc|desc], ..." or empty (then: by id)
+    std::int64_t limit = 0;            ///< 0: no limit
+};
+
+/// id, method, policy, threshold, n_anchors, topk_tiles, topk_pct, tile, ctx, ppl_dense, ppl_sparse,
+/// degradation_pct, density, tokens_per_s.
+const std::vector<std::string>& default_runs_columns();
+
+/// Builds "SELECT <cols> FROM runs_flat [WHERE (<where>)] ORDER BY <order> [LIMIT n]". Column names (in columns
+/// and order_by) must be among `available` (the columns of runs_flat); an unknown one throws
+/// "unknown column 'x' in --order-by; did you mean 'y'? columns are: ...".
+std::string runs_query_sql(const RunsQuery& query, const std::vector<std::string>& available);
+
+/// Builds and runs a RunsQuery on db's runs_flat. An invalid --where expression throws SQLite's message
+/// prefixed with the expression as the user typed it.
+QueryResult query_runs(QueryDb& db, const RunsQuery& query);
+
+}  // namespace kascade

@@ -1,0 +1,127 @@
+// io/weights/dtype.cpp: fp32 <-> BF16/F16 conversion by bit manipulation (no F16C dependency, so the same results on
+// every CPU the tests run on).
+#include "io/weights/dtype.h"
+
+#include <bit>
+#include <cstring>
+
+#include "io/error.h"
+
+namespace kascade {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "safetensors and llama2.c files are little-endian");
+
+// Below this many elements a parallel region costs more than it saves.
+constexpr std::size_t kParallelMinElements = std::size_t{1} << 16;
+
+std::uint16_t load_u16(const std::uint8_t* p) {
+    std::uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+void store_u16(std::uint8_t* p, std::uint16_t v) { std::memcpy(p, &v, sizeof v); }
+
+}  // namespace
+
+std::string_view dtype_name(DType dtype) {
+    switch (dtype) {
+        case DType::F32:
+            return "F32";
+        case DType::F16:
+            return "F16";
+        case DType::BF16:
+            return "BF16";
+    }
+    KASCADE_ASSERT(false);
+    return {};
+}
+
+std::size_t dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+
+float bf16_to_f32(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+
+float f16_to_f32(std::uint16_t bits) {
+    const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+    const std::uint32_t exponent = (bits >> 10) & 0x1fu;
+    const std::uint32_t mantissa = bits & 0x3ffu;
+    if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
+    if (exponent == 0) {
+        // Zero or subnormal: mantissa * 2^-24, exact in fp32.
+        const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+        return sign != 0 ? -magnitude : magnitude;
+    }
+    // Rebias the exponent from 15 to 127.
+    return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+std::uint16_t f32_to_bf16(float value) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
+    const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);  // ties to even
+    return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+std::uint16_t f32_to_f16(float value) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+    const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+    const std::uint32_t exponent = (bits >> 23) & 0xffu;
+    std::uint32_t mantissa = bits & 0x7fffffu;
+    if (exponent == 0xff) {  // inf stays inf; NaN keeps its top payload bits and is made quiet
+        return static_cast<std::uint16_t>(sign | 0x7c00u | (mantissa != 0 ? 0x200u | (mantissa >> 13) : 0u));
+    }
+    const int half_exponent = static_cast<int>(exponent) - 127 + 15;
+    if (half_exponent >= 0x1f) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow
+    if (half_exponent <= 0) {
+        // F16 subnormal: the value in units of 2^-24 is (1.mantissa) * 2^(exponent - 126).
+        if (half_exponent < -10) return sign;  // below half the smallest subnormal: rounds to zero
+        mantissa |= 0x800000u;
+        const int shift = 14 - half_exponent;  // in [14, 24]
+        std::uint32_t result = mantissa >> shift;
+        const std::uint32_t remainder = mantissa & ((1u << shift) - 1u);
+        const std::uint32_t halfway = 1u << (shift - 1);
+        if (remainder > halfway || (remainder == halfway && (result & 1u) != 0)) ++result;
+        return static_cast<std::uint16_t>(sign | result);  // a carry turns it into the smallest normal: correct
+    }
+    std::uint32_t result = (static_cast<std::uint32_t>(half_exponent) << 10) | (mantissa >> 13);
+    const std::uint32_t remainder = mantissa & 0x1fffu;
+    if (remainder > 0x1000u || (remainder == 0x1000u && (result & 1u) != 0)) ++result;  // a carry may reach inf
+    return static_cast<std::uint16_t>(sign | result);
+}
+
+void convert_to_f32(DType dtype, const std::uint8_t* src, float* dst, std::size_t n) {
+    const auto count = static_cast<std::ptrdiff_t>(n);
+    switch (dtype) {
+        case DType::F32:
+            std::memcpy(dst, src, n * sizeof(float));
+            return;
+        case DType::BF16:
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+            for (std::ptrdiff_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
+            return;
+        case DType::F16:
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+            for (std::ptrdiff_t i = 0; i < count; ++i) dst[i] = f16_to_f32(load_u16(src + 2 * i));
+            return;
+    }
+}
+
+void convert_from_f32(DType dtype, const float* src, std::uint8_t* dst, std::size_t n) {
+    const auto count = static_cast<std::ptrdiff_t>(n);
+    switch (dtype) {
+        case DType::F32:
+            std::memcpy(dst, src, n * sizeof(float));
+            return;
+        case DType::BF16:
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+            for (std::ptrdiff_t i = 0; i < count; ++i) store_u16(dst + 2 * i, f32_to_bf16(src[i]));
+            return;
+        case DType::F16:
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+            for (std::ptrdiff_t i = 0; i < count; ++i) store_u16(dst + 2 * i, f32_to_f16(src[i]));
+            return;
+    }
+}
+
+}  // namespace kascade

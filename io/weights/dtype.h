@@ -1,0 +1,36 @@
+// io/weights/dtype.h: the element types a weight file may store, and their conversion to and from fp32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace kascade {
+
+/// Element type of a stored tensor. Only the floating-point types a Llama checkpoint uses are supported.
+enum class DType { F32, F16, BF16 };
+
+/// The safetensors spelling: "F32", "F16", "BF16".
+std::string_view dtype_name(DType dtype);
+
+/// Bytes per element: 4 for F32, 2 for F16 and BF16.
+std::size_t dtype_size(DType dtype);
+
+/// Exact conversions (every BF16 and F16 value is representable in fp32; NaN stays NaN, inf stays inf).
+float bf16_to_f32(std::uint16_t bits);
+float f16_to_f32(std::uint16_t bits);
+
+/// Round-to-nearest-even conversions, as PyTorch's .to(torch.bfloat16 / torch.float16) does; NaN stays a quiet NaN,
+/// values beyond the F16 range become inf.
+std::uint16_t f32_to_bf16(float value);
+std::uint16_t f32_to_f16(float value);
+
+/// Converts `n` little-endian elements of type `dtype` at `src` (any alignment, size n * dtype_size) to fp32 in `dst`
+/// (size n). Runs in parallel (OpenMP) for large n.
+void convert_to_f32(DType dtype, const std::uint8_t* src, float* dst, std::size_t n);
+
+/// Converts `n` fp32 values at `src` to `dtype` at `dst` (any alignment, size n * dtype_size), little-endian.
+/// Runs in parallel (OpenMP) for large n.
+void convert_from_f32(DType dtype, const float* src, std::uint8_t* dst, std::size_t n);
+
+}  // namespace kascade

@@ -1,0 +1,96 @@
+// io/weights/hf_checkpoint.cpp: mapping Hugging Face tensor names onto ModelWeights, with shape checks.
+#include "io/weights/hf_checkpoint.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "io/error.h"
+#include "io/weights/safetensors.h"
+#include "io/weights/weight_storage.h"
+
+namespace kascade {
+namespace {
+
+// Looks tensors up by name, checks their shape against the config and returns fp32 views.
+class TensorFetcher {
+public:
+    TensorFetcher(const SafetensorsSet& set, const std::filesystem::path& config_json, WeightStorage& storage)
+        : set_(set), config_name_(config_json.filename().string()), storage_(storage) {}
+
+    const float* get(const std::string& name, const std::vector<std::int64_t>& expected_shape) {
+        const SafetensorsTensor* tensor = set_.find(name);
+        KASCADE_CHECK(tensor != nullptr, "{}: tensor {} is missing ({} implies shape {})", set_.path().string(), name,
+                      config_name_, shape_string(expected_shape));
+        KASCADE_CHECK(tensor->shape == expected_shape, "{}: tensor {} has shape {}, {} implies {}",
+                      tensor->file->string(), name, shape_string(tensor->shape), config_name_,
+                      shape_string(expected_shape));
+        if (tensor->dtype == DType::F32 && reinterpret_cast<std::uintptr_t>(tensor->data) % alignof(float) == 0) {
+            return reinterpret_cast<const float*>(tensor->data);
+        }
+        float* out = storage_.allocate(tensor->numel());
+        convert_to_f32(tensor->dtype, tensor->data, out, tensor->numel());
+        return out;
+    }
+
+private:
+    const SafetensorsSet& set_;
+    std::string config_name_;
+    WeightStorage& storage_;
+};
+
+}  // namespace
+
+ModelWeights load_hf_checkpoint(const std::filesystem::path& config_json, const std::filesystem::path& weights) {
+    ModelWeights w;
+    w.config = load_hf_config(config_json);
+    const ModelConfig& c = w.config;
+    auto set = std::make_shared<SafetensorsSet>(weights);
+    auto storage = std::make_shared<WeightStorage>();
+    storage->sources.push_back(set);
+    TensorFetcher fetch(*set, config_json, *storage);
+
+    const std::int64_t dim = c.dim;
+    const std::int64_t hidden = c.hidden_dim;
+    const std::int64_t q_rows = static_cast<std::int64_t>(c.n_heads) * c.head_dim;
+    const std::int64_t kv_rows = static_cast<std::int64_t>(c.n_kv_heads) * c.head_dim;
+    // Qwen2 has biases on q/k/v only; HF Llama's attention_bias also puts one on o_proj.
+    const bool o_bias = c.attention_bias && c.model_type != "qwen2";
+
+    w.embed = fetch.get("model.embed_tokens.weight", {c.vocab_size, dim});
+    w.layers.resize(c.n_layers);
+    for (int i = 0; i < c.n_layers; ++i) {
+        LayerWeights& l = w.layers[i];
+        const std::string p = fmt::format("model.layers.{}.", i);
+        l.attn_norm = fetch.get(p + "input_layernorm.weight", {dim});
+        l.wq = fetch.get(p + "self_attn.q_proj.weight", {q_rows, dim});
+        l.wk = fetch.get(p + "self_attn.k_proj.weight", {kv_rows, dim});
+        l.wv = fetch.get(p + "self_attn.v_proj.weight", {kv_rows, dim});
+        l.wo = fetch.get(p + "self_attn.o_proj.weight", {dim, q_rows});
+        if (c.attention_bias) {
+            l.bq = fetch.get(p + "self_attn.q_proj.bias", {q_rows});
+            l.bk = fetch.get(p + "self_attn.k_proj.bias", {kv_rows});
+            l.bv = fetch.get(p + "self_attn.v_proj.bias", {kv_rows});
+        }
+        if (o_bias) l.bo = fetch.get(p + "self_attn.o_proj.bias", {dim});
+        l.mlp_norm = fetch.get(p + "post_attention_layernorm.weight", {dim});
+        l.w_gate = fetch.get(p + "mlp.gate_proj.weight", {hidden, dim});
+        l.w_up = fetch.get(p + "mlp.up_proj.weight", {hidden, dim});
+        l.w_down = fetch.get(p + "mlp.down_proj.weight", {dim, hidden});
+    }
+    w.final_norm = fetch.get("model.norm.weight", {dim});
+    // Tied models share the embedding even if the file also carries a (redundant) lm_head.weight.
+    KASCADE_CHECK(c.tie_word_embeddings || set->find("lm_head.weight") != nullptr,
+                  "{}: tensor lm_head.weight is missing and {} has tie_word_embeddings = false", weights.string(),
+                  config_json.filename().string());
+    w.lm_head = c.tie_word_embeddings ? w.embed : fetch.get("lm_head.weight", {c.vocab_size, dim});
+
+    w.source = weights;
+    w.format = "safetensors";
+    w.storage = storage;
+    return w;
+}
+
+}  // namespace kascade

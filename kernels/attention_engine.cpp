@@ -1,0 +1,241 @@
+// kernels/attention_engine.cpp: register-blocked score and value micro-kernels and the vertical online softmax of
+// kernels/attention_engine.h.
+#include "kernels/attention_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/attention_simd.h"
+#include "kernels/kernel_assert.h"
+
+namespace kascade::detail {
+namespace {
+
+constexpr int kRowBlock = 6;  ///< rows per micro-kernel: 6 x 2 vectors = 12 accumulators, 2 loads, 1 broadcast
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// s[r][c0 .. c0+16) = sum_p k[r][p] * qt[p][c0 .. c0+16) for r < R.
+template <int R>
+inline void score_kernel(const float* k, int d, const float* qt, int n_pad, int c0, float* s) {
+    vf acc0[R], acc1[R];
+    for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = v_zero();
+    const float* qp = qt + c0;
+    for (int p = 0; p < d; ++p, qp += n_pad) {
+        const vf b0 = v_load(qp);
+        const vf b1 = v_load(qp + kLanes);
+        for (int r = 0; r < R; ++r) {
+            const vf a = v_bcast(k + r * d + p);
+            acc0[r] = v_fma(a, b0, acc0[r]);
+            acc1[r] = v_fma(a, b1, acc1[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        v_store(s + r * n_pad + c0, acc0[r]);
+        v_store(s + r * n_pad + c0 + kLanes, acc1[r]);
+    }
+}
+
+template <int R>
+void score_rows(const float* k, int d, const float* qt, int n_pad, float* s) {
+    for (int c0 = 0; c0 < n_pad; c0 += kPanel) score_kernel<R>(k, d, qt, n_pad, c0, s);
+}
+
+// o[c0+r][j0 .. j0+8*NV) = o * alpha[c0+r] + sum_kk p[kk][c0+r] * v[kk][j0 ..] for r < R.
+template <int R, int NV>
+inline void value_kernel(const float* p, int n_pad, int c0, const float* v, int d, int j0, int n_keys, float* o,
+                         const float* alpha) {
+    vf acc[R][NV];
+    for (int r = 0; r < R; ++r) {
+        const vf a = v_bcast(alpha + c0 + r);
+        for (int n = 0; n < NV; ++n) acc[r][n] = v_mul(v_load(o + (c0 + r) * d + j0 + n * kLanes), a);
+    }
+    for (int kk = 0; kk < n_keys; ++kk) {
+        vf vv[NV];
+        for (int n = 0; n < NV; ++n) vv[n] = v_load(v + kk * d + j0 + n * kLanes);
+        const float* pk = p + kk * n_pad + c0;
+        for (int r = 0; r < R; ++r) {
+            const vf a = v_bcast(pk + r);
+            for (int n = 0; n < NV; ++n) acc[r][n] = v_fma(a, vv[n], acc[r][n]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int n = 0; n < NV; ++n) v_store(o + (c0 + r) * d + j0 + n * kLanes, acc[r][n]);
+}
+
+template <int NV>
+void value_columns(const QueryBlock& b, const float* v, int j0, int n_keys) {
+    const int d = b.head_dim;
+    int c0 = 0;
+    for (; c0 + kRowBlock <= b.n_cols; c0 += kRowBlock)
+        value_kernel<kRowBlock, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha);
+    switch (b.n_cols - c0) {
+        case 5: value_kernel<5, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
+        case 4: value_kernel<4, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
+        case 3: value_kernel<3, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
+        case 2: value_kernel<2, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
+        case 1: value_kernel<1, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
+        default: break;
+    }
+}
+
+}  // namespace
+
+size_t query_block_floats(int head_dim, int group, int max_rows, int max_keys) {
+    const size_t n_pad = round_up(group * max_rows, kPanel);
+    return n_pad * (2 * static_cast<size_t>(head_dim) + max_keys + 4);
+}
+
+QueryBlock query_block_bind(float* scratch, int head_dim, int group, int max_rows, int max_keys) {
+    static_assert(sizeof(int32_t) == sizeof(float));
+    QueryBlock b;
+    b.head_dim = head_dim;
+    b.group = group;
+    b.max_keys = max_keys;
+    const size_t cap = round_up(group * max_rows, kPanel);
+    b.qt = scratch;
+    b.o = b.qt + cap * head_dim;
+    b.s = b.o + cap * head_dim;
+    b.m = b.s + cap * max_keys;
+    b.l = b.m + cap;
+    b.alpha = b.l + cap;
+    b.pos = reinterpret_cast<int32_t*>(b.alpha + cap);
+    return b;
+}
+
+void query_block_load(QueryBlock& b, const AttnShape& shape, const float* q, int kv_head, int row0, int n_rows,
+                      float prescale, bool with_output) {
+    const int d = b.head_dim;
+    b.n_rows = n_rows;
+    b.n_cols = b.group * n_rows;
+    b.n_pad = round_up(b.n_cols, kPanel);
+    b.min_pos = shape.n_k - shape.n_q + row0;
+    const int rs = shape.q_row_stride();
+    for (int g = 0; g < b.group; ++g) {
+        const int h = kv_head * b.group + g;
+        for (int i = 0; i < n_rows; ++i) {
+            const int c = g * n_rows + i;
+            const float* qrow = q + static_cast<int64_t>(row0 + i) * rs + static_cast<int64_t>(h) * d;
+            for (int p = 0; p < d; ++p) b.qt[p * b.n_pad + c] = qrow[p] * prescale;
+            b.pos[c] = b.min_pos + i;
+        }
+    }
+    for (int c = b.n_cols; c < b.n_pad; ++c) {
+        for (int p = 0; p < d; ++p) b.qt[p * b.n_pad + c] = 0.0f;
+        b.pos[c] = kPosPadding;
+    }
+    std::fill(b.m, b.m + b.n_pad, kNegInf);
+    std::fill(b.l, b.l + b.n_pad, 0.0f);
+    if (with_output) std::fill(b.o, b.o + static_cast<size_t>(b.n_pad) * d, 0.0f);
+}
+
+void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0) {
+    KASCADE_KERNEL_ASSERT(n_keys > 0 && n_keys <= b.max_keys);
+    const int d = b.head_dim;
+    int r0 = 0;
+    for (; r0 + kRowBlock <= n_keys; r0 += kRowBlock)
+        score_rows<kRowBlock>(k + r0 * d, d, b.qt, b.n_pad, b.s + r0 * b.n_pad);
+    const float* kr = k + r0 * d;
+    float* sr = b.s + r0 * b.n_pad;
+    switch (n_keys - r0) {
+        case 5: score_rows<5>(kr, d, b.qt, b.n_pad, sr); break;
+        case 4: score_rows<4>(kr, d, b.qt, b.n_pad, sr); break;
+        case 3: score_rows<3>(kr, d, b.qt, b.n_pad, sr); break;
+        case 2: score_rows<2>(kr, d, b.qt, b.n_pad, sr); break;
+        case 1: score_rows<1>(kr, d, b.qt, b.n_pad, sr); break;
+        default: break;
+    }
+    // Causal mask: only key rows after the block's first query can be hidden from some column.
+    for (int kk = std::max(0, b.min_pos + 1 - key0); kk < n_keys; ++kk) {
+        float* row = b.s + kk * b.n_pad;
+        for (int c = 0; c < b.n_pad; c += kLanes)
+            v_store(row + c, v_mask_lt(v_load(row + c), b.pos + c, key0 + kk, kNegInf));
+    }
+}
+
+void query_block_softmax(QueryBlock& b, int n_keys) {
+    const int n_pad = b.n_pad;
+    for (int c = 0; c < n_pad; c += kLanes) {
+        const vf m_old = v_load(b.m + c);
+        vf m_new = m_old;
+        for (int kk = 0; kk < n_keys; ++kk) m_new = v_max(m_new, v_load(b.s + kk * n_pad + c));
+        const vf alpha = v_exp2(v_sub(m_old, m_new));
+        vf sum0 = v_zero(), sum1 = v_zero();
+        int kk = 0;
+        for (; kk + 1 < n_keys; kk += 2) {
+            const vf e0 = v_exp2(v_sub(v_load(b.s + kk * n_pad + c), m_new));
+            const vf e1 = v_exp2(v_sub(v_load(b.s + (kk + 1) * n_pad + c), m_new));
+            v_store(b.s + kk * n_pad + c, e0);
+            v_store(b.s + (kk + 1) * n_pad + c, e1);
+            sum0 = v_add(sum0, e0);
+            sum1 = v_add(sum1, e1);
+        }
+        if (kk < n_keys) {
+            const vf e = v_exp2(v_sub(v_load(b.s + kk * n_pad + c), m_new));
+            v_store(b.s + kk * n_pad + c, e);
+            sum0 = v_add(sum0, e);
+        }
+        v_store(b.l + c, v_fma(v_load(b.l + c), alpha, v_add(sum0, sum1)));
+        v_store(b.m + c, m_new);
+        v_store(b.alpha + c, alpha);
+    }
+}
+
+void query_block_exp_fixed(QueryBlock& b, int n_keys, const float* m_fixed) {
+    const int n_pad = b.n_pad;
+    for (int kk = 0; kk < n_keys; ++kk) {
+        float* row = b.s + kk * n_pad;
+        for (int c = 0; c < n_pad; c += kLanes) v_store(row + c, v_exp2(v_sub(v_load(row + c), v_load(m_fixed + c))));
+    }
+}
+
+void query_block_accumulate(QueryBlock& b, const float* v, int n_keys) {
+    const int d = b.head_dim;
+    int j0 = 0;
+    for (; j0 + 2 * kLanes <= d; j0 += 2 * kLanes) value_columns<2>(b, v, j0, n_keys);
+    if (j0 < d) value_columns<1>(b, v, j0, n_keys);
+}
+
+void query_block_tile_sums(const QueryBlock& b, int n_keys, int tile, float* out) {
+    const int n_pad = b.n_pad;
+    for (int t0 = 0, t = 0; t0 < n_keys; t0 += tile, ++t) {
+        const int t1 = std::min(n_keys, t0 + tile);
+        for (int c = 0; c < n_pad; c += kLanes) {
+            vf sum = v_zero();
+            for (int kk = t0; kk < t1; ++kk) sum = v_add(sum, v_load(b.s + kk * n_pad + c));
+            v_store(out + t * n_pad + c, sum);
+        }
+    }
+}
+
+void query_block_tile_max(const QueryBlock& b, int n_keys, int tile, float* out) {
+    const int n_pad = b.n_pad;
+    for (int t0 = 0, t = 0; t0 < n_keys; t0 += tile, ++t) {
+        const int t1 = std::min(n_keys, t0 + tile);
+        for (int c = 0; c < n_pad; c += kLanes) {
+            vf mx = v_set1(kNegInf);
+            for (int kk = t0; kk < t1; ++kk) mx = v_max(mx, v_load(b.s + kk * n_pad + c));
+            v_store(out + t * n_pad + c, mx);
+        }
+    }
+}
+
+void query_block_store(const QueryBlock& b, const AttnShape& shape, int kv_head, int row0, float* out, float* lse) {
+    const int d = b.head_dim;
+    const int rs = shape.q_row_stride();
+    for (int g = 0; g < b.group; ++g) {
+        const int h = kv_head * b.group + g;
+        for (int i = 0; i < b.n_rows; ++i) {
+            const int c = g * b.n_rows + i;
+            if (out != nullptr) {
+                const vf inv = v_set1(1.0f / b.l[c]);
+                float* orow = out + static_cast<int64_t>(row0 + i) * rs + static_cast<int64_t>(h) * d;
+                const float* acc = b.o + static_cast<int64_t>(c) * d;
+                for (int j = 0; j < d; j += kLanes) v_store(orow + j, v_mul(v_load(acc + j), inv));
+            }
+            if (lse != nullptr) lse[static_cast<int64_t>(h) * shape.n_q + row0 + i] = (b.m[c] + std::log2(b.l[c])) * kLn2;
+        }
+    }
+}
+
+}  // namespace kascade::detail

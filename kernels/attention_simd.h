@@ -1,0 +1,156 @@
+// kernels/attention_simd.h: internal 8-lane float vector helpers for the attention kernels (not a public API).
+//
+// With AVX2+FMA (the project builds with -march=native) these are thin wrappers over the intrinsics; otherwise a
+// portable scalar twin with the same semantics keeps the kernels correct, only slower. Everything the kernels need
+// is here: loads/stores, FMA, max, a fast exp2 and horizontal reductions.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define KASCADE_SIMD_AVX2 1
+#else
+#define KASCADE_SIMD_AVX2 0
+#endif
+
+namespace kascade::detail {
+
+constexpr int kLanes = 8;  ///< floats per vector
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+#if KASCADE_SIMD_AVX2
+
+using vf = __m256;
+
+inline vf v_zero() { return _mm256_setzero_ps(); }
+inline vf v_set1(float x) { return _mm256_set1_ps(x); }
+inline vf v_bcast(const float* p) { return _mm256_broadcast_ss(p); }
+inline vf v_load(const float* p) { return _mm256_loadu_ps(p); }
+inline void v_store(float* p, vf a) { _mm256_storeu_ps(p, a); }
+inline vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }  // a*b + c
+inline vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+inline vf v_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+inline vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+inline vf v_max(vf a, vf b) { return _mm256_max_ps(a, b); }
+inline vf v_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+
+/// Lanes where `pos` (8 ints) < `limit` take `fill`, the others keep `a`: the causal mask (query position < key).
+inline vf v_mask_lt(vf a, const int* pos, int limit, float fill) {
+    const __m256i p = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pos));
+    const __m256 m = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(limit), p));
+    return _mm256_blendv_ps(a, _mm256_set1_ps(fill), m);
+}
+
+/// 2^x for x <= ~0 with relative error ~2e-7; x < -126 (including -inf) gives exactly 0. Cephes exp2f polynomial on
+/// the reduced argument f = x - round(x) in [-0.5, 0.5], scaled by 2^round(x) through the exponent bits.
+inline vf v_exp2(vf x) {
+    const __m256 zero_mask = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(127.0f));
+    const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 f = _mm256_sub_ps(x, n);
+    __m256 p = _mm256_set1_ps(1.535336188319500e-4f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.339887440266574e-3f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618437357674640e-3f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550332471162809e-2f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402264791363012e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931472028550421e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(zero_mask, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+inline float v_hsum(vf a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+inline float v_hmax(vf a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/// Lane j of the result is the horizontal sum of a[j] (eight dot products finished at once).
+inline vf v_hsum8(const vf* a) {
+    const __m256 t0 = _mm256_hadd_ps(a[0], a[1]);
+    const __m256 t1 = _mm256_hadd_ps(a[2], a[3]);
+    const __m256 t2 = _mm256_hadd_ps(a[4], a[5]);
+    const __m256 t3 = _mm256_hadd_ps(a[6], a[7]);
+    const __m256 u0 = _mm256_hadd_ps(t0, t1);
+    const __m256 u1 = _mm256_hadd_ps(t2, t3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+#else  // portable twin: same operations lane by lane
+
+struct vf {
+    float x[kLanes];
+};
+
+inline vf v_zero() { return vf{}; }
+inline vf v_set1(float a) {
+    vf r;
+    for (float& e : r.x) e = a;
+    return r;
+}
+inline vf v_bcast(const float* p) { return v_set1(*p); }
+inline vf v_load(const float* p) {
+    vf r;
+    std::memcpy(r.x, p, sizeof(r.x));
+    return r;
+}
+inline void v_store(float* p, vf a) { std::memcpy(p, a.x, sizeof(a.x)); }
+#define KASCADE_SIMD_LANEWISE(name, expr)        \
+    inline vf name(vf a, vf b) {                 \
+        vf r;                                    \
+        for (int j = 0; j < kLanes; ++j) {       \
+            const float x = a.x[j], y = b.x[j];  \
+            r.x[j] = (expr);                     \
+        }                                        \
+        return r;                                \
+    }
+KASCADE_SIMD_LANEWISE(v_add, x + y)
+KASCADE_SIMD_LANEWISE(v_sub, x - y)
+KASCADE_SIMD_LANEWISE(v_mul, x* y)
+KASCADE_SIMD_LANEWISE(v_max, x > y ? x : y)
+KASCADE_SIMD_LANEWISE(v_div, x / y)
+#undef KASCADE_SIMD_LANEWISE
+inline vf v_fma(vf a, vf b, vf c) {
+    vf r;
+    for (int j = 0; j < kLanes; ++j) r.x[j] = std::fma(a.x[j], b.x[j], c.x[j]);
+    return r;
+}
+inline vf v_mask_lt(vf a, const int* pos, int limit, float fill) {
+    for (int j = 0; j < kLanes; ++j)
+        if (pos[j] < limit) a.x[j] = fill;
+    return a;
+}
+inline vf v_exp2(vf a) {
+    for (float& e : a.x) e = e < -126.0f ? 0.0f : std::exp2(e);
+    return a;
+}
+inline float v_hsum(vf a) {
+    float s = 0;
+    for (float e : a.x) s += e;
+    return s;
+}
+inline float v_hmax(vf a) {
+    float m = a.x[0];
+    for (float e : a.x) m = e > m ? e : m;
+    return m;
+}
+inline vf v_hsum8(const vf* a) {
+    vf r;
+    for (int j = 0; j < kLanes; ++j) r.x[j] = v_hsum(a[j]);
+    return r;
+}
+
+#endif
+
+}  // namespace kascade::detail

@@ -1,0 +1,319 @@
+// kernels/dense_attention.cpp: dense causal prefill and decode, plus the shared prefill and decode drivers that the
+// pooling and sparse kernels reuse (declared in kernels/attention_engine.h).
+#include "kernels/dense_attention.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention_engine.h"
+#include "kernels/attention_simd.h"
+#include "kernels/kernel_assert.h"
+
+namespace kascade {
+namespace detail {
+namespace {
+
+constexpr int kKeyBlock = 64;      ///< keys per score block of the dense prefill
+constexpr int kDecodePiece = 256;  ///< keys per decode work piece (fixed: results do not depend on thread count)
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// Query rows per dense work item: about 128 columns (rows x group) keep the score block and the transposed queries
+/// in L1/L2 while amortising each K/V block over many queries.
+int dense_query_rows(int group) { return std::max(16, round_up(128 / group, 16)); }
+
+/// Pools the per-(key sub-tile, column) partial sums of one work item into mass rows. partial[kt][c] was summed
+/// with the running max snap[block][c]; w rescales it to the final softmax (exp2(snap - m) / l).
+void pool_block_mass(const QueryBlock& b, int kv_head, int row0, int key_block, int tile, int n_vis,
+                     const float* partial, const float* snap, float* w, TileMass* mass) {
+    const int n_blocks = tile_count(n_vis, key_block);
+    const int tiles_per_block = key_block / tile;
+    const int q_tile0 = row0 / tile;
+    const int n_local_tiles = tile_count(b.n_rows, tile);
+    for (int blk = 0; blk < n_blocks; ++blk) {
+        for (int c = 0; c < b.n_cols; ++c) w[c] = std::exp2(snap[blk * b.n_pad + c] - b.m[c]) / b.l[c];
+        const int kt_end = std::min(tile_count(n_vis, tile), (blk + 1) * tiles_per_block);
+        for (int kt = blk * tiles_per_block; kt < kt_end; ++kt) {
+            const float* pk = partial + static_cast<int64_t>(kt) * b.n_pad;
+            for (int lt = 0; lt < n_local_tiles; ++lt) {
+                const int qt = q_tile0 + lt;
+                if (kt > qt) continue;
+                const int i1 = std::min(b.n_rows, (lt + 1) * tile);
+                double sum = 0;
+                for (int g = 0; g < b.group; ++g)
+                    for (int i = lt * tile; i < i1; ++i) sum += pk[g * b.n_rows + i] * w[g * b.n_rows + i];
+                mass->row(kv_head, qt)[kt] = static_cast<float>(sum);
+            }
+        }
+    }
+}
+
+/// Where one decode piece starts in the range list and how many keys it holds.
+struct DecodePiece {
+    int kv_head = 0;
+    int range = 0;   ///< first range
+    int offset = 0;  ///< first key inside that range
+    int n_keys = 0;
+};
+
+template <typename F>
+void for_each_part(const DecodePiece& piece, const KeyRange* ranges, F&& f) {
+    int r = piece.range, off = piece.offset, left = piece.n_keys, idx = 0;
+    while (left > 0) {
+        const int len = std::min(left, ranges[r].len - off);
+        f(ranges[r].start + off, len, idx);
+        idx += len;
+        left -= len;
+        ++r;
+        off = 0;
+    }
+}
+
+/// sc[g * ld + kk] = qs[g] . k[kk] for kk < n: eight keys at a time, finished by one transposing reduction.
+void decode_scores(const float* qs, int group, int d, const float* k, int n, float* sc, int ld) {
+    int kk = 0;
+    for (; kk + kLanes <= n; kk += kLanes) {
+        for (int g = 0; g < group; ++g) {
+            vf acc[kLanes];
+            for (vf& a : acc) a = v_zero();
+            for (int p = 0; p < d; p += kLanes) {
+                const vf qv = v_load(qs + g * d + p);
+                for (int j = 0; j < kLanes; ++j) acc[j] = v_fma(qv, v_load(k + (kk + j) * d + p), acc[j]);
+            }
+            v_store(sc + g * ld + kk, v_hsum8(acc));
+        }
+    }
+    for (; kk < n; ++kk) {
+        for (int g = 0; g < group; ++g) {
+            vf acc = v_zero();
+            for (int p = 0; p < d; p += kLanes) acc = v_fma(v_load(qs + g * d + p), v_load(k + kk * d + p), acc);
+            sc[g * ld + kk] = v_hsum(acc);
+        }
+    }
+}
+
+/// o[j0 .. j0 + 8*NV) = sum over the piece's keys of p[idx] * v[key][j0 ..].
+template <int NV>
+void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float* p, const float* v, int d, int j0,
+                   float* o) {
+    vf acc[NV];
+    for (vf& a : acc) a = v_zero();
+    for_each_part(piece, ranges, [&](int start, int len, int idx) {
+        const float* vr = v + static_cast<int64_t>(start) * d + j0;
+        for (int kk = 0; kk < len; ++kk, vr += d) {
+            const vf pb = v_bcast(p + idx + kk);
+            for (int n = 0; n < NV; ++n) acc[n] = v_fma(pb, v_load(vr + n * kLanes), acc[n]);
+        }
+    });
+    for (int n = 0; n < NV; ++n) v_store(o + j0 + n * kLanes, acc[n]);
+}
+
+}  // namespace
+
+void check_attn_shape(const AttnShape& s) {
+    KASCADE_KERNEL_ASSERT(s.n_q_heads > 0 && s.n_kv_heads > 0 && s.n_q_heads % s.n_kv_heads == 0);
+    KASCADE_KERNEL_ASSERT(s.head_dim > 0 && s.head_dim % kLanes == 0);
+    KASCADE_KERNEL_ASSERT(s.n_q >= 1 && s.n_q <= s.n_k && s.n_k <= s.kv_stride);
+    KASCADE_KERNEL_ASSERT(std::isfinite(s.scale) && s.scale > 0);
+}
+
+void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, const PrefillOutputs& outputs) {
+    check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr);
+    KASCADE_KERNEL_ASSERT((outputs.out == nullptr) == (outputs.v == nullptr));
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_kv = shape.n_kv_heads;
+    TileMass* mass = outputs.mass;
+    const int tile = outputs.tile;
+    int rows = dense_query_rows(group);
+    int key_block = kKeyBlock;
+    int n_k_tiles = 0;
+    if (mass != nullptr) {
+        // Query and key blocks made of whole tiles so a block's statistics pool into whole (query, key) tiles.
+        KASCADE_KERNEL_ASSERT(tile > 0 && shape.n_q == shape.n_k);
+        rows = key_block = tile * std::max(1, kKeyBlock / tile);
+        n_k_tiles = tile_count(shape.n_k, tile);
+        mass->n_kv_heads = n_kv;
+        mass->n_q_tiles = tile_count(shape.n_q, tile);
+        mass->n_k_tiles = n_k_tiles;
+        mass->tile = tile;
+        mass->mass.assign(static_cast<size_t>(n_kv) * mass->n_q_tiles * n_k_tiles, 0.0f);
+    }
+    const int n_blocks = tile_count(shape.n_q, rows);
+    const int n_items = n_kv * n_blocks;
+    const size_t cap = round_up(group * rows, kPanel);
+    const size_t block_floats = query_block_floats(d, group, rows, key_block);
+    const size_t mass_floats = mass ? cap * (n_k_tiles + tile_count(shape.n_k, key_block) + 1) : 0;
+    const size_t per_thread = block_floats + mass_floats;
+    std::vector<float> scratch(per_thread * omp_get_max_threads());
+    const float prescale = shape.scale * kLog2e;
+
+#pragma omp parallel
+    {
+        float* mine = scratch.data() + per_thread * omp_get_thread_num();
+        QueryBlock b = query_block_bind(mine, d, group, rows, key_block);
+        float* partial = mine + block_floats;
+        float* snap = partial + cap * n_k_tiles;
+        float* w = snap + cap * tile_count(shape.n_k, key_block);
+        // Causal work grows with the block index: hand out the largest blocks first.
+#pragma omp for schedule(dynamic, 1)
+        for (int item = 0; item < n_items; ++item) {
+            const int qb = n_blocks - 1 - item / n_kv;
+            const int kv_head = item % n_kv;
+            const int row0 = qb * rows;
+            const int n_rows = std::min(rows, shape.n_q - row0);
+            query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, outputs.v != nullptr);
+            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
+            const int n_vis = shape.n_k - shape.n_q + row0 + n_rows;  // keys visible to the block's last row
+            for (int key0 = 0, blk = 0; key0 < n_vis; key0 += key_block, ++blk) {
+                const int n_keys = std::min(key_block, n_vis - key0);
+                query_block_scores(b, k + head_off + static_cast<int64_t>(key0) * d, n_keys, key0);
+                query_block_softmax(b, n_keys);
+                if (outputs.v != nullptr)
+                    query_block_accumulate(b, outputs.v + head_off + static_cast<int64_t>(key0) * d, n_keys);
+                if (mass != nullptr) {
+                    query_block_tile_sums(b, n_keys, tile, partial + static_cast<int64_t>(key0 / tile) * b.n_pad);
+                    std::copy(b.m, b.m + b.n_pad, snap + static_cast<int64_t>(blk) * b.n_pad);
+                }
+            }
+            query_block_store(b, shape, kv_head, row0, outputs.out, outputs.lse);
+            if (mass != nullptr) pool_block_mass(b, kv_head, row0, key_block, tile, n_vis, partial, snap, w, mass);
+        }
+    }
+}
+
+void decode_pass(const AttnShape& shape, const float* q, const float* k, const float* v, const KeyRange* ranges,
+                 const int* range_begin, float* out) {
+    check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(shape.n_q == 1);
+    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_kv = shape.n_kv_heads;
+
+    std::vector<DecodePiece> pieces;
+    std::vector<int> piece_begin(n_kv + 1, 0);
+    for (int h = 0; h < n_kv; ++h) {
+        piece_begin[h] = static_cast<int>(pieces.size());
+        DecodePiece cur{h, range_begin[h], 0, 0};
+        for (int r = range_begin[h]; r < range_begin[h + 1]; ++r) {
+            KASCADE_KERNEL_ASSERT(ranges[r].len > 0 && ranges[r].start >= 0 && ranges[r].start + ranges[r].len <= shape.n_k);
+            for (int off = 0; off < ranges[r].len;) {
+                const int take = std::min(ranges[r].len - off, kDecodePiece - cur.n_keys);
+                cur.n_keys += take;
+                off += take;
+                if (cur.n_keys == kDecodePiece) {
+                    pieces.push_back(cur);
+                    const bool range_done = off == ranges[r].len;
+                    cur = DecodePiece{h, range_done ? r + 1 : r, range_done ? 0 : off, 0};
+                }
+            }
+        }
+        if (cur.n_keys > 0) pieces.push_back(cur);
+        KASCADE_KERNEL_ASSERT(static_cast<int>(pieces.size()) > piece_begin[h]);  // every head attends to a key
+    }
+    piece_begin[n_kv] = static_cast<int>(pieces.size());
+    const int n_pieces = piece_begin[n_kv];
+
+    std::vector<float> state_m(static_cast<size_t>(n_pieces) * group);
+    std::vector<float> state_l(state_m.size());
+    std::vector<float> state_o(state_m.size() * d);
+    const int ld = kDecodePiece + kLanes;
+    const size_t per_thread = static_cast<size_t>(group) * (d + ld);
+    std::vector<float> scratch(per_thread * omp_get_max_threads());
+    const float prescale = shape.scale * kLog2e;
+
+#pragma omp parallel
+    {
+        float* qs = scratch.data() + per_thread * omp_get_thread_num();
+        float* sc = qs + group * d;
+#pragma omp for schedule(dynamic, 4)
+        for (int pi = 0; pi < n_pieces; ++pi) {
+            const DecodePiece& piece = pieces[pi];
+            const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
+            for (int g = 0; g < group; ++g) {
+                const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
+                for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
+            }
+            for_each_part(piece, ranges, [&](int start, int len, int idx) {
+                decode_scores(qs, group, d, k + head_off + static_cast<int64_t>(start) * d, len, sc + idx, ld);
+            });
+            const int n = piece.n_keys;
+            const int n8 = round_up(n, kLanes);
+            for (int g = 0; g < group; ++g) {
+                float* s = sc + g * ld;
+                std::fill(s + n, s + n8, kNegInf);
+                vf mx = v_set1(kNegInf);
+                for (int j = 0; j < n8; j += kLanes) mx = v_max(mx, v_load(s + j));
+                const float m = v_hmax(mx);
+                const vf mv = v_set1(m);
+                vf sum = v_zero();
+                for (int j = 0; j < n8; j += kLanes) {
+                    const vf e = v_exp2(v_sub(v_load(s + j), mv));
+                    v_store(s + j, e);
+                    sum = v_add(sum, e);
+                }
+                const int64_t st = static_cast<int64_t>(pi) * group + g;
+                state_m[st] = m;
+                state_l[st] = v_hsum(sum);
+                float* o = state_o.data() + st * d;
+                const float* vh = v + head_off;
+                int j0 = 0;
+                for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) decode_values<4>(piece, ranges, s, vh, d, j0, o);
+                switch ((d - j0) / kLanes) {
+                    case 3: decode_values<3>(piece, ranges, s, vh, d, j0, o); break;
+                    case 2: decode_values<2>(piece, ranges, s, vh, d, j0, o); break;
+                    case 1: decode_values<1>(piece, ranges, s, vh, d, j0, o); break;
+                    default: break;
+                }
+            }
+        }
+
+        // Merge the pieces of each query head in order (the same order whatever the thread count).
+#pragma omp for schedule(static)
+        for (int h = 0; h < shape.n_q_heads; ++h) {
+            const int kv_head = h / group, g = h % group;
+            float m = kNegInf;
+            for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi)
+                m = std::max(m, state_m[static_cast<int64_t>(pi) * group + g]);
+            float* orow = out + static_cast<int64_t>(h) * d;
+            std::fill(orow, orow + d, 0.0f);
+            float l = 0;
+            for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi) {
+                const int64_t st = static_cast<int64_t>(pi) * group + g;
+                const float a = std::exp2(state_m[st] - m);
+                l += state_l[st] * a;
+                const float* o = state_o.data() + st * d;
+                for (int j = 0; j < d; ++j) orow[j] += o[j] * a;
+            }
+            const float inv = 1.0f / l;
+            for (int j = 0; j < d; ++j) orow[j] *= inv;
+        }
+    }
+}
+
+}  // namespace detail
+
+void attn_dense_prefill(const AttnShape& shape, const float* q, const float* k, const float* v, float* out,
+                        float* lse) {
+    KASCADE_KERNEL_ASSERT(v != nullptr && out != nullptr);
+    detail::PrefillOutputs outputs;
+    outputs.v = v;
+    outputs.out = out;
+    outputs.lse = lse;
+    detail::dense_prefill_pass(shape, q, k, outputs);
+}
+
+void attn_dense_decode(const AttnShape& shape, const float* q, const float* k, const float* v, float* out) {
+    detail::check_attn_shape(shape);
+    std::vector<detail::KeyRange> ranges(shape.n_kv_heads, detail::KeyRange{0, shape.n_k});
+    std::vector<int> range_begin(shape.n_kv_heads + 1);
+    for (int h = 0; h <= shape.n_kv_heads; ++h) range_begin[h] = h;
+    detail::decode_pass(shape, q, k, v, ranges.data(), range_begin.data(), out);
+}
+
+}  // namespace kascade

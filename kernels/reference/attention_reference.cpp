@@ -1,0 +1,232 @@
+// kernels/reference/attention_reference.cpp: plain loops in double, no tiling, no SIMD, no threads.
+#include "kernels/reference/attention_reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <set>
+
+namespace kascade::reference {
+namespace {
+
+double score(const AttnShape& s, const float* q, const float* k, int h, int i, int j) {
+    const int kvh = h / s.group_size();
+    const float* qr = q + (static_cast<int64_t>(i) * s.n_q_heads + h) * s.head_dim;
+    const float* kr = k + (static_cast<int64_t>(kvh) * s.kv_stride + j) * s.head_dim;
+    double dot = 0;
+    for (int p = 0; p < s.head_dim; ++p) dot += static_cast<double>(qr[p]) * kr[p];
+    return dot * s.scale;
+}
+
+int position(const AttnShape& s, int i) { return s.n_k - s.n_q + i; }
+
+// Probabilities of one causal row over keys 0..position (double softmax).
+std::vector<double> causal_row(const AttnShape& s, const float* q, const float* k, int h, int i) {
+    const int n = position(s, i) + 1;
+    std::vector<double> p(n);
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int j = 0; j < n; ++j) mx = std::max(mx, p[j] = score(s, q, k, h, i, j));
+    double sum = 0;
+    for (int j = 0; j < n; ++j) sum += p[j] = std::exp(p[j] - mx);
+    for (double& x : p) x /= sum;
+    return p;
+}
+
+bool in_list(const int32_t* list, int count, int t) { return std::find(list, list + count, t) != list + count; }
+
+}  // namespace
+
+std::vector<double> masked_attention(const AttnShape& s, const float* q, const float* k, const float* v,
+                                     const KeyPredicate& allowed, std::vector<double>* lse) {
+    const int d = s.head_dim;
+    std::vector<double> out(static_cast<size_t>(s.n_q) * s.n_q_heads * d, 0.0);
+    if (lse != nullptr) lse->assign(static_cast<size_t>(s.n_q_heads) * s.n_q, 0.0);
+    for (int h = 0; h < s.n_q_heads; ++h) {
+        const int kvh = h / s.group_size();
+        for (int i = 0; i < s.n_q; ++i) {
+            std::vector<double> sc(s.n_k, -std::numeric_limits<double>::infinity());
+            double mx = -std::numeric_limits<double>::infinity();
+            for (int j = 0; j < s.n_k; ++j) {
+                if (!allowed(h, i, j)) continue;
+                sc[j] = score(s, q, k, h, i, j);
+                mx = std::max(mx, sc[j]);
+            }
+            double sum = 0;
+            for (int j = 0; j < s.n_k; ++j)
+                if (allowed(h, i, j)) sum += std::exp(sc[j] - mx);
+            double* o = out.data() + (static_cast<size_t>(i) * s.n_q_heads + h) * d;
+            for (int j = 0; j < s.n_k; ++j) {
+                if (!allowed(h, i, j)) continue;
+                const double p = std::exp(sc[j] - mx) / sum;
+                const float* vr = v + (static_cast<int64_t>(kvh) * s.kv_stride + j) * d;
+                for (int x = 0; x < d; ++x) o[x] += p * vr[x];
+            }
+            if (lse != nullptr) (*lse)[static_cast<size_t>(h) * s.n_q + i] = mx + std::log(sum);
+        }
+    }
+    return out;
+}
+
+std::vector<double> dense_attention(const AttnShape& s, const float* q, const float* k, const float* v,
+                                    std::vector<double>* lse) {
+    return masked_attention(s, q, k, v, [&](int, int i, int j) { return j <= position(s, i); }, lse);
+}
+
+std::vector<double> sparse_prefill(const AttnShape& s, int tile, const float* q, const float* k, const float* v,
+                                   const TileSelection& sel, const int32_t* head_map) {
+    return masked_attention(s, q, k, v, [&](int h, int i, int j) {
+        const int kvh = h / s.group_size();
+        const int src = head_map ? head_map[kvh] : kvh;
+        const int qt = i / tile;
+        if (j / tile == qt) return j <= i;
+        return in_list(sel.list(src, qt), sel.size(src, qt), j / tile);
+    });
+}
+
+std::vector<double> sparse_decode(const AttnShape& s, int tile, const float* q, const float* k, const float* v,
+                                  const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map) {
+    const int last_tile = (s.n_k - 1) / tile;
+    return masked_attention(s, q, k, v, [&](int h, int, int j) {
+        const int kvh = h / s.group_size();
+        const int src = head_map ? head_map[kvh] : kvh;
+        if (j / tile == last_tile) return true;
+        return in_list(tiles + static_cast<int64_t>(src) * max_k, count[src], j / tile);
+    });
+}
+
+std::vector<double> tile_mass_post_softmax(const AttnShape& s, int tile, const float* q, const float* k) {
+    const int nqt = tile_count(s.n_q, tile), nkt = tile_count(s.n_k, tile);
+    std::vector<double> mass(static_cast<size_t>(s.n_kv_heads) * nqt * nkt, 0.0);
+    for (int h = 0; h < s.n_q_heads; ++h) {
+        const int kvh = h / s.group_size();
+        for (int i = 0; i < s.n_q; ++i) {
+            const std::vector<double> p = causal_row(s, q, k, h, i);
+            double* row = mass.data() + (static_cast<size_t>(kvh) * nqt + i / tile) * nkt;
+            for (size_t j = 0; j < p.size(); ++j) row[j / tile] += p[j];
+        }
+    }
+    return mass;
+}
+
+std::vector<double> tile_max_score(const AttnShape& s, int tile, const float* q, const float* k) {
+    const int nqt = tile_count(s.n_q, tile), nkt = tile_count(s.n_k, tile);
+    const double lowest = -std::numeric_limits<double>::infinity();
+    std::vector<double> best(static_cast<size_t>(s.n_kv_heads) * nqt * nkt, lowest);
+    for (int h = 0; h < s.n_q_heads; ++h) {
+        const int kvh = h / s.group_size();
+        for (int i = 0; i < s.n_q; ++i) {
+            double* row = best.data() + (static_cast<size_t>(kvh) * nqt + i / tile) * nkt;
+            for (int j = 0; j <= position(s, i); ++j) row[j / tile] = std::max(row[j / tile], score(s, q, k, h, i, j));
+        }
+    }
+    for (double& x : best)
+        if (x == lowest) x = 0;
+    return best;
+}
+
+int topk_budget(const TopKRule& rule, int q_tile, int tile) {
+    int tiles = 0;
+    if (rule.tiles > 0) {
+        tiles = rule.tiles;
+    } else if (rule.pct > 0) {
+        const int64_t visible = static_cast<int64_t>(q_tile + 1) * tile;
+        int64_t tokens = static_cast<int64_t>(std::floor(static_cast<double>(rule.pct) * visible / 100.0));
+        if (tokens < rule.k_min_tokens) tokens = rule.k_min_tokens;
+        tiles = static_cast<int>((tokens + tile - 1) / tile);
+    }
+    return std::min(tiles, q_tile);
+}
+
+TileSelection select_topk(const TileMass& scores, const TopKRule& rule) {
+    TileSelection sel;
+    sel.n_kv_heads = scores.n_kv_heads;
+    sel.n_q_tiles = scores.n_q_tiles;
+    sel.tile = scores.tile;
+    for (int qt = 0; qt < scores.n_q_tiles; ++qt) sel.max_k = std::max(sel.max_k, topk_budget(rule, qt, scores.tile));
+    sel.count.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles, 0);
+    sel.tiles.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles * sel.max_k, -1);
+    for (int h = 0; h < scores.n_kv_heads; ++h) {
+        for (int qt = 0; qt < scores.n_q_tiles; ++qt) {
+            std::vector<int> cand(qt);
+            for (int t = 0; t < qt; ++t) cand[t] = t;
+            const float* row = scores.row(h, qt);
+            std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) { return row[a] > row[b]; });
+            const int kk = topk_budget(rule, qt, scores.tile);
+            std::vector<int> keep(cand.begin(), cand.begin() + kk);
+            std::sort(keep.begin(), keep.end());
+            std::copy(keep.begin(), keep.end(), sel.list(h, qt));
+            sel.count[static_cast<size_t>(h) * sel.n_q_tiles + qt] = kk;
+        }
+    }
+    return sel;
+}
+
+TileSimilarity similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b, const TileSelection& sel_a,
+                          int head_a, int q_tile) {
+    const std::set<int> a(sel_a.list(head_a, q_tile), sel_a.list(head_a, q_tile) + sel_a.size(head_a, q_tile));
+    const std::set<int> b(sel_b.list(head_b, q_tile), sel_b.list(head_b, q_tile) + sel_b.size(head_b, q_tile));
+    if (a.empty() && b.empty()) return {1.0f, 1.0f};
+    const float* row = mass_b.row(head_b, q_tile);
+    double on_a = 0, on_b = 0;
+    for (int t : a) on_a += row[t];
+    for (int t : b) on_b += row[t];
+    int both = 0;
+    for (int t : a) both += static_cast<int>(b.count(t));
+    const int either = static_cast<int>(a.size() + b.size()) - both;
+    TileSimilarity r;
+    r.recall = on_b > 0 ? static_cast<float>(on_a / on_b) : 1.0f;
+    r.jaccard = static_cast<float>(static_cast<double>(both) / either);
+    return r;
+}
+
+AttnInputs random_inputs(int n_q_heads, int n_kv_heads, int head_dim, int n_q, int n_k, uint64_t seed) {
+    AttnInputs in;
+    AttnShape& s = in.shape;
+    s.n_q_heads = n_q_heads;
+    s.n_kv_heads = n_kv_heads;
+    s.head_dim = head_dim;
+    s.n_q = n_q;
+    s.n_k = n_k;
+    s.kv_stride = n_k + 3;
+    s.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    // Spread 2 gives peaked but not one-hot softmax rows at d = 8..128.
+    in.q = random_floats(static_cast<size_t>(n_q) * n_q_heads * head_dim, seed, -2.0f, 2.0f);
+    in.k = random_floats(static_cast<size_t>(n_kv_heads) * s.kv_stride * head_dim, seed + 1, -2.0f, 2.0f);
+    in.v = random_floats(in.k.size(), seed + 2);
+    for (int h = 0; h < n_kv_heads; ++h) {
+        for (size_t x = (static_cast<size_t>(h) * s.kv_stride + n_k) * head_dim;
+             x < static_cast<size_t>(h + 1) * s.kv_stride * head_dim; ++x) {
+            in.k[x] = in.v[x] = std::numeric_limits<float>::quiet_NaN();
+        }
+    }
+    return in;
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed, float lo, float hi) {
+    std::mt19937_64 gen(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> x(n);
+    for (float& e : x) e = dist(gen);
+    return x;
+}
+
+double max_abs_diff(const float* a, const double* b, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return std::numeric_limits<double>::infinity();
+        worst = std::max(worst, std::abs(a[i] - b[i]));
+    }
+    return worst;
+}
+
+double max_abs_diff(const float* a, const float* b, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return std::numeric_limits<double>::infinity();
+        worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+    }
+    return worst;
+}
+
+}  // namespace kascade::reference

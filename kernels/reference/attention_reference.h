@@ -1,0 +1,65 @@
+// kernels/reference/attention_reference.h: slow, obviously-correct double-precision twins of the attention kernels,
+// used only by the tests. Scores are materialised, softmax is computed in double over exactly the allowed keys, and
+// selections are made by a full sort. Layouts and tile conventions: kernels/attention_types.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kernels/attention_types.h"
+#include "kernels/tile_similarity.h"
+
+namespace kascade::reference {
+
+/// Whether query head h, query row i may attend to key j (on top of nothing: the predicate is the whole mask).
+using KeyPredicate = std::function<bool(int h, int i, int j)>;
+
+/// Masked attention in double: out [n_q][n_q_heads][head_dim]; lse (if not null) [n_q_heads][n_q] natural log.
+std::vector<double> masked_attention(const AttnShape& shape, const float* q, const float* k, const float* v,
+                                     const KeyPredicate& allowed, std::vector<double>* lse = nullptr);
+
+/// Causal attention: row i (position n_k - n_q + i) sees keys 0..its position.
+std::vector<double> dense_attention(const AttnShape& shape, const float* q, const float* k, const float* v,
+                                    std::vector<double>* lse = nullptr);
+
+/// Sparse prefill: the selected tiles of the row's (mapped KV head, query tile) plus the causal diagonal tile.
+std::vector<double> sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                                   const TileSelection& selection, const int32_t* head_map);
+
+/// Sparse decode: the listed tiles per (mapped) KV head plus the query's own tile.
+std::vector<double> sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                                  const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map);
+
+/// Post-softmax mass [n_kv_heads][n_q_tiles][n_k_tiles] (n_q == n_k), summed over the group's heads and tile rows.
+std::vector<double> tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k);
+
+/// Max scaled raw score per (KV head, query tile, key tile) over visible keys; 0 for key tiles after the diagonal.
+std::vector<double> tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k);
+
+/// Budget of query tile qt, written out from the rule's definition.
+int topk_budget(const TopKRule& rule, int q_tile, int tile);
+
+/// Top-k by a full stable sort of the candidates (score descending, tile ascending); lists ascending.
+TileSelection select_topk(const TileMass& scores, const TopKRule& rule);
+
+/// Recall and Jaccard from explicit sets, exactly as tile_similarity.h defines them.
+TileSimilarity similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b, const TileSelection& sel_a,
+                          int head_a, int q_tile);
+
+/// Random q [n_q][hq][d], k and v [hkv][kv_stride][d] with kv_stride = n_k + 3 (rows past n_k hold NaN, so a
+/// kernel that reads beyond the valid keys is caught), scale 1/sqrt(d).
+struct AttnInputs {
+    AttnShape shape;
+    std::vector<float> q, k, v;
+};
+AttnInputs random_inputs(int n_q_heads, int n_kv_heads, int head_dim, int n_q, int n_k, uint64_t seed);
+
+/// Test inputs: n floats uniform in [lo, hi) from a seeded generator.
+std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+/// Max |a - b| over n values; infinity if any value is NaN or infinite.
+double max_abs_diff(const float* a, const double* b, size_t n);
+double max_abs_diff(const float* a, const float* b, size_t n);
+
+}  // namespace kascade::reference

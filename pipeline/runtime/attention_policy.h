@@ -1,0 +1,46 @@
+// pipeline/runtime/attention_policy.h: how a layer attends. The transformer computes Q/K/V and hands each layer's
+// attention to a policy; dense, Kascade (anchor/reuse), oracle top-k and streaming policies plug in here.
+#pragma once
+
+#include <string_view>
+
+#include "kernels/attention_types.h"
+
+namespace kascade {
+
+/// One layer's attention: q and out token-major, k and v the layer's whole KV cache (head-major), see
+/// kernels/attention_types.h. shape.n_q == shape.n_k for a prefill from position 0, n_q == 1 for decode.
+struct AttentionCall {
+    int layer = 0;
+    AttnShape shape;
+    const float* q = nullptr;
+    const float* k = nullptr;
+    const float* v = nullptr;
+    float* out = nullptr;
+};
+
+class AttentionPolicy {
+public:
+    virtual ~AttentionPolicy() = default;
+
+    virtual void attend(const AttentionCall& call) = 0;
+
+    /// Name of what `layer` does, used to split attention time by layer type ("dense", "anchor", "reuse", ...).
+    virtual std::string_view layer_role(int layer) const = 0;
+
+    /// Called after a layer's attention block with its input x_in (the residual stream) and the block's output
+    /// (after o_proj), both [n_rows][dim], when observes_layers() is true. The capture stage measures layer
+    /// importance here.
+    virtual bool observes_layers() const { return false; }
+    virtual void observe_layer(int /*layer*/, const float* /*x_in*/, const float* /*attn_out*/, int /*n_rows*/,
+                               int /*dim*/) {}
+};
+
+/// Exact causal attention in every layer: the baseline every sparse result is compared with.
+class DenseAttention : public AttentionPolicy {
+public:
+    void attend(const AttentionCall& call) override;
+    std::string_view layer_role(int) const override { return "dense"; }
+};
+
+}  // namespace kascade

@@ -1,0 +1,90 @@
+#include "pipeline/runtime/perplexity.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "io/error.h"
+
+namespace kascade {
+
+namespace {
+/// LM-head rows computed at once: bounds the logits buffer to a few MB even for 100K+ vocabularies.
+constexpr int kLogitRowsPerChunk = 32;
+}  // namespace
+
+std::vector<TokenWindow> make_windows(int64_t n_text_tokens, const PerplexityOptions& options, bool has_bos,
+                                      int model_max_positions) {
+    KASCADE_CHECK(options.ctx >= 2, "invalid --ctx {} (must be at least 2)", options.ctx);
+    KASCADE_CHECK(options.ctx <= model_max_positions,
+                  "--ctx {} is larger than the model's context of {} positions (max_position_embeddings)", options.ctx,
+                  model_max_positions);
+    KASCADE_CHECK(options.offset >= 0, "invalid --offset {} (must be >= 0)", options.offset);
+    KASCADE_CHECK(options.max_tokens >= 0, "invalid --max-tokens {} (must be >= 0)", options.max_tokens);
+    KASCADE_CHECK(options.offset < n_text_tokens, "--offset {} is past the end of the text ({} tokens)",
+                  options.offset, n_text_tokens);
+    int64_t end = n_text_tokens;
+    if (options.max_tokens > 0) end = std::min(end, options.offset + options.max_tokens);
+    const int64_t per_window = has_bos ? options.ctx - 1 : options.ctx;
+    std::vector<TokenWindow> windows;
+    for (int64_t b = options.offset; b < end; b += per_window) windows.push_back({b, std::min(end, b + per_window)});
+    // Without BOS a one-token window scores nothing; drop it rather than report a window that measured nothing.
+    if (!has_bos && !windows.empty() && windows.back().end - windows.back().begin < 2) windows.pop_back();
+    KASCADE_CHECK(!windows.empty(), "the text has too few tokens to score (need at least 2 after --offset {})",
+                  options.offset);
+    return windows;
+}
+
+std::vector<int32_t> window_input(std::span<const int32_t> text_tokens, const TokenWindow& window, int bos) {
+    std::vector<int32_t> input;
+    input.reserve(window.end - window.begin + 1);
+    if (bos >= 0) input.push_back(bos);
+    input.insert(input.end(), text_tokens.begin() + window.begin, text_tokens.begin() + window.end);
+    return input;
+}
+
+double PerplexityResult::perplexity() const { return std::exp(mean_nll()); }
+
+PerplexityResult evaluate_perplexity(const Transformer& model, AttentionPolicy& policy,
+                                     std::span<const int32_t> text_tokens, const PerplexityOptions& options,
+                                     const WindowCallback& on_window) {
+    const ModelConfig& c = model.config();
+    const int bos = c.bos_token_id;
+    const std::vector<TokenWindow> windows = make_windows(static_cast<int64_t>(text_tokens.size()), options,
+                                                          bos >= 0, model.max_positions());
+    PerplexityResult result;
+    KvCache cache(c, options.ctx);
+    std::vector<float> hidden(static_cast<size_t>(options.ctx) * c.dim);
+    std::vector<float> logits(static_cast<size_t>(kLogitRowsPerChunk) * c.vocab_size);
+    const double start = omp_get_wtime();
+    for (const TokenWindow& window : windows) {
+        const std::vector<int32_t> input = window_input(text_tokens, window, bos);
+        const int n = static_cast<int>(input.size());
+        cache.clear();
+        model.forward(input, cache, policy, hidden.data(), &result.stats);
+        // Row i predicts input[i + 1].
+        for (int row0 = 0; row0 < n - 1; row0 += kLogitRowsPerChunk) {
+            const int rows = std::min(kLogitRowsPerChunk, n - 1 - row0);
+            model.lm_head(hidden.data() + static_cast<size_t>(row0) * c.dim, rows, logits.data(), &result.stats);
+            double chunk_nll = 0;
+#pragma omp parallel for reduction(+ : chunk_nll) schedule(static) if (rows * c.vocab_size > (1 << 16))
+            for (int r = 0; r < rows; ++r) {
+                const float* z = logits.data() + static_cast<size_t>(r) * c.vocab_size;
+                const float z_max = *std::max_element(z, z + c.vocab_size);
+                double sum = 0;
+                for (int i = 0; i < c.vocab_size; ++i) sum += std::exp(static_cast<double>(z[i]) - z_max);
+                const int target = input[row0 + r + 1];
+                chunk_nll += std::log(sum) + z_max - z[target];
+            }
+            result.nll_sum += chunk_nll;
+            result.n_scored += rows;
+        }
+        ++result.n_windows;
+        if (on_window) on_window(result.n_windows, result);
+    }
+    result.seconds = omp_get_wtime() - start;
+    return result;
+}
+
+}  // namespace kascade

@@ -1,0 +1,44 @@
+// pipeline/runtime/transformer.h: the Llama-family forward pass (Hugging Face semantics).
+//
+//   x = embed[token]
+//   per layer: h = RMSNorm(x); q,k,v = h Wq^T (+bq), h Wk^T (+bk), h Wv^T (+bv); RoPE(q, k);
+//              x += Attention(q, cache k, cache v) Wo^T;  x += W_down (silu(RMSNorm(x) W_gate^T) * RMSNorm(x) W_up^T)
+//   final RMSNorm; logits = x W_lm^T
+// Attention goes through an AttentionPolicy, so sparse methods change only that step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "io/weights/model_weights.h"
+#include "kernels/rope.h"
+#include "pipeline/runtime/attention_policy.h"
+#include "pipeline/runtime/forward_stats.h"
+#include "pipeline/runtime/kv_cache.h"
+
+namespace kascade {
+
+class Transformer {
+public:
+    /// `weights` must outlive the transformer. max_positions bounds the positions a KV cache may use
+    /// (default: the model's max_seq_len).
+    explicit Transformer(const ModelWeights& weights, int max_positions = 0);
+
+    const ModelConfig& config() const { return weights_.config; }
+    int max_positions() const { return rope_.max_positions; }
+
+    /// Runs `tokens` at positions cache.length() ... through the model, appends their keys and values to `cache`,
+    /// and writes the final-normed hidden state of each token to hidden_out ([tokens.size()][dim]).
+    /// stats (optional) accumulates timings.
+    void forward(std::span<const int32_t> tokens, KvCache& cache, AttentionPolicy& policy, float* hidden_out,
+                 ForwardStats* stats = nullptr) const;
+
+    /// logits [n][vocab] = hidden [n][dim] W_lm^T.
+    void lm_head(const float* hidden, int n, float* logits, ForwardStats* stats = nullptr) const;
+
+private:
+    const ModelWeights& weights_;
+    RopeTable rope_;
+};
+
+}  // namespace kascade

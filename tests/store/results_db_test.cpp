@@ -1,0 +1,353 @@
+// tests/store/results_db_test.cpp: the SQLite results store on real database files: migrations, constraints,
+// transactions, the runs_flat view and the round trip of every record.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <gtest/gtest.h>
+
+#include "io/error.h"
+#include "io/store/results_db.h"
+#include "io/store/schema.h"
+#include "store/store_test_util.h"
+
+namespace kascade {
+namespace {
+
+using test::TempDir;
+
+std::int64_t count_rows(ResultsDb& db, const std::string& table) {
+    return db.database().execAndGet("SELECT count(*) FROM " + table).getInt64();
+}
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+TEST(ResultsDb, MigratesANewDatabase) {
+    TempDir tmp;
+    ResultsDb db(tmp.path() / "results" / "nested");
+    EXPECT_TRUE(std::filesystem::is_regular_file(tmp.path() / "results" / "nested" / "kascade.db"));
+    EXPECT_EQ(db.schema_version(), kSchemaVersion);
+    EXPECT_EQ(db.database().execAndGet("PRAGMA journal_mode").getString(), "wal");
+    EXPECT_EQ(db.database().execAndGet("PRAGMA foreign_keys").getInt(), 1);
+    for (const char* table : {"models", "texts", "artifacts", "captures", "similarities", "schedules",
+                              "schedule_layers", "runs", "run_metrics", "run_layers", "kernel_bench", "runs_flat"}) {
+        EXPECT_TRUE(db.database().tableExists(table)) << table;
+    }
+}
+
+TEST(ResultsDb, ReopeningIsANoOp) {
+    TempDir tmp;
+    std::string schema_before;
+    {
+        ResultsDb db(tmp.path());
+        test::fill_sample_store(db);
+        schema_before = db.database().execAndGet("SELECT group_concat(sql, ';') FROM sqlite_master").getString();
+    }
+    ResultsDb db(tmp.path());
+    EXPECT_EQ(db.schema_version(), kSchemaVersion);
+    EXPECT_EQ(db.database().execAndGet("SELECT group_concat(sql, ';') FROM sqlite_master").getString(), schema_before);
+    EXPECT_EQ(count_rows(db, "runs"), 1);
+    EXPECT_EQ(count_rows(db, "schedule_layers"), 3);
+}
+
+TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {
+    TempDir tmp;
+    {
+        SQLite::Database raw(tmp.path() / "kascade.db", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        raw.exec("PRAGMA user_version = 7");
+    }
+    EXPECT_EQ(error_of([&] { ResultsDb db(tmp.path()); }),
+              fmt::format("{} has schema version 7, this kascade reads up to {}; upgrade kascade",
+                          (tmp.path() / "kascade.db").string(), kSchemaVersion));
+}
+
+TEST(ResultsDb, RefusesAFileThatIsNotADatabase) {
+    TempDir tmp;
+    std::ofstream(tmp.path() / "kascade.db") << "this is not an SQLite database, just some text that is long enough";
+    const std::string message = error_of([&] { ResultsDb db(tmp.path()); });
+    EXPECT_NE(message.find("kascade.db"), std::string::npos) << message;
+    EXPECT_NE(message.find("not a database"), std::string::npos) << message;
+}
+
+TEST(ResultsDb, ResultsDirUnderARegularFileIsAnError) {
+    TempDir tmp;
+    std::ofstream(tmp.path() / "plain_file") << "x";
+    const std::filesystem::path dir = tmp.path() / "plain_file" / "sub";
+    const std::string message = error_of([&] { ResultsDb db(dir); });
+    EXPECT_EQ(message, fmt::format("cannot create results directory \"{}\": Not a directory", dir.string()));
+}
+
+TEST(ResultsDb, ReadOnlyResultsDirIsAnError) {
+    if (::geteuid() == 0) GTEST_SKIP() << "running as root: directory permissions are not enforced";
+    TempDir tmp;
+    const std::filesystem::path dir = tmp.path() / "ro";
+    std::filesystem::create_directory(dir);
+    ::chmod(dir.c_str(), 0555);
+    EXPECT_EQ(error_of([&] { ResultsDb db(dir); }),
+              fmt::format("results directory \"{}\" is not writable: Permission denied", dir.string()));
+}
+
+// The field lists of records.h must name exactly the columns the migrations create, in order.
+template <class R>
+void expect_fields_match_table(ResultsDb& db) {
+    std::vector<std::string> columns;
+    SQLite::Statement st(db.database(), fmt::format("SELECT name FROM pragma_table_info('{}')", R::table));
+    while (st.executeStep()) columns.push_back(st.getColumn(0).getString());
+    std::vector<std::string> expected;
+    if constexpr (requires(R r) { r.id; }) expected.emplace_back("id");
+    for (const auto& f : R::fields()) expected.emplace_back(f.name);
+    EXPECT_EQ(columns, expected) << R::table;
+}
+
+TEST(ResultsDb, FieldListsMatchTheSchema) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    expect_fields_match_table<ModelRecord>(db);
+    expect_fields_match_table<TextRecord>(db);
+    expect_fields_match_table<ArtifactRecord>(db);
+    expect_fields_match_table<CaptureRecord>(db);
+    expect_fields_match_table<SimilarityRecord>(db);
+    expect_fields_match_table<ScheduleRecord>(db);
+    expect_fields_match_table<ScheduleLayerRecord>(db);
+    expect_fields_match_table<RunRecord>(db);
+    expect_fields_match_table<RunMetrics>(db);
+    expect_fields_match_table<RunLayerRecord>(db);
+    expect_fields_match_table<KernelBenchRecord>(db);
+}
+
+TEST(ResultsDb, ForeignKeysAreEnforced) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    EXPECT_THROW(db.database().exec("INSERT INTO run_layers (run_id, layer, role, density) VALUES (999, 0, 'dense', 1)"),
+                 SQLite::Exception);
+    EXPECT_EQ(count_rows(db, "run_layers"), 0);
+    // Through the API: an artifact of a model that is not registered.
+    const std::string message = error_of([&] {
+        db.insert_artifact(ArtifactRecord{"k", "schedule", "artifacts/schedule/k.h5", 42, 1, "{}", "{}", 1, ""});
+    });
+    EXPECT_NE(message.find("FOREIGN KEY constraint failed"), std::string::npos) << message;
+}
+
+TEST(ResultsDb, IntegrityCheckPassesOnAFilledStore) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    test::fill_sample_store(db);
+    EXPECT_EQ(db.database().execAndGet("PRAGMA integrity_check").getString(), "ok");
+    SQLite::Statement fk(db.database(), "PRAGMA foreign_key_check");
+    EXPECT_FALSE(fk.executeStep());
+}
+
+TEST(ResultsDb, RunsFlatJoinsParametersMetricsScheduleModelAndText) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    const test::SampleIds ids = test::fill_sample_store(db);
+    SQLite::Statement st(db.database(),
+                         "SELECT method, policy, threshold, n_anchor_layers, n_reuse_layers, topk_tiles, ppl_sparse, "
+                         "degradation_pct, model_path, text_path, schedule_key, attn_ms_anchor FROM runs_flat "
+                         "WHERE id = ?");
+    st.bind(1, ids.run);
+    ASSERT_TRUE(st.executeStep());
+    EXPECT_EQ(st.getColumn(0).getString(), "kascade");
+    EXPECT_EQ(st.getColumn(1).getString(), "threshold");
+    EXPECT_DOUBLE_EQ(st.getColumn(2).getDouble(), 0.9);
+    EXPECT_EQ(st.getColumn(3).getInt(), 2);
+    EXPECT_EQ(st.getColumn(4).getInt(), 1);
+    EXPECT_EQ(st.getColumn(5).getInt(), 12);
+    EXPECT_DOUBLE_EQ(st.getColumn(6).getDouble(), 7.46332);
+    EXPECT_DOUBLE_EQ(st.getColumn(7).getDouble(), 1.005);
+    EXPECT_EQ(st.getColumn(8).getString(), "models/stories15M.bin");
+    EXPECT_EQ(st.getColumn(9).getString(), "data/tinystories.txt");
+    EXPECT_EQ(st.getColumn(10).getString(), "sched-1");
+    EXPECT_TRUE(st.getColumn(11).isNull());
+    EXPECT_FALSE(st.executeStep());
+}
+
+TEST(ResultsDb, AFailedRunInsertLeavesNothing) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    const test::SampleIds ids = test::fill_sample_store(db);
+    RunRecord run = test::sample_run(ids.model, ids.text, ids.schedule);
+    run.key = "run-dup-layer";
+    std::vector<RunLayerRecord> layers = test::sample_run_layers();
+    layers.push_back(layers[1]);  // layer 1 twice: the last statement of the transaction fails
+    const std::string message = error_of([&] { db.insert_run(run, test::sample_metrics(), layers); });
+    EXPECT_NE(message.find("storing run run-dup-layer"), std::string::npos) << message;
+    EXPECT_NE(message.find("UNIQUE constraint failed: run_layers.run_id, run_layers.layer"), std::string::npos)
+        << message;
+    EXPECT_FALSE(db.find_run("run-dup-layer").has_value());
+    EXPECT_EQ(count_rows(db, "runs"), 1);
+    EXPECT_EQ(count_rows(db, "run_metrics"), 1);
+    EXPECT_EQ(count_rows(db, "run_layers"), 3);
+}
+
+TEST(ResultsDb, ChecksRejectValuesOutsideTheVocabulary) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    const test::SampleIds ids = test::fill_sample_store(db);
+    RunRecord run = test::sample_run(ids.model, ids.text, std::nullopt);
+    run.key = "run-typo";
+    run.method = "kascad";
+    const std::string message = error_of([&] { db.insert_run(run, test::sample_metrics(), {}); });
+    EXPECT_NE(message.find("CHECK constraint failed"), std::string::npos) << message;
+    // A kascade run needs a schedule (and only kascade runs have one).
+    run.method = "kascade";
+    EXPECT_THROW(db.insert_run(run, test::sample_metrics(), {}), Error);
+    EXPECT_EQ(count_rows(db, "runs"), 1);
+}
+
+TEST(ResultsDb, RunRoundTripWithScheduleAndLayers) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    const test::SampleIds ids = test::fill_sample_store(db);
+    ASSERT_EQ(db.find_run("run-1"), ids.run);
+    EXPECT_FALSE(db.find_run("run-404").has_value());
+
+    const RunDetails d = db.load_run(ids.run);
+    EXPECT_EQ(d.run.id, ids.run);
+    EXPECT_EQ(d.run.key, "run-1");
+    EXPECT_EQ(d.run.method, "kascade");
+    EXPECT_EQ(d.run.topk_tiles, 12);
+    EXPECT_FALSE(d.run.topk_pct.has_value());
+    EXPECT_EQ(d.run.status, "done");
+    EXPECT_EQ(d.metrics.run_id, ids.run);
+    EXPECT_EQ(d.metrics.n_scored, 2040);
+    EXPECT_DOUBLE_EQ(*d.metrics.nll_dense, 2.0);
+    EXPECT_FALSE(d.metrics.attn_ms_anchor.has_value());
+    ASSERT_EQ(d.layers.size(), 3u);
+    EXPECT_EQ(d.layers[1].role, "reuse");
+    EXPECT_EQ(d.layers[1].anchor_layer, 0);
+    EXPECT_DOUBLE_EQ(*d.layers[1].out_rel_error, 0.02);
+    ASSERT_TRUE(d.schedule.has_value());
+    EXPECT_EQ(d.schedule->record.key, "sched-1");
+    EXPECT_EQ(d.schedule->record.n_layers, 3);
+    EXPECT_EQ(d.schedule->record.n_anchor_layers, 2);
+    EXPECT_EQ(d.schedule->record.n_reuse_layers, 1);
+    ASSERT_EQ(d.schedule->layers.size(), 3u);
+    EXPECT_EQ(d.schedule->layers[1].head_map_json, "[0,0]");
+    EXPECT_EQ(d.schedule->layers[1].schedule_id, ids.schedule);
+
+    EXPECT_EQ(db.list_runs().size(), 1u);
+    EXPECT_EQ(error_of([&] { db.load_run(77); }), fmt::format("{}: there is no run with id 77", db.db_file().string()));
+}
+
+TEST(ResultsDb, SameRunKeyIsRefusedUnlessReplacing) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    const test::SampleIds ids = test::fill_sample_store(db);
+    const RunRecord run = test::sample_run(ids.model, ids.text, ids.schedule);
+    EXPECT_EQ(error_of([&] { db.insert_run(run, test::sample_metrics(), test::sample_run_layers()); }),
+              fmt::format("{}: run run-1 is already stored as run {}", db.db_file().string(), ids.run));
+    RunMetrics better = test::sample_metrics();
+    better.ppl_sparse = 7.4;
+    const std::int64_t id = db.insert_run(run, better, {test::sample_run_layers()[0]}, /*replace=*/true);
+    EXPECT_NE(id, ids.run);
+    EXPECT_EQ(count_rows(db, "runs"), 1);
+    EXPECT_EQ(count_rows(db, "run_metrics"), 1);
+    EXPECT_EQ(count_rows(db, "run_layers"), 1);
+    EXPECT_DOUBLE_EQ(db.load_run(id).metrics.ppl_sparse, 7.4);
+}
+
+TEST(ResultsDb, ScheduleWithAnExistingKeyReturnsTheStoredId) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    const test::SampleIds ids = test::fill_sample_store(db);
+    EXPECT_EQ(db.insert_schedule(test::sample_schedule(ids.model), test::sample_schedule_layers()), ids.schedule);
+    EXPECT_EQ(count_rows(db, "schedules"), 1);
+    EXPECT_EQ(count_rows(db, "schedule_layers"), 3);
+    EXPECT_EQ(db.find_schedule("sched-1")->record.id, ids.schedule);
+    EXPECT_FALSE(db.find_schedule("nope").has_value());
+    EXPECT_EQ(db.list_schedules().size(), 1u);
+}
+
+TEST(ResultsDb, ScheduleLayersAreChecked) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    const test::SampleIds ids = test::fill_sample_store(db);
+    ScheduleRecord s = test::sample_schedule(ids.model);
+    s.key = "sched-bad";
+    std::vector<ScheduleLayerRecord> layers = test::sample_schedule_layers();
+    layers[2] = {0, 2, "reuse", 1, "[0,1]", 0.8};
+    EXPECT_EQ(error_of([&] { db.insert_schedule(s, layers); }),
+              fmt::format("{}: schedule sched-bad layer 2 reuses layer 1, which is itself a reuse layer",
+                          db.db_file().string()));
+    layers = test::sample_schedule_layers();
+    std::swap(layers[1], layers[2]);
+    EXPECT_EQ(error_of([&] { db.insert_schedule(s, layers); }),
+              fmt::format("{}: schedule sched-bad lists layer 2 at position 1, expected 1", db.db_file().string()));
+    EXPECT_EQ(count_rows(db, "schedules"), 1);
+}
+
+TEST(ResultsDb, ModelsAndTextsAreStoredOncePerHash) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    const std::int64_t model = db.upsert_model(test::sample_model());
+    ModelRecord moved = test::sample_model();
+    moved.path = "elsewhere/stories15M.bin";
+    EXPECT_EQ(db.upsert_model(moved), model);
+    EXPECT_EQ(db.find_model(model)->path, "models/stories15M.bin");
+    EXPECT_EQ(db.find_model(model)->n_kv_heads, 2);
+    EXPECT_FALSE(db.find_model(model)->created_at.empty());
+    const std::int64_t text = db.upsert_text(test::sample_text());
+    EXPECT_EQ(db.upsert_text(test::sample_text()), text);
+    EXPECT_EQ(db.find_text(text)->bytes, 12345);
+    EXPECT_EQ(count_rows(db, "models"), 1);
+    EXPECT_EQ(count_rows(db, "texts"), 1);
+}
+
+TEST(ResultsDb, ArtifactsAreFoundByKeyAndReplacedOnReinsert) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    const test::SampleIds ids = test::fill_sample_store(db);
+    const std::optional<ArtifactRecord> cap = db.find_artifact("cap-1");
+    ASSERT_TRUE(cap.has_value());
+    EXPECT_EQ(cap->stage, "capture");
+    EXPECT_EQ(cap->path, "artifacts/capture/cap-1.h5");
+    EXPECT_EQ(db.find_capture("cap-1")->tile, 16);
+    EXPECT_EQ(db.find_similarity("sim-1")->topk_tiles, 12);
+    EXPECT_FALSE(db.find_similarity("sim-1")->topk_pct.has_value());
+    EXPECT_FALSE(db.find_artifact("nope").has_value());
+
+    // A --force recompute of the capture writes the row again, even though a similarity points at it.
+    ArtifactRecord again = *cap;
+    again.bytes = 2000;
+    db.insert_artifact(again, CaptureRecord{"cap-1", ids.model, ids.text, "tok", 0, 2048, 256, 16, 1});
+    EXPECT_EQ(db.find_artifact("cap-1")->bytes, 2000);
+    EXPECT_EQ(db.find_capture("cap-1")->save_qk, 1);
+    EXPECT_EQ(db.list_artifacts().size(), 2u);
+    EXPECT_EQ(db.list_artifacts("similarity").size(), 1u);
+    EXPECT_EQ(db.list_artifacts("schedule").size(), 0u);
+
+    again.stage = "similarity";
+    EXPECT_EQ(error_of([&] { db.insert_artifact(again); }),
+              fmt::format("{}: artifact cap-1 has stage 'similarity' but was stored as a schedule artifact",
+                          db.db_file().string()));
+}
+
+TEST(ResultsDb, KernelBenchRows) {
+    TempDir tmp;
+    ResultsDb db(tmp.path());
+    KernelBenchRecord b{0, "sparse_reuse_prefill", "{\"L\":4096}", 2, 1.25, 40.0, std::nullopt, 3.1, "abc", "host", ""};
+    const std::int64_t id = db.insert_kernel_bench(b);
+    EXPECT_GT(id, 0);
+    EXPECT_EQ(db.database().execAndGet("SELECT gbps IS NULL FROM kernel_bench").getInt(), 1);
+}
+
+TEST(ResultsDb, UtcNowIsIso8601) {
+    const std::string now = utc_now();
+    ASSERT_EQ(now.size(), 20u) << now;
+    EXPECT_EQ(now[4], '-');
+    EXPECT_EQ(now[10], 'T');
+    EXPECT_EQ(now.back(), 'Z');
+}
+
+}  // namespace
+}  // namespace kascade

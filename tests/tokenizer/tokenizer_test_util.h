@@ -1,0 +1,73 @@
+// tests/tokenizer/tokenizer_test_util.h: shared helpers of the tokenizer tests (paths, text, temporary files).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "io/file_util.h"
+
+namespace kascade::test {
+
+inline std::filesystem::path shared_path(std::string_view relative) {
+    return std::filesystem::path(KASCADE_SHARED_DIR) / relative;
+}
+
+inline const std::filesystem::path kTok512 = shared_path("models/stories260K/tok512.bin");
+inline const std::filesystem::path kSmolLm2Json = shared_path("models/smollm2-135m-tokenizer/tokenizer.json");
+inline const std::filesystem::path kTinyStories = shared_path("data/tinystories/TinyStories-valid.head.txt");
+inline const std::filesystem::path kWikiTest = shared_path("data/wikitext-2/wiki.test.raw");
+inline const std::filesystem::path kMobyDick = shared_path("data/moby-dick/pg2701.txt");
+
+/// The first `min_bytes` of `text`, extended to the end of that line, so that no codepoint or word is cut.
+inline std::string head_lines(const std::string& text, std::size_t min_bytes) {
+    if (text.size() <= min_bytes) return text;
+    const std::size_t newline = text.find('\n', min_bytes);
+    return text.substr(0, newline == std::string::npos ? text.size() : newline + 1);
+}
+
+/// A fresh directory under the system temp dir, removed with everything in it when the test ends.
+class TempDir {
+public:
+    TempDir() {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        path_ = std::filesystem::temp_directory_path() /
+                (std::string("kascade_tok_") + info->test_suite_name() + "_" + info->name() + "_" +
+                 std::to_string(::getpid()));
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    const std::filesystem::path& path() const { return path_; }
+
+    std::filesystem::path write(std::string_view name, std::string_view contents) const {
+        const std::filesystem::path file = path_ / name;
+        std::ofstream out(file, std::ios::binary);
+        out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+        return file;
+    }
+
+private:
+    std::filesystem::path path_;
+};
+
+/// Wall time of `fn()` in milliseconds.
+template <typename Fn>
+double time_ms(Fn&& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace kascade::test
