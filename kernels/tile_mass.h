@@ -18,6 +18,13 @@ void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float*
 /// Log-sum-exp of each row only (no V): the cheap first pass of an anchor layer that does not need dense output.
 void attn_row_lse(const AttnShape& shape, const float* q, const float* k, float* lse);
 
+/// Post-softmax mass in one pass over Q.K and no V work at all: the cheapest way for an anchor layer that computes
+/// its own output sparsely to get its pooling signal. Each query block keeps, per key tile, the partial sum of
+/// exp2(score - running max) together with that running max, and rescales them once the row statistics are final.
+/// lse (optional) as in attn_dense_prefill.
+void attn_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* mass,
+                    float* lse = nullptr);
+
 /// Pre-softmax ablation: max over the group's query heads and the tile's rows of the raw scaled score per key tile.
 void tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* scores);
 

@@ -4,6 +4,7 @@
 
 #include "io/error.h"
 #include "io/file_util.h"
+#include "io/tokenizer/hf_tokenizer.h"
 #include "io/tokenizer/llama2c_tokenizer.h"
 #include "io/tokenizer/tokenizer.h"
 
@@ -24,9 +25,7 @@ bool looks_like_json(std::string_view bytes) {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
     const std::string bytes = read_file(path);
     KASCADE_CHECK(!bytes.empty(), "{}: empty tokenizer file", path.string());
-    if (looks_like_json(bytes)) {
-        KASCADE_FAIL("{}: tokenizer.json is not supported yet", path.string());
-    }
+    if (looks_like_json(bytes)) return std::make_unique<HfTokenizer>(path, bytes);
     return std::make_unique<Llama2cTokenizer>(path, bytes);
 }
 

@@ -160,7 +160,11 @@ SafetensorsSet::SafetensorsSet(const std::filesystem::path& path) : path_(path) 
         const auto shard_name = shard.get<std::string>();
         auto it = shards.find(shard_name);
         if (it == shards.end()) {
-            files_.push_back(std::make_unique<SafetensorsFile>(path.parent_path() / shard_name));
+            const std::filesystem::path shard_path = path.parent_path() / shard_name;
+            KASCADE_CHECK(std::filesystem::exists(shard_path),
+                          "{}: weight_map puts tensor {} in {}, which does not exist", index_name, tensor_name,
+                          shard_path.string());
+            files_.push_back(std::make_unique<SafetensorsFile>(shard_path));
             it = shards.emplace(shard_name, files_.back().get()).first;
         }
         const SafetensorsTensor* tensor = it->second->find(tensor_name);

@@ -45,22 +45,19 @@ std::vector<double> masked_attention(const AttnShape& s, const float* q, const f
     for (int h = 0; h < s.n_q_heads; ++h) {
         const int kvh = h / s.group_size();
         for (int i = 0; i < s.n_q; ++i) {
-            std::vector<double> sc(s.n_k, -std::numeric_limits<double>::infinity());
-            double mx = -std::numeric_limits<double>::infinity();
-            for (int j = 0; j < s.n_k; ++j) {
-                if (!allowed(h, i, j)) continue;
-                sc[j] = score(s, q, k, h, i, j);
-                mx = std::max(mx, sc[j]);
-            }
-            double sum = 0;
+            std::vector<int> keys;
             for (int j = 0; j < s.n_k; ++j)
-                if (allowed(h, i, j)) sum += std::exp(sc[j] - mx);
+                if (allowed(h, i, j)) keys.push_back(j);
+            std::vector<double> sc(keys.size());
+            double mx = -std::numeric_limits<double>::infinity();
+            for (size_t x = 0; x < keys.size(); ++x) mx = std::max(mx, sc[x] = score(s, q, k, h, i, keys[x]));
+            double sum = 0;
+            for (double e : sc) sum += std::exp(e - mx);
             double* o = out.data() + (static_cast<size_t>(i) * s.n_q_heads + h) * d;
-            for (int j = 0; j < s.n_k; ++j) {
-                if (!allowed(h, i, j)) continue;
-                const double p = std::exp(sc[j] - mx) / sum;
-                const float* vr = v + (static_cast<int64_t>(kvh) * s.kv_stride + j) * d;
-                for (int x = 0; x < d; ++x) o[x] += p * vr[x];
+            for (size_t x = 0; x < keys.size(); ++x) {
+                const double p = std::exp(sc[x] - mx) / sum;
+                const float* vr = v + (static_cast<int64_t>(kvh) * s.kv_stride + keys[x]) * d;
+                for (int y = 0; y < d; ++y) o[y] += p * vr[y];
             }
             if (lse != nullptr) (*lse)[static_cast<size_t>(h) * s.n_q + i] = mx + std::log(sum);
         }

@@ -7,6 +7,7 @@
 #include "io/text_file.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
+#include "pipeline/runtime/corpus_tokens.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/progress.h"
 
@@ -24,11 +25,13 @@ void run_perplexity(const PerplexityArgs& args) {
     const ModelWeights weights = load_model(args.model.model);
     const auto tokenizer = load_tokenizer_for(args.model);
     const std::string text = read_text_file(args.text);
-    const std::vector<int32_t> tokens = tokenizer->encode(text);
+    const ModelConfig& c = weights.config;
+    const std::vector<int32_t> tokens =
+        tokenize_corpus(*tokenizer, text, c.bos_token_id >= 0 ? c.bos_token_id : c.eos_token_id);
     Transformer model(weights);
     // Fail before any work if the windows cannot be made (ctx too large, offset past the end, ...).
     const auto windows = make_windows(static_cast<int64_t>(tokens.size()), args.options,
-                                      weights.config.bos_token_id >= 0, model.max_positions());
+                                      c.bos_token_id >= 0, model.max_positions());
     DenseAttention attention;
     ProgressLine progress("perplexity", static_cast<int64_t>(windows.size()), "windows");
     const PerplexityResult r = evaluate_perplexity(model, attention, tokens, args.options,

@@ -80,7 +80,7 @@ inline ScheduleRecord sample_schedule(std::int64_t model_id) {
     return s;
 }
 
-inline RunRecord sample_run(std::int64_t model_id, std::int64_t text_id, std::int64_t schedule_id) {
+inline RunRecord sample_run(std::int64_t model_id, std::int64_t text_id, std::optional<std::int64_t> schedule_id) {
     RunRecord r;
     r.key = "run-1";
     r.model_id = model_id;

@@ -1,0 +1,118 @@
+// kernels/sparse_attention.cpp: Kascade tile-sparse prefill and decode. The selected key tiles are gathered as runs
+// of adjacent tiles and go through the same score / online-softmax / value blocks as the dense kernel, followed by
+// the causal diagonal tile, so the softmax is exact over exactly the attended keys.
+#include "kernels/sparse_attention.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/attention_engine.h"
+#include "kernels/attention_simd.h"
+#include "kernels/kernel_assert.h"
+
+namespace kascade {
+namespace {
+
+constexpr int kMaxRunKeys = 64;  ///< adjacent selected tiles are merged into key blocks of up to this many keys
+
+void check_head_map(const int32_t* head_map, int n_kv_heads, int n_selection_heads) {
+    if (head_map == nullptr) {
+        KASCADE_KERNEL_ASSERT(n_kv_heads <= n_selection_heads);
+        return;
+    }
+    for (int h = 0; h < n_kv_heads; ++h) KASCADE_KERNEL_ASSERT(head_map[h] >= 0 && head_map[h] < n_selection_heads);
+}
+
+}  // namespace
+
+void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                         const TileSelection& selection, const int32_t* head_map, float* out) {
+    detail::check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
+    KASCADE_KERNEL_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
+    KASCADE_KERNEL_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
+    check_head_map(head_map, shape.n_kv_heads, selection.n_kv_heads);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_kv = shape.n_kv_heads;
+    const int n_q_tiles = selection.n_q_tiles;
+    const int run_tiles = std::max(1, kMaxRunKeys / tile);
+    const int max_keys = run_tiles * tile;
+    const int n_items = n_kv * n_q_tiles;
+    const size_t per_thread = detail::query_block_floats(d, group, tile, max_keys);
+    std::vector<float> scratch(per_thread * omp_get_max_threads());
+    const float prescale = shape.scale * detail::kLog2e;
+
+#pragma omp parallel
+    {
+        detail::QueryBlock b =
+            detail::query_block_bind(scratch.data() + per_thread * omp_get_thread_num(), d, group, tile, max_keys);
+        // Later query tiles usually keep more tiles: hand them out first.
+#pragma omp for schedule(dynamic, 1)
+        for (int item = 0; item < n_items; ++item) {
+            const int qt = n_q_tiles - 1 - item / n_kv;
+            const int kv_head = item % n_kv;
+            const int src = head_map ? head_map[kv_head] : kv_head;
+            const int row0 = qt * tile;
+            const int n_rows = std::min(tile, shape.n_q - row0);
+            detail::query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, true);
+            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
+            const auto attend = [&](int key0, int n_keys) {
+                detail::query_block_scores(b, k + head_off + static_cast<int64_t>(key0) * d, n_keys, key0);
+                detail::query_block_softmax(b, n_keys);
+                detail::query_block_accumulate(b, v + head_off + static_cast<int64_t>(key0) * d, n_keys);
+            };
+            const int32_t* list = selection.list(src, qt);
+            const int count = selection.size(src, qt);
+            KASCADE_KERNEL_ASSERT(count >= 0 && count <= selection.max_k);
+            for (int i = 0; i < count;) {
+                KASCADE_KERNEL_ASSERT(list[i] >= 0 && list[i] < qt && (i == 0 || list[i] > list[i - 1]));
+                int j = i + 1;
+                while (j < count && j - i < run_tiles && list[j] == list[j - 1] + 1) ++j;
+                attend(list[i] * tile, (j - i) * tile);
+                i = j;
+            }
+            attend(row0, n_rows);  // the diagonal tile, causally masked
+            detail::query_block_store(b, shape, kv_head, row0, out, nullptr);
+        }
+    }
+}
+
+void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                        const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map, float* out) {
+    detail::check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
+    KASCADE_KERNEL_ASSERT(tiles != nullptr || max_k == 0);
+    const int last_tile = (shape.n_k - 1) / tile;
+    std::vector<detail::KeyRange> ranges;
+    std::vector<int> range_begin(shape.n_kv_heads + 1, 0);
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+        // head_map values are only known to be in range of the caller's selection, which we cannot see here.
+        const int src = head_map ? head_map[h] : h;
+        KASCADE_KERNEL_ASSERT(src >= 0);
+        range_begin[h] = static_cast<int>(ranges.size());
+        const int32_t* list = tiles + static_cast<int64_t>(src) * max_k;
+        const int n = count[src];
+        KASCADE_KERNEL_ASSERT(n >= 0 && n <= max_k);
+        for (int i = 0; i < n; ++i) {
+            KASCADE_KERNEL_ASSERT(list[i] >= 0 && list[i] < last_tile && (i == 0 || list[i] > list[i - 1]));
+            if (i > 0 && list[i] == list[i - 1] + 1) {
+                ranges.back().len += tile;
+            } else {
+                ranges.push_back({list[i] * tile, tile});
+            }
+        }
+        const int key0 = last_tile * tile;
+        if (n > 0 && list[n - 1] == last_tile - 1) {
+            ranges.back().len += shape.n_k - key0;
+        } else {
+            ranges.push_back({key0, shape.n_k - key0});
+        }
+    }
+    range_begin[shape.n_kv_heads] = static_cast<int>(ranges.size());
+    detail::decode_pass(shape, q, k, v, ranges.data(), range_begin.data(), out);
+}
+
+}  // namespace kascade

@@ -1,0 +1,140 @@
+// kernels/tile_mass.cpp: attention mass pooled per (KV head, query tile, key tile), in one pass with the dense
+// output, in one pass without V, or in a second pass from the row log-sum-exp; and the pre-softmax max score.
+#include "kernels/tile_mass.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention_engine.h"
+#include "kernels/attention_simd.h"
+#include "kernels/kernel_assert.h"
+
+namespace kascade {
+namespace {
+
+using detail::QueryBlock;
+
+constexpr int kKeyBlock = 64;  ///< target keys (and query rows) per block; rounded to whole tiles
+
+void init_mass(const AttnShape& shape, int tile, TileMass* mass) {
+    KASCADE_KERNEL_ASSERT(mass != nullptr && tile > 0 && shape.n_q == shape.n_k);
+    mass->n_kv_heads = shape.n_kv_heads;
+    mass->n_q_tiles = tile_count(shape.n_q, tile);
+    mass->n_k_tiles = tile_count(shape.n_k, tile);
+    mass->tile = tile;
+    mass->mass.assign(static_cast<size_t>(mass->n_kv_heads) * mass->n_q_tiles * mass->n_k_tiles, 0.0f);
+}
+
+// Second pass over Q.K with known row statistics: post-softmax mass (kMax false, needs lse) or the max scaled score
+// (kMax true). Every (KV head, query block) item writes only its own mass rows.
+template <bool kMax>
+void pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse, TileMass* mass) {
+    detail::check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && (kMax || lse != nullptr));
+    init_mass(shape, tile, mass);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_kv = shape.n_kv_heads;
+    const int block = tile * std::max(1, kKeyBlock / tile);
+    const int n_blocks = tile_count(shape.n_q, block);
+    const int n_items = n_kv * n_blocks;
+    const size_t cap = detail::round_up(group * block, detail::kPanel);
+    const size_t block_floats = detail::query_block_floats(d, group, block, block);
+    const size_t per_thread = block_floats + cap * (block / tile + 1);
+    std::vector<float> scratch(per_thread * omp_get_max_threads());
+    const float prescale = kMax ? shape.scale : shape.scale * detail::kLog2e;
+
+#pragma omp parallel
+    {
+        float* mine = scratch.data() + per_thread * omp_get_thread_num();
+        QueryBlock b = detail::query_block_bind(mine, d, group, block, block);
+        float* partial = mine + block_floats;
+        float* m_fixed = partial + cap * (block / tile);
+#pragma omp for schedule(dynamic, 1)
+        for (int item = 0; item < n_items; ++item) {
+            const int qb = n_blocks - 1 - item / n_kv;
+            const int kv_head = item % n_kv;
+            const int row0 = qb * block;
+            const int n_rows = std::min(block, shape.n_q - row0);
+            detail::query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, false);
+            if (!kMax) {
+                std::fill(m_fixed, m_fixed + b.n_pad, 0.0f);
+                for (int g = 0; g < group; ++g)
+                    for (int i = 0; i < n_rows; ++i)
+                        m_fixed[g * n_rows + i] =
+                            lse[static_cast<int64_t>(kv_head * group + g) * shape.n_q + row0 + i] * detail::kLog2e;
+            }
+            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
+            const int n_vis = row0 + n_rows;
+            const int q_tile0 = row0 / tile;
+            const int n_local_tiles = tile_count(n_rows, tile);
+            for (int key0 = 0; key0 < n_vis; key0 += block) {
+                const int n_keys = std::min(block, n_vis - key0);
+                detail::query_block_scores(b, k + head_off + static_cast<int64_t>(key0) * d, n_keys, key0);
+                if (kMax) {
+                    detail::query_block_tile_max(b, n_keys, tile, partial);
+                } else {
+                    detail::query_block_exp_fixed(b, n_keys, m_fixed);
+                    detail::query_block_tile_sums(b, n_keys, tile, partial);
+                }
+                for (int t = 0; t < tile_count(n_keys, tile); ++t) {
+                    const int kt = key0 / tile + t;
+                    const float* pk = partial + static_cast<int64_t>(t) * b.n_pad;
+                    for (int lt = 0; lt < n_local_tiles; ++lt) {
+                        const int qt = q_tile0 + lt;
+                        if (kt > qt) continue;
+                        const int i1 = std::min(n_rows, (lt + 1) * tile);
+                        double acc = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
+                        for (int g = 0; g < group; ++g)
+                            for (int i = lt * tile; i < i1; ++i)
+                                acc = kMax ? std::max<double>(acc, pk[g * n_rows + i]) : acc + pk[g * n_rows + i];
+                        mass->row(kv_head, qt)[kt] = static_cast<float>(acc);
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
+                            TileMass* mass) {
+    pool_pass<false>(shape, tile, q, k, lse, mass);
+}
+
+void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                                  float* out, TileMass* mass) {
+    KASCADE_KERNEL_ASSERT(v != nullptr && out != nullptr && mass != nullptr);
+    detail::PrefillOutputs outputs;
+    outputs.v = v;
+    outputs.out = out;
+    outputs.mass = mass;
+    outputs.tile = tile;
+    detail::dense_prefill_pass(shape, q, k, outputs);
+}
+
+void attn_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* mass, float* lse) {
+    KASCADE_KERNEL_ASSERT(mass != nullptr);
+    detail::PrefillOutputs outputs;
+    outputs.lse = lse;
+    outputs.mass = mass;
+    outputs.tile = tile;
+    detail::dense_prefill_pass(shape, q, k, outputs);
+}
+
+void attn_row_lse(const AttnShape& shape, const float* q, const float* k, float* lse) {
+    KASCADE_KERNEL_ASSERT(lse != nullptr);
+    detail::PrefillOutputs outputs;
+    outputs.lse = lse;
+    detail::dense_prefill_pass(shape, q, k, outputs);
+}
+
+void tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* scores) {
+    pool_pass<true>(shape, tile, q, k, nullptr, scores);
+}
+
+}  // namespace kascade

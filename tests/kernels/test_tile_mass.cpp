@@ -1,0 +1,138 @@
+// tests/kernels/test_tile_mass.cpp: pooled post-softmax mass (second pass from LSE, one pass with the dense output,
+// one pass without V) and the pre-softmax max score, against the double-precision reference.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/dense_attention.h"
+#include "kernels/reference/attention_reference.h"
+#include "kernels/tile_mass.h"
+
+namespace kascade {
+namespace {
+
+constexpr double kTolerance = 2e-5;  ///< max abs error vs the reference, per pooled probability mass or output
+
+struct MassCase {
+    int n_kv_heads, group, head_dim, t, tile;
+    std::string name() const {
+        return "tile_mass(T=" + std::to_string(t) + ",hq=" + std::to_string(n_kv_heads * group) +
+               ",hkv=" + std::to_string(n_kv_heads) + ",d=" + std::to_string(head_dim) +
+               ",tile=" + std::to_string(tile) + ")";
+    }
+};
+
+std::vector<MassCase> mass_cases() {
+    std::vector<MassCase> cases;
+    for (int d : {8, 64, 128})
+        for (int group : {1, 2, 3, 4})
+            for (int t : {1, 17})
+                for (int tile : {16, 32, 64}) cases.push_back({2, group, d, t, tile});
+    cases.push_back({1, 1, 64, 512, 16});
+    cases.push_back({1, 2, 64, 512, 64});
+    cases.push_back({1, 3, 8, 512, 32});
+    cases.push_back({1, 4, 128, 512, 16});
+    cases.push_back({1, 3, 64, 1000, 32});
+    cases.push_back({1, 1, 128, 1000, 64});
+    return cases;
+}
+
+double max_mass_error(const TileMass& got, const std::vector<double>& ref, int n_kv_heads, int t, int tile) {
+    if (got.n_kv_heads != n_kv_heads || got.n_q_tiles != tile_count(t, tile) || got.n_k_tiles != tile_count(t, tile) ||
+        got.tile != tile || got.mass.size() != ref.size()) {
+        return INFINITY;
+    }
+    return reference::max_abs_diff(got.mass.data(), ref.data(), ref.size());
+}
+
+TEST(TileMass, AllVariantsMatchReference) {
+    for (const MassCase& c : mass_cases()) {
+        SCOPED_TRACE(c.name());
+        const int hq = c.n_kv_heads * c.group;
+        const auto in = reference::random_inputs(hq, c.n_kv_heads, c.head_dim, c.t, c.t, 31);
+        const AttnShape& s = in.shape;
+        const std::vector<double> ref = reference::tile_mass_post_softmax(s, c.tile, in.q.data(), in.k.data());
+
+        std::vector<float> lse(static_cast<size_t>(hq) * c.t);
+        attn_row_lse(s, in.q.data(), in.k.data(), lse.data());
+        TileMass two_pass;
+        tile_mass_post_softmax(s, c.tile, in.q.data(), in.k.data(), lse.data(), &two_pass);
+        EXPECT_LT(max_mass_error(two_pass, ref, c.n_kv_heads, c.t, c.tile), kTolerance) << "row_lse + post_softmax";
+
+        TileMass with_out;
+        std::vector<float> out(in.q.size());
+        attn_dense_prefill_with_mass(s, c.tile, in.q.data(), in.k.data(), in.v.data(), out.data(), &with_out);
+        EXPECT_LT(max_mass_error(with_out, ref, c.n_kv_heads, c.t, c.tile), kTolerance) << "with_mass";
+        if (c.t <= 512) {  // the output path is the dense kernel's; checking it at every length would double the cost
+            const std::vector<double> ref_out = reference::dense_attention(s, in.q.data(), in.k.data(), in.v.data());
+            EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kTolerance) << "output";
+        }
+
+        TileMass no_v;
+        std::vector<float> lse1(lse.size());
+        attn_tile_mass(s, c.tile, in.q.data(), in.k.data(), &no_v, lse1.data());
+        EXPECT_LT(max_mass_error(no_v, ref, c.n_kv_heads, c.t, c.tile), kTolerance) << "attn_tile_mass";
+        EXPECT_LT(reference::max_abs_diff(lse1.data(), lse.data(), lse.size()), kTolerance) << "attn_tile_mass lse";
+
+        // Every softmax row sums to 1: a query tile's row sums to (heads per group) x (rows in the tile).
+        for (int h = 0; h < c.n_kv_heads; ++h) {
+            for (int qt = 0; qt < two_pass.n_q_tiles; ++qt) {
+                const int rows = std::min(c.tile, c.t - qt * c.tile);
+                double sum = 0, sum1 = 0;
+                for (int kt = 0; kt < two_pass.n_k_tiles; ++kt) {
+                    sum += two_pass.row(h, qt)[kt];
+                    sum1 += no_v.row(h, qt)[kt];
+                    if (kt > qt) {
+                        EXPECT_EQ(two_pass.row(h, qt)[kt], 0.0f) << "mass after the diagonal";
+                    }
+                }
+                EXPECT_NEAR(sum, c.group * rows, 1e-4 * c.group * rows) << "kv_head " << h << " q_tile " << qt;
+                EXPECT_NEAR(sum1, c.group * rows, 1e-4 * c.group * rows) << "kv_head " << h << " q_tile " << qt;
+            }
+        }
+    }
+}
+
+TEST(TileMass, MaxScoreMatchesReference) {
+    for (const MassCase& c : mass_cases()) {
+        if (c.t == 1000) continue;  // same code path as T = 512 here; saves the slowest references
+        SCOPED_TRACE("max_score " + c.name());
+        const auto in = reference::random_inputs(c.n_kv_heads * c.group, c.n_kv_heads, c.head_dim, c.t, c.t, 37);
+        const std::vector<double> ref = reference::tile_max_score(in.shape, c.tile, in.q.data(), in.k.data());
+        TileMass got;
+        tile_max_score(in.shape, c.tile, in.q.data(), in.k.data(), &got);
+        ASSERT_EQ(got.mass.size(), ref.size());
+        double worst = 0;
+        for (size_t i = 0; i < ref.size(); ++i)
+            worst = std::max(worst, std::abs(got.mass[i] - ref[i]) / std::max(1.0, std::abs(ref[i])));
+        EXPECT_LT(worst, kTolerance);
+    }
+}
+
+TEST(TileMass, ThreadCountDoesNotChangeResults) {
+    const auto in = reference::random_inputs(6, 2, 64, 900, 900, 41);
+    const int saved = omp_get_max_threads();
+    TileMass a1, a2, b1, b2, c1, c2;
+    std::vector<float> out1(in.q.size()), out2(in.q.size()), lse(6 * 900);
+    attn_row_lse(in.shape, in.q.data(), in.k.data(), lse.data());
+    omp_set_num_threads(1);
+    attn_dense_prefill_with_mass(in.shape, 32, in.q.data(), in.k.data(), in.v.data(), out1.data(), &a1);
+    attn_tile_mass(in.shape, 16, in.q.data(), in.k.data(), &b1);
+    tile_mass_post_softmax(in.shape, 64, in.q.data(), in.k.data(), lse.data(), &c1);
+    omp_set_num_threads(2);
+    attn_dense_prefill_with_mass(in.shape, 32, in.q.data(), in.k.data(), in.v.data(), out2.data(), &a2);
+    attn_tile_mass(in.shape, 16, in.q.data(), in.k.data(), &b2);
+    tile_mass_post_softmax(in.shape, 64, in.q.data(), in.k.data(), lse.data(), &c2);
+    omp_set_num_threads(saved);
+    EXPECT_EQ(out1, out2);
+    EXPECT_EQ(a1.mass, a2.mass);
+    EXPECT_EQ(b1.mass, b2.mass);
+    EXPECT_EQ(c1.mass, c2.mass);
+}
+
+}  // namespace
+}  // namespace kascade

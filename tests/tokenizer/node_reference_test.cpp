@@ -1,0 +1,98 @@
+// tests/tokenizer/node_reference_test.cpp: tokenizer.json ids against an independent implementation, the
+// @huggingface/tokenizers JavaScript package, run under node from tests/node (set up with `npm ci`).
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "io/file_util.h"
+#include "io/tokenizer/tokenizer.h"
+#include "tokenizer_test_util.h"
+
+namespace kascade {
+namespace {
+
+const std::filesystem::path kNodeProject = std::filesystem::path(KASCADE_SOURCE_DIR) / "tests" / "node";
+
+/// Why the reference cannot run here, or empty if it can.
+std::string node_reference_missing() {
+    if (std::system("node --version > /dev/null 2>&1") != 0) return "node is not on PATH";
+    if (!std::filesystem::exists(kNodeProject / "node_modules" / "@huggingface" / "tokenizers")) {
+        return "the node project is not installed (run: cd tests/node && npm ci)";
+    }
+    return {};
+}
+
+/// The ids the JavaScript reference gives for `text` with `tokenizer_json`.
+std::vector<int32_t> reference_ids(const std::filesystem::path& tokenizer_json, const std::string& text,
+                                   const test::TempDir& dir) {
+    const auto text_file = dir.write("text.txt", text);
+    const auto out_file = dir.path() / "ids.json";
+    const std::string command = "node '" + (kNodeProject / "encode.mjs").string() + "' '" + tokenizer_json.string() +
+                                "' '" + text_file.string() + "' > '" + out_file.string() + "'";
+    const int status = std::system(command.c_str());
+    EXPECT_EQ(status, 0) << command;
+    if (status != 0) return {};
+    return nlohmann::json::parse(read_file(out_file)).get<std::vector<int32_t>>();
+}
+
+void expect_same_ids(const std::vector<int32_t>& ours, const std::vector<int32_t>& reference, const Tokenizer& tok,
+                     const std::string& what) {
+    std::size_t first_diff = 0;
+    while (first_diff < ours.size() && first_diff < reference.size() && ours[first_diff] == reference[first_diff]) {
+        ++first_diff;
+    }
+    if (first_diff == ours.size() && first_diff == reference.size()) return;
+    const std::size_t from = first_diff > 5 ? first_diff - 5 : 0;
+    auto context = [&](const std::vector<int32_t>& ids) {
+        const std::size_t to = std::min(ids.size(), first_diff + 5);
+        std::string s;
+        for (std::size_t i = from; i < to; ++i) s += std::to_string(ids[i]) + " '" + tok.decode_piece(-1, ids[i]) + "' ";
+        return s;
+    };
+    ADD_FAILURE() << what << ": ids differ at index " << first_diff << " (ours " << ours.size() << " ids, reference "
+                  << reference.size() << ")\n  ours:      " << context(ours) << "\n  reference: " << context(reference);
+}
+
+class NodeReferenceTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const std::string missing = node_reference_missing();
+        if (missing.empty()) return;
+        const char* required = std::getenv("KASCADE_REQUIRE_NODE_REFERENCE");
+        if (required && std::string(required) == "1") {
+            FAIL() << "KASCADE_REQUIRE_NODE_REFERENCE=1 but " << missing;
+        }
+        GTEST_SKIP() << "JavaScript reference tokenizer unavailable: " << missing;
+    }
+};
+
+TEST_F(NodeReferenceTest, SmolLm2MatchesOnRealText) {
+    const auto tok = load_tokenizer(test::kSmolLm2Json);
+    test::TempDir dir;
+    std::size_t total = 0;
+    for (const auto& path : {test::kWikiTest, test::kMobyDick}) {
+        const std::string text = test::head_lines(read_file(path), 100 * 1024);
+        total += text.size();
+        const std::vector<int32_t> reference = reference_ids(test::kSmolLm2Json, text, dir);
+        expect_same_ids(tok->encode(text), reference, *tok, path.filename().string());
+    }
+    std::printf("compared %zu bytes of text with the JavaScript reference\n", total);
+}
+
+TEST_F(NodeReferenceTest, SmolLm2MatchesOnEdgeCases) {
+    const auto tok = load_tokenizer(test::kSmolLm2Json);
+    test::TempDir dir;
+    // Special tokens glued to text, digit runs, contractions, whitespace runs before words and at the end,
+    // CJK, accents, emoji and other non-ASCII punctuation, Unicode digits (Digits uses the N category).
+    const std::string text =
+        "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user 2024-01-15: it's 3.14159, they'll "
+        "re-run   it\t\tnow!!<|endoftext|>\n\n  \n日本語のテキスト, Grüße, naïve café — “quotes” … "
+        "\xf0\x9f\x98\x80\xf0\x9f\x91\x8d ½ ² ٣٤ x<|endoftext|<|im_end|>   ";
+    expect_same_ids(tok->encode(text), reference_ids(test::kSmolLm2Json, text, dir), *tok, "edge cases");
+}
+
+}  // namespace
+}  // namespace kascade
