@@ -12,6 +12,16 @@
 namespace kascade::detail {
 namespace {
 
+// The accumulator arrays below must live in registers; GCC only scalarises them when the loops over them are fully
+// unrolled before its aggregate pass, hence the explicit pragma.
+#if defined(__clang__)
+#define KASCADE_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define KASCADE_UNROLL _Pragma("GCC unroll 16")
+#else
+#define KASCADE_UNROLL
+#endif
+
 constexpr int kRowBlock = 6;  ///< rows per micro-kernel: 6 x 2 vectors = 12 accumulators, 2 loads, 1 broadcast
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -19,17 +29,20 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 template <int R>
 inline void score_kernel(const float* k, int d, const float* qt, int n_pad, int c0, float* s) {
     vf acc0[R], acc1[R];
+    KASCADE_UNROLL
     for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = v_zero();
     const float* qp = qt + c0;
     for (int p = 0; p < d; ++p, qp += n_pad) {
         const vf b0 = v_load(qp);
         const vf b1 = v_load(qp + kLanes);
+        KASCADE_UNROLL
         for (int r = 0; r < R; ++r) {
             const vf a = v_bcast(k + r * d + p);
             acc0[r] = v_fma(a, b0, acc0[r]);
             acc1[r] = v_fma(a, b1, acc1[r]);
         }
     }
+    KASCADE_UNROLL
     for (int r = 0; r < R; ++r) {
         v_store(s + r * n_pad + c0, acc0[r]);
         v_store(s + r * n_pad + c0 + kLanes, acc1[r]);
@@ -46,21 +59,29 @@ template <int R, int NV>
 inline void value_kernel(const float* p, int n_pad, int c0, const float* v, int d, int j0, int n_keys, float* o,
                          const float* alpha) {
     vf acc[R][NV];
+    KASCADE_UNROLL
     for (int r = 0; r < R; ++r) {
         const vf a = v_bcast(alpha + c0 + r);
+        KASCADE_UNROLL
         for (int n = 0; n < NV; ++n) acc[r][n] = v_mul(v_load(o + (c0 + r) * d + j0 + n * kLanes), a);
     }
     for (int kk = 0; kk < n_keys; ++kk) {
         vf vv[NV];
+        KASCADE_UNROLL
         for (int n = 0; n < NV; ++n) vv[n] = v_load(v + kk * d + j0 + n * kLanes);
         const float* pk = p + kk * n_pad + c0;
+        KASCADE_UNROLL
         for (int r = 0; r < R; ++r) {
             const vf a = v_bcast(pk + r);
+            KASCADE_UNROLL
             for (int n = 0; n < NV; ++n) acc[r][n] = v_fma(a, vv[n], acc[r][n]);
         }
     }
-    for (int r = 0; r < R; ++r)
+    KASCADE_UNROLL
+    for (int r = 0; r < R; ++r) {
+        KASCADE_UNROLL
         for (int n = 0; n < NV; ++n) v_store(o + (c0 + r) * d + j0 + n * kLanes, acc[r][n]);
+    }
 }
 
 template <int NV>
@@ -70,12 +91,23 @@ void value_columns(const QueryBlock& b, const float* v, int j0, int n_keys) {
     for (; c0 + kRowBlock <= b.n_cols; c0 += kRowBlock)
         value_kernel<kRowBlock, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha);
     switch (b.n_cols - c0) {
-        case 5: value_kernel<5, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
-        case 4: value_kernel<4, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
-        case 3: value_kernel<3, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
-        case 2: value_kernel<2, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
-        case 1: value_kernel<1, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha); break;
-        default: break;
+        case 5:
+            value_kernel<5, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha);
+            break;
+        case 4:
+            value_kernel<4, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha);
+            break;
+        case 3:
+            value_kernel<3, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha);
+            break;
+        case 2:
+            value_kernel<2, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha);
+            break;
+        case 1:
+            value_kernel<1, NV>(b.s, b.n_pad, c0, v, d, j0, n_keys, b.o, b.alpha);
+            break;
+        default:
+            break;
     }
 }
 
@@ -138,12 +170,23 @@ void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0) {
     const float* kr = k + r0 * d;
     float* sr = b.s + r0 * b.n_pad;
     switch (n_keys - r0) {
-        case 5: score_rows<5>(kr, d, b.qt, b.n_pad, sr); break;
-        case 4: score_rows<4>(kr, d, b.qt, b.n_pad, sr); break;
-        case 3: score_rows<3>(kr, d, b.qt, b.n_pad, sr); break;
-        case 2: score_rows<2>(kr, d, b.qt, b.n_pad, sr); break;
-        case 1: score_rows<1>(kr, d, b.qt, b.n_pad, sr); break;
-        default: break;
+        case 5:
+            score_rows<5>(kr, d, b.qt, b.n_pad, sr);
+            break;
+        case 4:
+            score_rows<4>(kr, d, b.qt, b.n_pad, sr);
+            break;
+        case 3:
+            score_rows<3>(kr, d, b.qt, b.n_pad, sr);
+            break;
+        case 2:
+            score_rows<2>(kr, d, b.qt, b.n_pad, sr);
+            break;
+        case 1:
+            score_rows<1>(kr, d, b.qt, b.n_pad, sr);
+            break;
+        default:
+            break;
     }
     // Causal mask: only key rows after the block's first query can be hidden from some column.
     for (int kk = std::max(0, b.min_pos + 1 - key0); kk < n_keys; ++kk) {
@@ -233,7 +276,8 @@ void query_block_store(const QueryBlock& b, const AttnShape& shape, int kv_head,
                 const float* acc = b.o + static_cast<int64_t>(c) * d;
                 for (int j = 0; j < d; j += kLanes) v_store(orow + j, v_mul(v_load(acc + j), inv));
             }
-            if (lse != nullptr) lse[static_cast<int64_t>(h) * shape.n_q + row0 + i] = (b.m[c] + std::log2(b.l[c])) * kLn2;
+            if (lse != nullptr)
+                lse[static_cast<int64_t>(h) * shape.n_q + row0 + i] = (b.m[c] + std::log2(b.l[c])) * kLn2;
         }
     }
 }

@@ -20,17 +20,19 @@ namespace kascade::detail {
 constexpr int kPanel = 16;            ///< query columns per score micro-kernel (two vectors)
 constexpr int kPosPadding = 1 << 30;  ///< position given to padding columns: they see every key, never all-masked
 
-inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
+inline int round_up(int x, int m) {
+    return (x + m - 1) / m * m;
+}
 
 /// Views into one thread's scratch for one work item plus the running softmax state of its columns.
 struct QueryBlock {
     int head_dim = 0;
-    int group = 0;     ///< query heads per KV head
-    int n_rows = 0;    ///< query rows in this block
-    int n_cols = 0;    ///< group * n_rows real columns
-    int n_pad = 0;     ///< n_cols rounded up to kPanel
-    int min_pos = 0;   ///< absolute position of the first query row
-    int max_keys = 0;  ///< capacity of s in key rows
+    int group = 0;           ///< query heads per KV head
+    int n_rows = 0;          ///< query rows in this block
+    int n_cols = 0;          ///< group * n_rows real columns
+    int n_pad = 0;           ///< n_cols rounded up to kPanel
+    int min_pos = 0;         ///< absolute position of the first query row
+    int max_keys = 0;        ///< capacity of s in key rows
     float* qt = nullptr;     ///< [head_dim][n_pad] queries, transposed and pre-scaled
     float* s = nullptr;      ///< [max_keys][n_pad] scores of the current key block, then probabilities
     float* m = nullptr;      ///< [n_pad] running max, log2 units

@@ -25,17 +25,39 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 using vf = __m256;
 
-inline vf v_zero() { return _mm256_setzero_ps(); }
-inline vf v_set1(float x) { return _mm256_set1_ps(x); }
-inline vf v_bcast(const float* p) { return _mm256_broadcast_ss(p); }
-inline vf v_load(const float* p) { return _mm256_loadu_ps(p); }
-inline void v_store(float* p, vf a) { _mm256_storeu_ps(p, a); }
-inline vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }  // a*b + c
-inline vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
-inline vf v_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
-inline vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-inline vf v_max(vf a, vf b) { return _mm256_max_ps(a, b); }
-inline vf v_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+inline vf v_zero() {
+    return _mm256_setzero_ps();
+}
+inline vf v_set1(float x) {
+    return _mm256_set1_ps(x);
+}
+inline vf v_bcast(const float* p) {
+    return _mm256_broadcast_ss(p);
+}
+inline vf v_load(const float* p) {
+    return _mm256_loadu_ps(p);
+}
+inline void v_store(float* p, vf a) {
+    _mm256_storeu_ps(p, a);
+}
+inline vf v_fma(vf a, vf b, vf c) {
+    return _mm256_fmadd_ps(a, b, c);
+}  // a*b + c
+inline vf v_add(vf a, vf b) {
+    return _mm256_add_ps(a, b);
+}
+inline vf v_sub(vf a, vf b) {
+    return _mm256_sub_ps(a, b);
+}
+inline vf v_mul(vf a, vf b) {
+    return _mm256_mul_ps(a, b);
+}
+inline vf v_max(vf a, vf b) {
+    return _mm256_max_ps(a, b);
+}
+inline vf v_div(vf a, vf b) {
+    return _mm256_div_ps(a, b);
+}
 
 /// Lanes where `pos` (8 ints) < `limit` take `fill`, the others keep `a`: the causal mask (query position < key).
 inline vf v_mask_lt(vf a, const int* pos, int limit, float fill) {
@@ -93,27 +115,33 @@ struct vf {
     float x[kLanes];
 };
 
-inline vf v_zero() { return vf{}; }
+inline vf v_zero() {
+    return vf{};
+}
 inline vf v_set1(float a) {
     vf r;
     for (float& e : r.x) e = a;
     return r;
 }
-inline vf v_bcast(const float* p) { return v_set1(*p); }
+inline vf v_bcast(const float* p) {
+    return v_set1(*p);
+}
 inline vf v_load(const float* p) {
     vf r;
     std::memcpy(r.x, p, sizeof(r.x));
     return r;
 }
-inline void v_store(float* p, vf a) { std::memcpy(p, a.x, sizeof(a.x)); }
-#define KASCADE_SIMD_LANEWISE(name, expr)        \
-    inline vf name(vf a, vf b) {                 \
-        vf r;                                    \
-        for (int j = 0; j < kLanes; ++j) {       \
-            const float x = a.x[j], y = b.x[j];  \
-            r.x[j] = (expr);                     \
-        }                                        \
-        return r;                                \
+inline void v_store(float* p, vf a) {
+    std::memcpy(p, a.x, sizeof(a.x));
+}
+#define KASCADE_SIMD_LANEWISE(name, expr)       \
+    inline vf name(vf a, vf b) {                \
+        vf r;                                   \
+        for (int j = 0; j < kLanes; ++j) {      \
+            const float x = a.x[j], y = b.x[j]; \
+            r.x[j] = (expr);                    \
+        }                                       \
+        return r;                               \
     }
 KASCADE_SIMD_LANEWISE(v_add, x + y)
 KASCADE_SIMD_LANEWISE(v_sub, x - y)

@@ -23,7 +23,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /// Query rows per dense work item: about 128 columns (rows x group) keep the score block and the transposed queries
 /// in L1/L2 while amortising each K/V block over many queries.
-int dense_query_rows(int group) { return std::max(16, round_up(128 / group, 16)); }
+int dense_query_rows(int group) {
+    return std::max(16, round_up(128 / group, 16));
+}
 
 /// Pools the per-(key sub-tile, column) partial sums of one work item into mass rows. partial[kt][c] was summed
 /// with the running max snap[block][c]; w rescales it to the final softmax (exp2(snap - m) / l).
@@ -201,7 +203,8 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
         piece_begin[h] = static_cast<int>(pieces.size());
         DecodePiece cur{h, range_begin[h], 0, 0};
         for (int r = range_begin[h]; r < range_begin[h + 1]; ++r) {
-            KASCADE_KERNEL_ASSERT(ranges[r].len > 0 && ranges[r].start >= 0 && ranges[r].start + ranges[r].len <= shape.n_k);
+            KASCADE_KERNEL_ASSERT(ranges[r].len > 0 && ranges[r].start >= 0 &&
+                                  ranges[r].start + ranges[r].len <= shape.n_k);
             for (int off = 0; off < ranges[r].len;) {
                 const int take = std::min(ranges[r].len - off, kDecodePiece - cur.n_keys);
                 cur.n_keys += take;
@@ -265,10 +268,17 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
                 int j0 = 0;
                 for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) decode_values<4>(piece, ranges, s, vh, d, j0, o);
                 switch ((d - j0) / kLanes) {
-                    case 3: decode_values<3>(piece, ranges, s, vh, d, j0, o); break;
-                    case 2: decode_values<2>(piece, ranges, s, vh, d, j0, o); break;
-                    case 1: decode_values<1>(piece, ranges, s, vh, d, j0, o); break;
-                    default: break;
+                    case 3:
+                        decode_values<3>(piece, ranges, s, vh, d, j0, o);
+                        break;
+                    case 2:
+                        decode_values<2>(piece, ranges, s, vh, d, j0, o);
+                        break;
+                    case 1:
+                        decode_values<1>(piece, ranges, s, vh, d, j0, o);
+                        break;
+                    default:
+                        break;
                 }
             }
         }

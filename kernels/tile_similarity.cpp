@@ -8,8 +8,8 @@
 
 namespace kascade {
 
-TileSimilarity tile_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b, const TileSelection& sel_a,
-                               int head_a, int q_tile) {
+TileSimilarity tile_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b,
+                               const TileSelection& sel_a, int head_a, int q_tile) {
     KASCADE_KERNEL_ASSERT(sel_a.n_q_tiles == sel_b.n_q_tiles && mass_b.n_q_tiles == sel_b.n_q_tiles);
     KASCADE_KERNEL_ASSERT(q_tile >= 0 && q_tile < sel_b.n_q_tiles);
     KASCADE_KERNEL_ASSERT(head_a >= 0 && head_a < sel_a.n_kv_heads && head_b >= 0 && head_b < sel_b.n_kv_heads);

@@ -55,7 +55,7 @@ void h5_check(std::int64_t status, fmt::format_string<Args...> context, Args&&..
 
 // Closes an HDF5 id of any kind when it goes out of scope.
 class IdGuard {
-public:
+  public:
     IdGuard(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
     ~IdGuard() {
         if (id_ >= 0) close_(id_);
@@ -64,19 +64,25 @@ public:
     IdGuard& operator=(const IdGuard&) = delete;
     hid_t get() const { return id_; }
 
-private:
+  private:
     hid_t id_;
     herr_t (*close_)(hid_t);
 };
 
 hid_t memory_type(H5DType dtype) {
     switch (dtype) {
-        case H5DType::Float32: return H5T_NATIVE_FLOAT;
-        case H5DType::Float64: return H5T_NATIVE_DOUBLE;
-        case H5DType::Int8: return H5T_NATIVE_INT8;
-        case H5DType::Int32: return H5T_NATIVE_INT32;
-        case H5DType::Int64: return H5T_NATIVE_INT64;
-        case H5DType::UInt8: return H5T_NATIVE_UINT8;
+        case H5DType::Float32:
+            return H5T_NATIVE_FLOAT;
+        case H5DType::Float64:
+            return H5T_NATIVE_DOUBLE;
+        case H5DType::Int8:
+            return H5T_NATIVE_INT8;
+        case H5DType::Int32:
+            return H5T_NATIVE_INT32;
+        case H5DType::Int64:
+            return H5T_NATIVE_INT64;
+        case H5DType::UInt8:
+            return H5T_NATIVE_UINT8;
     }
     KASCADE_ASSERT(false);
 }
@@ -84,24 +90,35 @@ hid_t memory_type(H5DType dtype) {
 // Little-endian standard types on disk, whatever the host, so files read the same everywhere.
 hid_t file_type(H5DType dtype) {
     switch (dtype) {
-        case H5DType::Float32: return H5T_IEEE_F32LE;
-        case H5DType::Float64: return H5T_IEEE_F64LE;
-        case H5DType::Int8: return H5T_STD_I8LE;
-        case H5DType::Int32: return H5T_STD_I32LE;
-        case H5DType::Int64: return H5T_STD_I64LE;
-        case H5DType::UInt8: return H5T_STD_U8LE;
+        case H5DType::Float32:
+            return H5T_IEEE_F32LE;
+        case H5DType::Float64:
+            return H5T_IEEE_F64LE;
+        case H5DType::Int8:
+            return H5T_STD_I8LE;
+        case H5DType::Int32:
+            return H5T_STD_I32LE;
+        case H5DType::Int64:
+            return H5T_STD_I64LE;
+        case H5DType::UInt8:
+            return H5T_STD_U8LE;
     }
     KASCADE_ASSERT(false);
 }
 
-bool is_real(H5DType dtype) { return dtype == H5DType::Float32 || dtype == H5DType::Float64; }
+bool is_real(H5DType dtype) {
+    return dtype == H5DType::Float32 || dtype == H5DType::Float64;
+}
 
 // Checks that a stored type can be read as `wanted` (same kind: integer or real) and names it otherwise.
 void check_kind(hid_t stored, H5DType wanted, std::string_view what) {
     const H5T_class_t cls = H5Tget_class(stored);
     const bool ok = is_real(wanted) ? cls == H5T_FLOAT : cls == H5T_INTEGER;
     KASCADE_CHECK(ok, "{} is {}, expected {}", what,
-                  cls == H5T_FLOAT ? "real" : cls == H5T_INTEGER ? "integer" : cls == H5T_STRING ? "a string" : "of another type",
+                  cls == H5T_FLOAT     ? "real"
+                  : cls == H5T_INTEGER ? "integer"
+                  : cls == H5T_STRING  ? "a string"
+                                       : "of another type",
                   h5_dtype_name(wanted));
 }
 
@@ -194,12 +211,18 @@ void fsync_path(const fs::path& path, int flags) {
 
 std::string_view h5_dtype_name(H5DType dtype) {
     switch (dtype) {
-        case H5DType::Float32: return "float32";
-        case H5DType::Float64: return "float64";
-        case H5DType::Int8: return "int8";
-        case H5DType::Int32: return "int32";
-        case H5DType::Int64: return "int64";
-        case H5DType::UInt8: return "uint8";
+        case H5DType::Float32:
+            return "float32";
+        case H5DType::Float64:
+            return "float64";
+        case H5DType::Int8:
+            return "int8";
+        case H5DType::Int32:
+            return "int32";
+        case H5DType::Int64:
+            return "int64";
+        case H5DType::UInt8:
+            return "uint8";
     }
     KASCADE_ASSERT(false);
 }
@@ -228,7 +251,9 @@ H5Object::~H5Object() {
     if (id_ >= 0) H5Oclose(id_);
 }
 
-std::string H5Object::where() const { return fmt::format("{}: {}", file_, name_); }
+std::string H5Object::where() const {
+    return fmt::format("{}: {}", file_, name_);
+}
 
 bool H5Object::has_attr(std::string_view attr) const {
     const htri_t exists = H5Aexists(id_, std::string(attr).c_str());
@@ -288,6 +313,8 @@ std::string H5Object::attr_string(std::string_view attr) const {
     const htri_t variable = H5Tis_variable_str(type.get());
     h5_check(variable, "cannot read {}", what);
     IdGuard mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    // HDF5 converts no strings between character sets: read in the one stored (ASCII from some writers, UTF-8 here).
+    h5_check(H5Tset_cset(mem.get(), H5Tget_cset(type.get())), "cannot read {}", what);
     if (variable > 0) {
         h5_check(H5Tset_size(mem.get(), H5T_VARIABLE), "cannot read {}", what);
         char* ptr = nullptr;
@@ -358,15 +385,18 @@ H5DType H5Dataset::dtype() const {
         if (size == 4 && is_signed) return H5DType::Int32;
         if (size == 8 && is_signed) return H5DType::Int64;
     }
-    KASCADE_FAIL("{}: element type (HDF5 class {}, {} bytes) is not one kascade reads "
-                 "(float32, float64, int8, int32, int64, uint8)",
-                 where(), static_cast<int>(cls), size);
+    KASCADE_FAIL(
+        "{}: element type (HDF5 class {}, {} bytes) is not one kascade reads "
+        "(float32, float64, int8, int32, int64, uint8)",
+        where(), static_cast<int>(cls), size);
 }
 
-// Selects rows [first, first + count) of the first dimension in file_space and returns the matching memory space.
-// count < 0 selects everything.
-static hid_t select_rows(hid_t file_space, std::int64_t first, std::int64_t count, const std::string& where) {
-    if (count < 0) return H5S_ALL;
+namespace {
+
+// Selects rows [first, first + count) of the first dimension in file_space and returns the matching memory space;
+// count < 0 selects everything and returns -1 (then both spaces are H5S_ALL).
+hid_t select_rows(hid_t file_space, std::int64_t first, std::int64_t count, const std::string& where) {
+    if (count < 0) return -1;
     const int rank = H5Sget_simple_extent_ndims(file_space);
     KASCADE_CHECK(rank >= 1, "{}: a scalar dataset has no rows", where);
     std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
@@ -383,22 +413,24 @@ static hid_t select_rows(hid_t file_space, std::int64_t first, std::int64_t coun
     return mem_space;
 }
 
+}  // namespace
+
 void H5Dataset::read_raw(H5DType dtype, void* out, std::int64_t first, std::int64_t count) const {
     IdGuard type(H5Dget_type(id()), H5Tclose);
     check_kind(type.get(), dtype, fmt::format("{}: dataset", where()));
     IdGuard file_space(H5Dget_space(id()), H5Sclose);
     IdGuard mem_space(select_rows(file_space.get(), first, count, where()), H5Sclose);
     if (count == 0) return;
-    h5_check(H5Dread(id(), memory_type(dtype), mem_space.get(), count < 0 ? H5S_ALL : file_space.get(), H5P_DEFAULT,
-                     out),
+    h5_check(H5Dread(id(), memory_type(dtype), count < 0 ? H5S_ALL : mem_space.get(),
+                     count < 0 ? H5S_ALL : file_space.get(), H5P_DEFAULT, out),
              "{}: cannot read the data", where());
 }
 
 void H5Dataset::write_raw(H5DType dtype, const void* data, std::size_t n, std::int64_t first) {
     std::int64_t count = -1;
     if (first < 0) {
-        KASCADE_CHECK(static_cast<std::int64_t>(n) == size(), "{}: {} values given for shape with {} elements",
-                      where(), n, size());
+        KASCADE_CHECK(static_cast<std::int64_t>(n) == size(), "{}: {} values given for shape with {} elements", where(),
+                      n, size());
     } else {
         const std::int64_t row = row_size();
         KASCADE_CHECK(row > 0 && static_cast<std::int64_t>(n) % row == 0,
@@ -408,8 +440,8 @@ void H5Dataset::write_raw(H5DType dtype, const void* data, std::size_t n, std::i
     IdGuard file_space(H5Dget_space(id()), H5Sclose);
     IdGuard mem_space(select_rows(file_space.get(), first, count, where()), H5Sclose);
     if (n == 0) return;
-    h5_check(H5Dwrite(id(), memory_type(dtype), mem_space.get(), count < 0 ? H5S_ALL : file_space.get(), H5P_DEFAULT,
-                      data),
+    h5_check(H5Dwrite(id(), memory_type(dtype), count < 0 ? H5S_ALL : mem_space.get(),
+                      count < 0 ? H5S_ALL : file_space.get(), H5P_DEFAULT, data),
              "{}: cannot write the data", where());
 }
 
@@ -453,9 +485,9 @@ H5Dataset H5Group::create_dataset(std::string_view name, H5DType dtype, const st
                                   const H5DatasetOptions& options) {
     const std::string full = child_name(name);
     const std::vector<hsize_t> dims = to_dims(shape, fmt::format("{}: {}", file(), full));
-    IdGuard space(dims.empty() ? H5Screate(H5S_SCALAR)
-                               : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                  H5Sclose);
+    IdGuard space(
+        dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+        H5Sclose);
     h5_check(space.get(), "{}: cannot create the dataspace of {}", file(), full);
     IdGuard dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
     const bool all_positive = std::all_of(dims.begin(), dims.end(), [](hsize_t d) { return d > 0; });
@@ -463,9 +495,7 @@ H5Dataset H5Group::create_dataset(std::string_view name, H5DType dtype, const st
         // Keep trailing dimensions whole and halve the leading ones until a chunk fits kMaxChunkBytes.
         std::vector<hsize_t> chunk = dims;
         const std::size_t elem = H5Tget_size(file_type(dtype));
-        auto chunk_bytes = [&] {
-            return std::accumulate(chunk.begin(), chunk.end(), elem, std::multiplies<>());
-        };
+        auto chunk_bytes = [&] { return std::accumulate(chunk.begin(), chunk.end(), elem, std::multiplies<>()); };
         for (std::size_t d = 0; d < chunk.size() && chunk_bytes() > kMaxChunkBytes; ++d) {
             while (chunk[d] > 1 && chunk_bytes() > kMaxChunkBytes) chunk[d] = (chunk[d] + 1) / 2;
         }
@@ -475,8 +505,8 @@ H5Dataset H5Group::create_dataset(std::string_view name, H5DType dtype, const st
         h5_check(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::clamp(options.gzip_level, 1, 9))),
                  "{}: gzip filter on {}", file(), full);
     }
-    const hid_t ds = H5Dcreate2(id(), std::string(name).c_str(), file_type(dtype), space.get(), H5P_DEFAULT,
-                                dcpl.get(), H5P_DEFAULT);
+    const hid_t ds = H5Dcreate2(id(), std::string(name).c_str(), file_type(dtype), space.get(), H5P_DEFAULT, dcpl.get(),
+                                H5P_DEFAULT);
     h5_check(ds, "{}: cannot create dataset {}", file(), full);
     return H5Dataset(ds, file(), full);
 }

@@ -28,13 +28,20 @@ enum class H5DType { Float32, Float64, Int8, Int32, Int64, UInt8 };
 /// The H5DType of a C++ element type (float, double, int8_t, int32_t, int64_t, uint8_t).
 template <class T>
 constexpr H5DType h5_dtype_of() {
-    if constexpr (std::is_same_v<T, float>) return H5DType::Float32;
-    else if constexpr (std::is_same_v<T, double>) return H5DType::Float64;
-    else if constexpr (std::is_same_v<T, std::int8_t>) return H5DType::Int8;
-    else if constexpr (std::is_same_v<T, std::int32_t>) return H5DType::Int32;
-    else if constexpr (std::is_same_v<T, std::int64_t>) return H5DType::Int64;
-    else if constexpr (std::is_same_v<T, std::uint8_t>) return H5DType::UInt8;
-    else static_assert(sizeof(T) == 0, "unsupported HDF5 element type");
+    if constexpr (std::is_same_v<T, float>)
+        return H5DType::Float32;
+    else if constexpr (std::is_same_v<T, double>)
+        return H5DType::Float64;
+    else if constexpr (std::is_same_v<T, std::int8_t>)
+        return H5DType::Int8;
+    else if constexpr (std::is_same_v<T, std::int32_t>)
+        return H5DType::Int32;
+    else if constexpr (std::is_same_v<T, std::int64_t>)
+        return H5DType::Int64;
+    else if constexpr (std::is_same_v<T, std::uint8_t>)
+        return H5DType::UInt8;
+    else
+        static_assert(sizeof(T) == 0, "unsupported HDF5 element type");
 }
 
 /// "float32", "int64", ...
@@ -47,7 +54,7 @@ struct H5DatasetOptions {
 
 /// An open HDF5 object (file root, group or dataset) and its attributes. Move-only; closes itself.
 class H5Object {
-public:
+  public:
     H5Object(const H5Object&) = delete;
     H5Object& operator=(const H5Object&) = delete;
     H5Object(H5Object&& other) noexcept;
@@ -84,13 +91,13 @@ public:
         return out;
     }
 
-protected:
+  protected:
     H5Object(std::int64_t id, std::string file, std::string name);
     std::int64_t id() const { return id_; }
     /// "file.h5: /group/dataset" for messages.
     std::string where() const;
 
-private:
+  private:
     void write_array_attr(std::string_view attr, H5DType dtype, const void* data, std::size_t n);
     std::size_t attr_element_count(std::string_view attr) const;
     void read_array_attr(std::string_view attr, H5DType dtype, void* data, std::size_t n) const;
@@ -105,7 +112,7 @@ private:
 };
 
 class H5Dataset : public H5Object {
-public:
+  public:
     /// Extent of each dimension; empty for a scalar dataset.
     std::vector<std::int64_t> shape() const;
     /// Product of shape() (1 for a scalar).
@@ -133,7 +140,7 @@ public:
         write_raw(h5_dtype_of<T>(), data.data(), data.size(), first);
     }
 
-private:
+  private:
     using H5Object::H5Object;
     std::int64_t row_size() const;  ///< elements per index of the first dimension
     void read_raw(H5DType dtype, void* out, std::int64_t first, std::int64_t count) const;
@@ -143,7 +150,7 @@ private:
 };
 
 class H5Group : public H5Object {
-public:
+  public:
     H5Group create_group(std::string_view name);
     H5Group open_group(std::string_view name) const;
     /// Whether a direct child (group or dataset) of this name exists.
@@ -164,7 +171,7 @@ public:
                              const H5DatasetOptions& options = {});
     H5Dataset open_dataset(std::string_view name) const;
 
-private:
+  private:
     using H5Object::H5Object;
     std::string child_name(std::string_view child) const;
 
@@ -196,7 +203,7 @@ ArtifactHeader read_artifact_header(const H5Group& root);
 
 /// Writes an artifact atomically (see the file comment). Not movable: it owns a file being written.
 class H5ArtifactWriter {
-public:
+  public:
     /// Creates final_path's folder if needed and <final_path>.partial-<pid> with root attributes
     /// format = "kascade-artifact" and format_version.
     H5ArtifactWriter(std::filesystem::path final_path, std::int64_t format_version);
@@ -211,7 +218,7 @@ public:
     /// Flushes, closes (every object handle of the file becomes invalid), fsyncs and renames into place.
     void commit();
 
-private:
+  private:
     void close_file();
 
     std::filesystem::path final_path_;
@@ -223,7 +230,7 @@ private:
 
 /// Opens an artifact read-only and checks its format attributes.
 class H5ArtifactReader {
-public:
+  public:
     /// Throws "<path>: attribute format_version is 3, this kascade reads 1..2" (and alike for format and, if
     /// expected_stage is not empty, stage), or "cannot open HDF5 file <path>: <reason>" for a missing, truncated
     /// or corrupt file.
@@ -237,7 +244,7 @@ public:
     std::int64_t format_version() const { return format_version_; }
     const std::filesystem::path& path() const { return path_; }
 
-private:
+  private:
     std::filesystem::path path_;
     std::int64_t file_id_ = -1;
     H5Group root_;

@@ -6,10 +6,17 @@ namespace kascade {
 const std::vector<Field<ModelRecord>>& ModelRecord::fields() {
     using R = ModelRecord;
     static const std::vector<Field<R>> f = {
-        {"hash", &R::hash},         {"path", &R::path},         {"format", &R::format},
-        {"model_type", &R::model_type}, {"n_layers", &R::n_layers}, {"n_heads", &R::n_heads},
-        {"n_kv_heads", &R::n_kv_heads}, {"head_dim", &R::head_dim}, {"dim", &R::dim},
-        {"vocab_size", &R::vocab_size}, {"created_at", &R::created_at},
+        {"hash", &R::hash},
+        {"path", &R::path},
+        {"format", &R::format},
+        {"model_type", &R::model_type},
+        {"n_layers", &R::n_layers},
+        {"n_heads", &R::n_heads},
+        {"n_kv_heads", &R::n_kv_heads},
+        {"head_dim", &R::head_dim},
+        {"dim", &R::dim},
+        {"vocab_size", &R::vocab_size},
+        {"created_at", &R::created_at},
     };
     return f;
 }
@@ -40,9 +47,15 @@ const std::vector<Field<ArtifactRecord>>& ArtifactRecord::fields() {
 const std::vector<Field<CaptureRecord>>& CaptureRecord::fields() {
     using R = CaptureRecord;
     static const std::vector<Field<R>> f = {
-        {"artifact_key", &R::artifact_key}, {"model_id", &R::model_id}, {"text_id", &R::text_id},
-        {"tokenizer_hash", &R::tokenizer_hash}, {"token_offset", &R::token_offset}, {"n_tokens", &R::n_tokens},
-        {"ctx", &R::ctx}, {"tile", &R::tile}, {"save_qk", &R::save_qk},
+        {"artifact_key", &R::artifact_key},
+        {"model_id", &R::model_id},
+        {"text_id", &R::text_id},
+        {"tokenizer_hash", &R::tokenizer_hash},
+        {"token_offset", &R::token_offset},
+        {"n_tokens", &R::n_tokens},
+        {"ctx", &R::ctx},
+        {"tile", &R::tile},
+        {"save_qk", &R::save_qk},
     };
     return f;
 }
@@ -50,8 +63,12 @@ const std::vector<Field<CaptureRecord>>& CaptureRecord::fields() {
 const std::vector<Field<SimilarityRecord>>& SimilarityRecord::fields() {
     using R = SimilarityRecord;
     static const std::vector<Field<R>> f = {
-        {"artifact_key", &R::artifact_key}, {"capture_key", &R::capture_key}, {"topk_tiles", &R::topk_tiles},
-        {"topk_pct", &R::topk_pct}, {"k_min", &R::k_min}, {"metrics_json", &R::metrics_json},
+        {"artifact_key", &R::artifact_key},
+        {"capture_key", &R::capture_key},
+        {"topk_tiles", &R::topk_tiles},
+        {"topk_pct", &R::topk_pct},
+        {"k_min", &R::k_min},
+        {"metrics_json", &R::metrics_json},
     };
     return f;
 }
@@ -81,9 +98,12 @@ const std::vector<Field<ScheduleRecord>>& ScheduleRecord::fields() {
 const std::vector<Field<ScheduleLayerRecord>>& ScheduleLayerRecord::fields() {
     using R = ScheduleLayerRecord;
     static const std::vector<Field<R>> f = {
-        {"schedule_id", &R::schedule_id}, {"layer", &R::layer},
-        {"role", &R::role},               {"anchor_layer", &R::anchor_layer},
-        {"head_map_json", &R::head_map_json}, {"similarity", &R::similarity},
+        {"schedule_id", &R::schedule_id},
+        {"layer", &R::layer},
+        {"role", &R::role},
+        {"anchor_layer", &R::anchor_layer},
+        {"head_map_json", &R::head_map_json},
+        {"similarity", &R::similarity},
     };
     return f;
 }
@@ -138,8 +158,12 @@ const std::vector<Field<RunMetrics>>& RunMetrics::fields() {
 const std::vector<Field<RunLayerRecord>>& RunLayerRecord::fields() {
     using R = RunLayerRecord;
     static const std::vector<Field<R>> f = {
-        {"run_id", &R::run_id},   {"layer", &R::layer},     {"role", &R::role},
-        {"anchor_layer", &R::anchor_layer}, {"density", &R::density}, {"attn_ms", &R::attn_ms},
+        {"run_id", &R::run_id},
+        {"layer", &R::layer},
+        {"role", &R::role},
+        {"anchor_layer", &R::anchor_layer},
+        {"density", &R::density},
+        {"attn_ms", &R::attn_ms},
         {"out_rel_error", &R::out_rel_error},
     };
     return f;
@@ -148,10 +172,11 @@ const std::vector<Field<RunLayerRecord>>& RunLayerRecord::fields() {
 const std::vector<Field<KernelBenchRecord>>& KernelBenchRecord::fields() {
     using R = KernelBenchRecord;
     static const std::vector<Field<R>> f = {
-        {"name", &R::name},       {"shape_json", &R::shape_json}, {"threads", &R::threads},
-        {"time_ms", &R::time_ms}, {"gflops", &R::gflops},         {"gbps", &R::gbps},
-        {"speedup", &R::speedup}, {"git_commit", &R::git_commit}, {"machine", &R::machine},
-        {"created_at", &R::created_at},
+        {"name", &R::name},       {"shape_json", &R::shape_json},
+        {"threads", &R::threads}, {"time_ms", &R::time_ms},
+        {"gflops", &R::gflops},   {"gbps", &R::gbps},
+        {"speedup", &R::speedup}, {"git_commit", &R::git_commit},
+        {"machine", &R::machine}, {"created_at", &R::created_at},
     };
     return f;
 }

@@ -95,8 +95,8 @@ struct CaptureRecord {
 
 /// Detail row of a similarity artifact (table `similarities`).
 struct SimilarityRecord {
-    std::string artifact_key;  ///< = artifacts.key
-    std::string capture_key;   ///< the capture it was computed from
+    std::string artifact_key;                ///< = artifacts.key
+    std::string capture_key;                 ///< the capture it was computed from
     std::optional<std::int64_t> topk_tiles;  ///< fixed k in tiles, or NULL when topk_pct is used
     std::optional<double> topk_pct;          ///< k as % of the causal context, or NULL
     std::optional<std::int64_t> k_min;       ///< lower bound on k, tokens (with topk_pct)
@@ -109,17 +109,17 @@ struct SimilarityRecord {
 /// A Kascade schedule: which layers are dense, anchors, or reuse an anchor (table `schedules`).
 struct ScheduleRecord {
     std::int64_t id = 0;
-    std::string key;                           ///< content key; UNIQUE (same inputs+params => same schedule)
-    std::optional<std::string> similarity_key; ///< the similarity artifact it was derived from; NULL for 'fixed'
+    std::string key;                            ///< content key; UNIQUE (same inputs+params => same schedule)
+    std::optional<std::string> similarity_key;  ///< the similarity artifact it was derived from; NULL for 'fixed'
     std::int64_t model_id = 0;
-    std::string policy;                         ///< "threshold", "dp" or "fixed"
-    std::optional<double> threshold;            ///< threshold policy: minimum similarity to reuse
-    std::optional<std::int64_t> max_reuse_dist; ///< threshold policy: max layers between a reuse layer and its anchor
-    std::optional<std::int64_t> n_anchors;      ///< dp policy: K, layer 0 included
-    std::optional<std::string> anchor_list;     ///< fixed policy: JSON array of anchor layers, e.g. "[0,2,8]"
-    std::optional<std::string> metric;          ///< similarity measure used: "recall" or "jaccard"
-    std::optional<std::string> aggregation;     ///< over query tiles: "mean" or "min"
-    std::string head_map;                       ///< "argmax", "identity" or "pooled"
+    std::string policy;                          ///< "threshold", "dp" or "fixed"
+    std::optional<double> threshold;             ///< threshold policy: minimum similarity to reuse
+    std::optional<std::int64_t> max_reuse_dist;  ///< threshold policy: max layers between a reuse layer and its anchor
+    std::optional<std::int64_t> n_anchors;       ///< dp policy: K, layer 0 included
+    std::optional<std::string> anchor_list;      ///< fixed policy: JSON array of anchor layers, e.g. "[0,2,8]"
+    std::optional<std::string> metric;           ///< similarity measure used: "recall" or "jaccard"
+    std::optional<std::string> aggregation;      ///< over query tiles: "mean" or "min"
+    std::string head_map;                        ///< "argmax", "identity" or "pooled"
     std::int64_t n_layers = 0;
     std::int64_t n_anchor_layers = 0;  ///< layers that select their own tiles (role dense or anchor); set on insert
     std::int64_t n_reuse_layers = 0;   ///< layers with role reuse; set on insert
@@ -133,10 +133,10 @@ struct ScheduleRecord {
 struct ScheduleLayerRecord {
     std::int64_t schedule_id = 0;  ///< set by insert_schedule
     std::int64_t layer = 0;
-    std::string role;                         ///< "dense", "anchor" or "reuse"
-    std::optional<std::int64_t> anchor_layer; ///< reuse layers: the earlier dense/anchor layer whose tiles they use
-    std::optional<std::string> head_map_json; ///< reuse layers: JSON array [n_kv_heads] of anchor KV heads
-    std::optional<double> similarity;         ///< reuse layers: aggregated similarity to the anchor
+    std::string role;                          ///< "dense", "anchor" or "reuse"
+    std::optional<std::int64_t> anchor_layer;  ///< reuse layers: the earlier dense/anchor layer whose tiles they use
+    std::optional<std::string> head_map_json;  ///< reuse layers: JSON array [n_kv_heads] of anchor KV heads
+    std::optional<double> similarity;          ///< reuse layers: aggregated similarity to the anchor
 
     static constexpr std::string_view table = "schedule_layers";
     static const std::vector<Field<ScheduleLayerRecord>>& fields();
@@ -148,17 +148,17 @@ struct RunRecord {
     std::string key;  ///< content key of inputs + params; UNIQUE (re-running the same thing is a cache hit)
     std::int64_t model_id = 0;
     std::int64_t text_id = 0;
-    std::optional<std::int64_t> schedule_id;  ///< set iff method == "kascade"
-    std::string method;                       ///< "kascade", "dense", "oracle" or "streaming"
-    std::optional<std::int64_t> tile;         ///< tile size, tokens (sparse methods)
-    std::optional<std::int64_t> topk_tiles;   ///< fixed k in tiles, or NULL
-    std::optional<double> topk_pct;           ///< k as % of the causal context, or NULL
-    std::optional<std::int64_t> k_min;        ///< lower bound on k, tokens
-    std::optional<std::int64_t> sink_tokens;  ///< streaming: attention-sink tokens kept
-    std::optional<std::int64_t> window_tokens;///< streaming: recent-window tokens kept
-    std::int64_t ctx = 0;                     ///< evaluation window length, tokens
-    std::int64_t token_offset = 0;            ///< first evaluated token in the tokenized text
-    std::int64_t n_tokens = 0;                ///< tokens evaluated
+    std::optional<std::int64_t> schedule_id;    ///< set iff method == "kascade"
+    std::string method;                         ///< "kascade", "dense", "oracle" or "streaming"
+    std::optional<std::int64_t> tile;           ///< tile size, tokens (sparse methods)
+    std::optional<std::int64_t> topk_tiles;     ///< fixed k in tiles, or NULL
+    std::optional<double> topk_pct;             ///< k as % of the causal context, or NULL
+    std::optional<std::int64_t> k_min;          ///< lower bound on k, tokens
+    std::optional<std::int64_t> sink_tokens;    ///< streaming: attention-sink tokens kept
+    std::optional<std::int64_t> window_tokens;  ///< streaming: recent-window tokens kept
+    std::int64_t ctx = 0;                       ///< evaluation window length, tokens
+    std::int64_t token_offset = 0;              ///< first evaluated token in the tokenized text
+    std::int64_t n_tokens = 0;                  ///< tokens evaluated
     std::string git_commit;
     std::string machine;  ///< host name / CPU model
     std::int64_t threads = 0;
@@ -172,7 +172,7 @@ struct RunRecord {
 
 /// The results of one run (table `run_metrics`, one row per run).
 struct RunMetrics {
-    std::int64_t run_id = 0;  ///< set by insert_run
+    std::int64_t run_id = 0;                ///< set by insert_run
     std::int64_t n_scored = 0;              ///< next-token predictions scored
     std::optional<double> nll_dense;        ///< mean NLL with dense attention, nats/token
     std::optional<double> ppl_dense;        ///< exp(nll_dense)

@@ -24,13 +24,21 @@ namespace fs = std::filesystem;
 constexpr int kBusyTimeoutMs = 60'000;
 
 template <class R>
-constexpr bool kHasId = requires(R r) { r.id; };
+constexpr bool kHasId = requires(R r) {
+    r.id;
+};
 
 // ---- Binding and reading records through their field lists ----
 
-void bind_value(SQLite::Statement& st, int index, std::int64_t v) { st.bind(index, v); }
-void bind_value(SQLite::Statement& st, int index, double v) { st.bind(index, v); }
-void bind_value(SQLite::Statement& st, int index, const std::string& v) { st.bind(index, v); }
+void bind_value(SQLite::Statement& st, int index, std::int64_t v) {
+    st.bind(index, v);
+}
+void bind_value(SQLite::Statement& st, int index, double v) {
+    st.bind(index, v);
+}
+void bind_value(SQLite::Statement& st, int index, const std::string& v) {
+    st.bind(index, v);
+}
 template <class T>
 void bind_value(SQLite::Statement& st, int index, const std::optional<T>& v) {
     if (v) {
@@ -40,9 +48,15 @@ void bind_value(SQLite::Statement& st, int index, const std::optional<T>& v) {
     }
 }
 
-void read_value(const SQLite::Column& c, std::int64_t& v) { v = c.getInt64(); }
-void read_value(const SQLite::Column& c, double& v) { v = c.getDouble(); }
-void read_value(const SQLite::Column& c, std::string& v) { v = c.getString(); }
+void read_value(const SQLite::Column& c, std::int64_t& v) {
+    v = c.getInt64();
+}
+void read_value(const SQLite::Column& c, double& v) {
+    v = c.getDouble();
+}
+void read_value(const SQLite::Column& c, std::string& v) {
+    v = c.getString();
+}
 template <class T>
 void read_value(const SQLite::Column& c, std::optional<T>& v) {
     if (c.isNull()) {
@@ -153,8 +167,9 @@ std::int64_t id_by_hash(SQLite::Database& db, std::string_view table, const std:
 }  // namespace
 
 std::string utc_now() {
+    // Through std::tm and gmtime: fmt before 10 formats a system_clock time_point in local time.
     return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
-                       std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+                       fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
 }
 
 ResultsDb::ResultsDb(const fs::path& results_dir) : results_dir_(results_dir), db_file_(results_dir / kFileName) {
@@ -165,8 +180,8 @@ ResultsDb::ResultsDb(const fs::path& results_dir) : results_dir_(results_dir), d
     KASCADE_CHECK(::access(results_dir_.c_str(), W_OK | X_OK) == 0, "results directory \"{}\" is not writable: {}",
                   results_dir_.string(), std::strerror(errno));
     guarded(db_file_, "cannot open the results database", [&] {
-        db_ = std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
-                                                 kBusyTimeoutMs);
+        db_ =
+            std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, kBusyTimeoutMs);
         db_->exec("PRAGMA journal_mode = WAL");
         db_->exec("PRAGMA foreign_keys = ON");
         // In WAL mode NORMAL never corrupts the database; a power loss may only drop the last transactions.
@@ -183,8 +198,9 @@ int ResultsDb::schema_version() {
 
 void ResultsDb::migrate() {
     auto check_not_newer = [&](int version) {
-        KASCADE_CHECK(version <= kSchemaVersion, "{} has schema version {}, this kascade reads up to {}; upgrade kascade",
-                      db_file_.string(), version, kSchemaVersion);
+        KASCADE_CHECK(version <= kSchemaVersion,
+                      "{} has schema version {}, this kascade reads up to {}; upgrade kascade", db_file_.string(),
+                      version, kSchemaVersion);
     };
     int version = schema_version();
     check_not_newer(version);
@@ -268,8 +284,9 @@ std::optional<ArtifactRecord> ResultsDb::find_artifact(std::string_view key) {
 }
 
 std::optional<CaptureRecord> ResultsDb::find_capture(std::string_view artifact_key) {
-    return guarded(db_file_, "reading captures",
-                   [&] { return select_one<CaptureRecord>(*db_, "WHERE artifact_key = ?", std::string(artifact_key)); });
+    return guarded(db_file_, "reading captures", [&] {
+        return select_one<CaptureRecord>(*db_, "WHERE artifact_key = ?", std::string(artifact_key));
+    });
 }
 
 std::optional<SimilarityRecord> ResultsDb::find_similarity(std::string_view artifact_key) {
@@ -300,7 +317,8 @@ std::int64_t ResultsDb::insert_schedule(const ScheduleRecord& schedule,
         KASCADE_CHECK(l.layer == static_cast<std::int64_t>(i), "{}: {} lists layer {} at position {}, expected {}",
                       db_file_.string(), what, l.layer, i, i);
         if (l.role != "reuse") {
-            KASCADE_CHECK(!l.anchor_layer, "{}: {} layer {} has role '{}' and an anchor_layer (only reuse layers have one)",
+            KASCADE_CHECK(!l.anchor_layer,
+                          "{}: {} layer {} has role '{}' and an anchor_layer (only reuse layers have one)",
                           db_file_.string(), what, i, l.role);
             ++record.n_anchor_layers;
             continue;

@@ -43,7 +43,7 @@ struct RunDetails {
 std::string utc_now();
 
 class ResultsDb {
-public:
+  public:
     static constexpr std::string_view kFileName = "kascade.db";
 
     /// Opens <results_dir>/kascade.db, creating the folder and the database, and migrates it to kSchemaVersion.
@@ -102,7 +102,7 @@ public:
     /// The underlying connection, for queries this class does not offer.
     SQLite::Database& database() { return *db_; }
 
-private:
+  private:
     void migrate();
 
     std::filesystem::path results_dir_;

@@ -8,7 +8,8 @@ namespace kascade {
 namespace {
 
 // Version 1: everything. Parameters that only some methods have are NULL elsewhere; CHECKs keep the vocabulary
-// closed so that a typo in a stage cannot create a new "method" that queries would silently miss.
+// closed so that a typo in a stage cannot create a new "method" that queries would silently miss. Run and schedule
+// ids are AUTOINCREMENT: a replaced (--force) run gets a new id, so an id quoted in notes never changes meaning.
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE models (
     id          INTEGER PRIMARY KEY,
@@ -70,7 +71,7 @@ CREATE TABLE similarities (
 CREATE INDEX similarities_capture ON similarities(capture_key);
 
 CREATE TABLE schedules (
-    id               INTEGER PRIMARY KEY,
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
     key              TEXT NOT NULL UNIQUE,
     similarity_key   TEXT REFERENCES similarities(artifact_key),
     model_id         INTEGER NOT NULL REFERENCES models(id),
@@ -101,7 +102,7 @@ CREATE TABLE schedule_layers (
 );
 
 CREATE TABLE runs (
-    id             INTEGER PRIMARY KEY,
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
     key            TEXT NOT NULL UNIQUE,
     model_id       INTEGER NOT NULL REFERENCES models(id),
     text_id        INTEGER NOT NULL REFERENCES texts(id),
@@ -196,6 +197,8 @@ static_assert(kMigrations.back().version == kSchemaVersion, "the last migration 
 
 }  // namespace
 
-std::span<const Migration> schema_migrations() { return kMigrations; }
+std::span<const Migration> schema_migrations() {
+    return kMigrations;
+}
 
 }  // namespace kascade

@@ -58,8 +58,12 @@ QueryResult run_select(sqlite3* db, std::string_view sql, std::string_view error
         row.reserve(static_cast<std::size_t>(n_cols));
         for (int c = 0; c < n_cols; ++c) {
             switch (sqlite3_column_type(st.get(), c)) {
-                case SQLITE_INTEGER: row.emplace_back(std::int64_t{sqlite3_column_int64(st.get(), c)}); break;
-                case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(st.get(), c)); break;
+                case SQLITE_INTEGER:
+                    row.emplace_back(std::int64_t{sqlite3_column_int64(st.get(), c)});
+                    break;
+                case SQLITE_FLOAT:
+                    row.emplace_back(sqlite3_column_double(st.get(), c));
+                    break;
                 case SQLITE_TEXT:
                     row.emplace_back(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), c)),
                                                  static_cast<std::size_t>(sqlite3_column_bytes(st.get(), c))));
@@ -67,7 +71,9 @@ QueryResult run_select(sqlite3* db, std::string_view sql, std::string_view error
                 case SQLITE_BLOB:
                     row.emplace_back(fmt::format("<blob {} bytes>", sqlite3_column_bytes(st.get(), c)));
                     break;
-                default: row.emplace_back(std::monostate{}); break;
+                default:
+                    row.emplace_back(std::monostate{});
+                    break;
             }
         }
     }
@@ -77,7 +83,9 @@ QueryResult run_select(sqlite3* db, std::string_view sql, std::string_view error
 
 // ---- Cell rendering ----
 
-bool is_number(const QueryValue& v) { return std::holds_alternative<std::int64_t>(v) || std::holds_alternative<double>(v); }
+bool is_number(const QueryValue& v) {
+    return std::holds_alternative<std::int64_t>(v) || std::holds_alternative<double>(v);
+}
 
 // A column is right-aligned if it has at least one value and all its values are numbers.
 std::vector<bool> numeric_columns(const QueryResult& r) {
@@ -115,9 +123,8 @@ std::string display_text(const QueryValue& v) {
 
 // Display width in a terminal: UTF-8 code points (continuation bytes 10xxxxxx do not count).
 std::size_t display_width(std::string_view s) {
-    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
-        return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    }));
+    return static_cast<std::size_t>(
+        std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 std::string pad(const std::string& s, std::size_t width, bool right) {
@@ -125,7 +132,9 @@ std::string pad(const std::string& s, std::size_t width, bool right) {
     return right ? fill + s : s + fill;
 }
 
-void rtrim(std::string& s) { s.erase(s.find_last_not_of(' ') + 1); }
+void rtrim(std::string& s) {
+    s.erase(s.find_last_not_of(' ') + 1);
+}
 
 // Cells as displayed, with the header as row 0, and each column's width.
 struct Grid {
@@ -229,7 +238,8 @@ std::string format_json(const QueryResult& r) {
     std::vector<std::string> keys;
     for (const std::string& name : r.columns) {
         std::string key = name;
-        for (int n = 2; std::find(keys.begin(), keys.end(), key) != keys.end(); ++n) key = fmt::format("{}_{}", name, n);
+        for (int n = 2; std::find(keys.begin(), keys.end(), key) != keys.end(); ++n)
+            key = fmt::format("{}_{}", name, n);
         keys.push_back(key);
     }
     std::string out = "[";
@@ -313,7 +323,9 @@ QueryDb::QueryDb(const fs::path& db_file) : db_file_(db_file) {
                fmt::format("cannot read results database \"{}\"", db_file_.string()));
 }
 
-QueryDb::~QueryDb() { sqlite3_close(db_); }
+QueryDb::~QueryDb() {
+    sqlite3_close(db_);
+}
 
 QueryResult QueryDb::select(std::string_view sql, std::string_view error_prefix) {
     if (!error_prefix.empty()) return run_select(db_, sql, error_prefix);
@@ -338,10 +350,14 @@ OutputFormat parse_output_format(std::string_view name) {
 
 std::string format_result(const QueryResult& result, OutputFormat format) {
     switch (format) {
-        case OutputFormat::Table: return format_table(result);
-        case OutputFormat::Csv: return format_csv(result);
-        case OutputFormat::Json: return format_json(result);
-        case OutputFormat::Markdown: return format_markdown(result);
+        case OutputFormat::Table:
+            return format_table(result);
+        case OutputFormat::Csv:
+            return format_csv(result);
+        case OutputFormat::Json:
+            return format_json(result);
+        case OutputFormat::Markdown:
+            return format_markdown(result);
     }
     KASCADE_ASSERT(false);
 }
@@ -350,8 +366,8 @@ std::string format_result(const QueryResult& result, OutputFormat format) {
 
 const std::vector<std::string>& default_runs_columns() {
     static const std::vector<std::string> columns = {
-        "id",         "method",     "policy",     "threshold",       "n_anchors", "topk_tiles",  "topk_pct",
-        "tile",       "ctx",        "ppl_dense",  "ppl_sparse",      "degradation_pct", "density", "tokens_per_s",
+        "id",   "method", "policy",    "threshold",  "n_anchors",       "topk_tiles", "topk_pct",
+        "tile", "ctx",    "ppl_dense", "ppl_sparse", "degradation_pct", "density",    "tokens_per_s",
     };
     return columns;
 }
@@ -388,8 +404,12 @@ std::string runs_query_sql(const RunsQuery& query, const std::vector<std::string
 
 QueryResult query_runs(QueryDb& db, const RunsQuery& query) {
     const std::string sql = runs_query_sql(query, db.columns_of("runs_flat"));
-    // Columns and order were checked above, so what SQLite can reject is the user's --where expression.
-    return db.select(sql, trim(query.where).empty() ? "" : fmt::format("invalid --where \"{}\"", query.where));
+    if (trim(query.where).empty()) return db.select(sql);
+    // Check the expression alone first: inside "WHERE (...) ORDER BY" SQLite would blame tokens the user never
+    // typed ("near ")": syntax error" instead of "incomplete input").
+    const std::string error_prefix = fmt::format("invalid --where \"{}\"", query.where);
+    db.select(fmt::format("SELECT count(*) FROM runs_flat WHERE {}", query.where), error_prefix);
+    return db.select(sql, error_prefix);
 }
 
 }  // namespace kascade

@@ -26,7 +26,7 @@ struct QueryResult {
 
 /// A read-only connection to a results database.
 class QueryDb {
-public:
+  public:
     /// Opens db_file read-only; throws kascade::Error if it does not exist or is not a database.
     explicit QueryDb(const std::filesystem::path& db_file);
     ~QueryDb();
@@ -40,7 +40,7 @@ public:
     /// The column names of a table or view, in order.
     std::vector<std::string> columns_of(std::string_view table);
 
-private:
+  private:
     std::filesystem::path db_file_;
     sqlite3* db_ = nullptr;
 };

@@ -6,7 +6,9 @@
 
 namespace kascade {
 
-void BpePairTable::add(int32_t left, int32_t right, BpeMergeRule rule) { rules_.try_emplace(key(left, right), rule); }
+void BpePairTable::add(int32_t left, int32_t right, BpeMergeRule rule) {
+    rules_.try_emplace(key(left, right), rule);
+}
 
 const BpeMergeRule* BpePairTable::find(int32_t left, int32_t right) const {
     auto it = rules_.find(key(left, right));

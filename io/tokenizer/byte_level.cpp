@@ -7,7 +7,9 @@ namespace kascade {
 
 namespace {
 
-bool is_printable_latin1(int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
+bool is_printable_latin1(int b) {
+    return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
 
 std::string utf8_encode(uint32_t cp) {
     std::string s;

@@ -8,7 +8,7 @@
 namespace kascade {
 
 std::unique_ptr<Pcre2Regex> compile_hf_pattern(const nlohmann::json& pattern, std::string_view where,
-                                            const std::string& field) {
+                                               const std::string& field) {
     KASCADE_CHECK(pattern.is_object(), "{}: {}.pattern must be an object {{\"String\": ...}} or {{\"Regex\": ...}}",
                   where, field);
     if (pattern.contains("String") && pattern["String"].is_string()) {
@@ -38,12 +38,12 @@ void HfNormalizer::add_steps(const nlohmann::json& config, std::string_view wher
             add_steps(config["normalizers"][i], where, fmt::format("{}.normalizers[{}]", field, i));
         }
     } else if (type == "Prepend") {
-        KASCADE_CHECK(config.contains("prepend") && config["prepend"].is_string(),
-                      "{}: {}.prepend must be a string", where, field);
+        KASCADE_CHECK(config.contains("prepend") && config["prepend"].is_string(), "{}: {}.prepend must be a string",
+                      where, field);
         steps_.push_back({Step::Kind::kPrepend, config["prepend"].get<std::string>(), nullptr});
     } else if (type == "Replace") {
-        KASCADE_CHECK(config.contains("content") && config["content"].is_string(),
-                      "{}: {}.content must be a string", where, field);
+        KASCADE_CHECK(config.contains("content") && config["content"].is_string(), "{}: {}.content must be a string",
+                      where, field);
         steps_.push_back({Step::Kind::kReplace, config["content"].get<std::string>(),
                           compile_hf_pattern(config.value("pattern", nlohmann::json()), where, field)});
     } else {

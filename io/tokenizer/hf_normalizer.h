@@ -34,8 +34,8 @@ public:
 private:
     struct Step {
         enum class Kind { kPrepend, kReplace } kind;
-        std::string content;                 ///< what Prepend adds / what Replace puts in place of a match
-        std::unique_ptr<Pcre2Regex> regex;   ///< Replace only
+        std::string content;                ///< what Prepend adds / what Replace puts in place of a match
+        std::unique_ptr<Pcre2Regex> regex;  ///< Replace only
     };
     void add_steps(const nlohmann::json& config, std::string_view where, const std::string& field);
 

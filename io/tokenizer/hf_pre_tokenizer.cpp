@@ -63,14 +63,17 @@ void HfPreTokenizer::add_steps(const nlohmann::json& config, std::string_view wh
         } else if (behavior == "Contiguous") {
             step.behavior = Behavior::kContiguous;
         } else {
-            KASCADE_FAIL("{}: {}.behavior '{}' is unknown (expected Removed, Isolated, MergedWithPrevious, "
-                         "MergedWithNext or Contiguous)", where, field, behavior);
+            KASCADE_FAIL(
+                "{}: {}.behavior '{}' is unknown (expected Removed, Isolated, MergedWithPrevious, "
+                "MergedWithNext or Contiguous)",
+                where, field, behavior);
         }
         step.invert = json_bool(config, "invert", false, where, field);
         steps_.push_back(std::move(step));
     } else if (type == "ByteLevel") {
         has_byte_level_ = true;
-        if (json_bool(config, "add_prefix_space", false, where, field)) steps_.push_back({.kind = Step::Kind::kPrefixSpace});
+        if (json_bool(config, "add_prefix_space", false, where, field))
+            steps_.push_back({.kind = Step::Kind::kPrefixSpace});
         if (json_bool(config, "use_regex", true, where, field)) {
             steps_.push_back(
                 {.kind = Step::Kind::kSplit, .regex = std::make_unique<Pcre2Regex>(kGpt2Pattern, false, where)});

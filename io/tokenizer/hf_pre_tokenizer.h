@@ -36,8 +36,8 @@ private:
         Behavior behavior = Behavior::kIsolated;
         bool invert = false;
         std::string replacement = {};  ///< kMetaspace: what a space becomes
-        bool prepend_always = false;  ///< kMetaspace: prepend `replacement` to every word...
-        bool prepend_first = false;   ///< ... or only to the start of the text
+        bool prepend_always = false;   ///< kMetaspace: prepend `replacement` to every word...
+        bool prepend_first = false;    ///< ... or only to the start of the text
     };
     void add_steps(const nlohmann::json& config, std::string_view where, const std::string& field);
     static void apply(const Step& step, std::string&& word, bool at_text_start, std::vector<std::string>& out);

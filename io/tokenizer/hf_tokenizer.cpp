@@ -91,12 +91,24 @@ HfTokenizer::HfTokenizer(const std::filesystem::path& path, std::string_view jso
     } catch (const json::parse_error& e) {
         KASCADE_FAIL("{}: not valid JSON: {}", name_, e.what());
     }
+    try {
+        load(root);
+    } catch (const json::exception& e) {
+        // A field of the wrong JSON type that load() reads without its own check (e.g. a number for a string).
+        KASCADE_FAIL("{}: unexpected tokenizer.json structure: {}", name_, e.what());
+    }
+    find_bos_eos(path);
+}
+
+void HfTokenizer::load(const json& root) {
     KASCADE_CHECK(root.is_object(), "{}: expected a JSON object at the top level of a tokenizer.json", name_);
     KASCADE_CHECK(root.contains("model") && root["model"].is_object(), "{}: missing field 'model' (an object)", name_);
     const json& model = root["model"];
     const std::string type = model.value("type", std::string(model.contains("merges") ? "BPE" : ""));
-    KASCADE_CHECK(type == "BPE", "{}: model.type is '{}'; only BPE tokenizers are supported (not WordPiece, Unigram "
-                                 "or WordLevel)", name_, type);
+    KASCADE_CHECK(type == "BPE",
+                  "{}: model.type is '{}'; only BPE tokenizers are supported (not WordPiece, Unigram "
+                  "or WordLevel)",
+                  name_, type);
     KASCADE_CHECK(model.contains("vocab") && model["vocab"].is_object(),
                   "{}: missing field 'model.vocab' (an object mapping token strings to ids)", name_);
     for (const char* unsupported : {"continuing_subword_prefix", "end_of_word_suffix"}) {
@@ -124,11 +136,10 @@ HfTokenizer::HfTokenizer(const std::filesystem::path& path, std::string_view jso
     KASCADE_CHECK(added_tokens.is_null() || added_tokens.is_array(), "{}: added_tokens must be an array", name_);
     for (std::size_t i = 0; i < added_tokens.size(); ++i) {
         const json& t = added_tokens[i];
-        KASCADE_CHECK(t.is_object() && t.contains("id") && t["id"].is_number_integer() && t["id"].get<int64_t>() >= 0 &&
-                          t["id"].get<int64_t>() < (int64_t{1} << 30) && t.contains("content") &&
-                          t["content"].is_string(),
-                      "{}: added_tokens[{}] must have an integer 'id' and a string 'content', found {}", name_, i,
-                      t.dump());
+        KASCADE_CHECK(
+            t.is_object() && t.contains("id") && t["id"].is_number_integer() && t["id"].get<int64_t>() >= 0 &&
+                t["id"].get<int64_t>() < (int64_t{1} << 30) && t.contains("content") && t["content"].is_string(),
+            "{}: added_tokens[{}] must have an integer 'id' and a string 'content', found {}", name_, i, t.dump());
         const auto id = t["id"].get<int32_t>();
         std::string content = t["content"].get<std::string>();
         added_.add(content, id, t.value("lstrip", false), t.value("rstrip", false));
@@ -147,9 +158,11 @@ HfTokenizer::HfTokenizer(const std::filesystem::path& path, std::string_view jso
                has_type(decoder, "ByteFallback")) {
         family_ = Family::kSentencePiece;
     } else {
-        KASCADE_FAIL("{}: cannot tell which BPE family this is: expected a ByteLevel pre_tokenizer or decoder (GPT-2 "
-                     "style) or a Metaspace pre_tokenizer / a '▁' normalizer / a ByteFallback decoder (SentencePiece "
-                     "style)", name_);
+        KASCADE_FAIL(
+            "{}: cannot tell which BPE family this is: expected a ByteLevel pre_tokenizer or decoder (GPT-2 "
+            "style) or a Metaspace pre_tokenizer / a '▁' normalizer / a ByteFallback decoder (SentencePiece "
+            "style)",
+            name_);
     }
 
     token_text_.assign(static_cast<std::size_t>(max_id) + 1, std::string());
@@ -198,16 +211,15 @@ HfTokenizer::HfTokenizer(const std::filesystem::path& path, std::string_view jso
             right = m[1].get<std::string>();
         }
         auto vocab_id = [&](const std::string& token, std::string_view role) {
-            const auto it = model["vocab"].find(token);
-            KASCADE_CHECK(it != model["vocab"].end(), "{}: model.merges[{}] ('{} {}') {} the unknown token '{}'", name_,
-                          rank, left, right, role, token);
-            return it->get<int32_t>();
+            const int32_t id = token_id(token);
+            KASCADE_CHECK(id >= 0, "{}: model.merges[{}] ('{} {}') {} the unknown token '{}'", name_, rank, left, right,
+                          role, token);
+            return id;
         };
         const int32_t left_id = vocab_id(left, "names");
         const int32_t right_id = vocab_id(right, "names");
         merges_.add(left_id, right_id, {vocab_id(left + right, "makes"), static_cast<double>(rank)});
     }
-    find_bos_eos(path);
 }
 
 HfTokenizer::~HfTokenizer() = default;
@@ -292,9 +304,9 @@ void HfTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) 
     bool previous_unk = false;
     // Hugging Face: a character with no token becomes unk_token (consecutive ones fused if fuse_unk) or, with no
     // unk_token, silently disappears; we refuse to drop text instead.
-    auto push_unknown = [&](std::string_view what) {
-        KASCADE_CHECK(unk_id_ >= 0, "{}: no token for the text '{}' and the tokenizer has neither byte_fallback nor "
-                                    "an unk_token", name_, what);
+    auto push_unknown = [&](const std::string& what) {
+        KASCADE_CHECK(unk_id_ >= 0, "{}: no token for {} and the tokenizer has neither byte_fallback nor an unk_token",
+                      name_, what);
         if (!(fuse_unk_ && previous_unk)) symbols.push_back(unk_id_);
         previous_unk = true;
     };
@@ -308,7 +320,7 @@ void HfTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) 
             if (id >= 0) {
                 push_known(id);
             } else {
-                push_unknown(fmt::format("\\x{:02X}", static_cast<unsigned char>(c)));
+                push_unknown(fmt::format("byte 0x{:02X}", static_cast<unsigned char>(c)));
             }
         }
     } else {
@@ -323,7 +335,7 @@ void HfTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) 
                        })) {
                 for (const char c : character) push_known(byte_ids_[static_cast<unsigned char>(c)]);
             } else {
-                push_unknown(character);
+                push_unknown(fmt::format("the text '{}'", character));
             }
         }
     }
@@ -332,8 +344,7 @@ void HfTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) 
 }
 
 std::string HfTokenizer::decode_piece(int32_t prev, int32_t id) const {
-    KASCADE_CHECK(id >= 0 && id < vocab_size(), "token id {} out of range for {} ({} tokens)", id, name_,
-                  vocab_size());
+    KASCADE_CHECK(id >= 0 && id < vocab_size(), "token id {} out of range for {} ({} tokens)", id, name_, vocab_size());
     const std::string& text = token_text_[id];
     const bool at_start = prev < 0 || (prev == bos_id_ && bos_id_ >= 0);
     if (family_ == Family::kSentencePiece && at_start && text.starts_with(' ')) return text.substr(1);

@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "io/tokenizer/added_vocabulary.h"
 #include "io/tokenizer/bpe_merge.h"
 #include "io/tokenizer/hf_normalizer.h"
@@ -55,12 +57,13 @@ private:
     };
     using StringMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
+    void load(const nlohmann::json& root);
     void encode_word(std::string_view word, std::vector<int32_t>& out) const;
     void find_bos_eos(const std::filesystem::path& path);
 
     std::string name_;  ///< the file, for error messages
     Family family_ = Family::kByteLevel;
-    StringMap vocab_;   ///< model.vocab and added tokens
+    StringMap vocab_;                      ///< model.vocab and added tokens
     std::vector<std::string> token_text_;  ///< per id: the bytes it decodes to
     BpePairTable merges_;
     AddedVocabulary added_;

@@ -21,22 +21,27 @@ T read_le(std::string_view bytes, std::size_t offset) {
     return value;
 }
 
-bool is_utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+bool is_utf8_continuation(unsigned char c) {
+    return (c & 0xC0) == 0x80;
+}
 
 }  // namespace
 
 Llama2cTokenizer::Llama2cTokenizer(const std::filesystem::path& path, std::string_view bytes) {
     const std::string name = path.string();
-    KASCADE_CHECK(bytes.size() >= 4, "{}: truncated llama2.c tokenizer: {} bytes, expected at least the 4-byte "
-                                     "max_token_length", name, bytes.size());
+    KASCADE_CHECK(bytes.size() >= 4,
+                  "{}: truncated llama2.c tokenizer: {} bytes, expected at least the 4-byte "
+                  "max_token_length",
+                  name, bytes.size());
     max_token_length_ = read_le<int32_t>(bytes, 0);
     KASCADE_CHECK(max_token_length_ > 0 && max_token_length_ < (1 << 16),
                   "{}: invalid llama2.c tokenizer: max_token_length = {} (expected 1..65535)", name, max_token_length_);
     std::size_t offset = 4;
     while (offset < bytes.size()) {
         const std::size_t id = pieces_.size();
-        KASCADE_CHECK(bytes.size() - offset >= 8, "{}: truncated llama2.c tokenizer: token {} at byte {} needs 8 "
-                                                  "bytes of score and length, the file has {} left",
+        KASCADE_CHECK(bytes.size() - offset >= 8,
+                      "{}: truncated llama2.c tokenizer: token {} at byte {} needs 8 "
+                      "bytes of score and length, the file has {} left",
                       name, id, offset, bytes.size() - offset);
         const float token_score = read_le<float>(bytes, offset);
         const int32_t length = read_le<int32_t>(bytes, offset + 4);
@@ -152,7 +157,8 @@ std::string Llama2cTokenizer::decode_piece(int32_t prev, int32_t id) const {
                   vocab_size());
     if (id == kBos || id == kEos) return {};
     const std::string& text = decoded_[id];
-    if (prev == kBos && !text.empty() && text[0] == ' ') return text.substr(1);
+    // The dummy prefix: encode() put a space before the text, and run.c drops it after BOS.
+    if ((prev < 0 || prev == kBos) && !text.empty() && text[0] == ' ') return text.substr(1);
     return text;
 }
 
@@ -160,8 +166,7 @@ std::string Llama2cTokenizer::decode(std::span<const int32_t> ids) const {
     std::string text;
     int32_t prev = -1;
     for (const int32_t id : ids) {
-        // The first piece of the stream is treated like one after BOS: its space is encode()'s dummy prefix.
-        text += decode_piece(prev < 0 ? kBos : prev, id);
+        text += decode_piece(prev, id);
         prev = id;
     }
     return text;

@@ -25,11 +25,10 @@ public:
     /// run.c encode() without BOS/EOS: a dummy-prefix " " token (if `text` is non-empty), one token per UTF-8
     /// codepoint (or its bytes + 3 if the codepoint is not a token), then merges by highest score, leftmost first.
     std::vector<int32_t> encode(std::string_view text) const override;
-    /// Concatenated pieces, BOS/EOS giving nothing, and one leading space dropped from the first piece (the
-    /// dummy prefix) and from the first piece after a BOS.
+    /// decode_piece() concatenated over `ids`.
     std::string decode(std::span<const int32_t> ids) const override;
-    /// run.c decode(): the piece, without its leading space after BOS, <0xXX> pieces as the raw byte; BOS and
-    /// EOS give nothing (run.c's generator stops at them).
+    /// run.c decode(): the piece, without its leading space at the start (prev = -1) or after BOS, <0xXX> pieces
+    /// as the raw byte; BOS and EOS give nothing (run.c's generator stops at them).
     std::string decode_piece(int32_t prev, int32_t id) const override;
 
     int vocab_size() const override { return static_cast<int>(pieces_.size()); }
@@ -53,7 +52,7 @@ private:
     int max_token_length_ = 0;
     std::vector<std::string> pieces_;
     std::vector<float> scores_;
-    std::vector<std::string> decoded_;  ///< per id: the text it stands for (<0xXX> -> the byte)
+    std::vector<std::string> decoded_;                   ///< per id: the text it stands for (<0xXX> -> the byte)
     std::unordered_map<std::string_view, int32_t> ids_;  ///< piece -> lowest id with it; views into pieces_
     BpePairTable merges_;
     /// can_join_[a][b]: some token's piece has byte a followed by byte b. Where the last byte of one symbol's piece

@@ -13,10 +13,12 @@ struct Pcre2Regex::Code {
     ~Code() { pcre2_code_free(code); }
 };
 
-Pcre2Regex::Pcre2Regex(std::string_view pattern, bool literal, std::string_view where) : code_(std::make_unique<Code>()) {
+Pcre2Regex::Pcre2Regex(std::string_view pattern, bool literal, std::string_view where)
+    : code_(std::make_unique<Code>()) {
     // NO_UTF_CHECK is not used at match time: text is user input and may be invalid UTF-8, which PCRE2 then
     // reports instead of misreading.
-    const uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+    // PCRE2 refuses UCP together with LITERAL (a literal has no classes for UCP to change).
+    const uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     int error_code = 0;
     PCRE2_SIZE error_offset = 0;
     code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &error_code,
@@ -49,7 +51,8 @@ std::vector<Pcre2Regex::Match> Pcre2Regex::find_all(std::string_view text) const
         if (rc < 0) {
             PCRE2_UCHAR message[256];
             pcre2_get_error_message(rc, message, sizeof(message));
-            KASCADE_FAIL("regex match failed at byte {} of the text: {}", offset, reinterpret_cast<const char*>(message));
+            KASCADE_FAIL("regex match failed at byte {} of the text: {}", offset,
+                         reinterpret_cast<const char*>(message));
         }
         // Later searches start at a match end, which is a codepoint boundary: skip re-validating the UTF-8.
         options = PCRE2_NO_UTF_CHECK;

@@ -22,13 +22,15 @@ public:
     virtual std::string decode(std::span<const int32_t> ids) const = 0;
 
     /// The bytes token `id` contributes when it follows `prev` in a stream (prev = -1 at the start): what a
-    /// generator prints token by token. Concatenating it over a sequence gives decode() of that sequence, except
-    /// for the llama2.c convention of dropping the leading space of the first piece after BOS.
+    /// generator prints token by token. Concatenating it over a sequence (prev = -1 first) gives decode() of that
+    /// sequence. SentencePiece-style tokenizers (llama2.c, Llama 2) drop the leading space of the first piece and
+    /// of the first piece after BOS, as llama2.c's run.c and the Hugging Face decoder do; a llama2.c BOS or EOS
+    /// gives no text. Throws kascade::Error if `id` is not in the vocabulary.
     virtual std::string decode_piece(int32_t prev, int32_t id) const = 0;
 
     virtual int vocab_size() const = 0;
-    virtual int bos_id() const = 0;  ///< -1 if none
-    virtual int eos_id() const = 0;  ///< -1 if none
+    virtual int bos_id() const = 0;             ///< -1 if none
+    virtual int eos_id() const = 0;             ///< -1 if none
     virtual std::string_view kind() const = 0;  ///< "llama2c-bin", "hf-bpe-bytelevel", "hf-bpe-sentencepiece"
 };
 

@@ -2,6 +2,7 @@
 // every CPU the tests run on).
 #include "io/weights/dtype.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -21,7 +22,27 @@ std::uint16_t load_u16(const std::uint8_t* p) {
     return v;
 }
 
-void store_u16(std::uint8_t* p, std::uint16_t v) { std::memcpy(p, &v, sizeof v); }
+void store_u16(std::uint8_t* p, std::uint16_t v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+// Work unit of the batched conversion: large enough to amortise scheduling, small enough to balance two threads.
+constexpr std::size_t kChunkElements = std::size_t{1} << 18;
+
+// The serial conversion of one contiguous range.
+void convert_range_to_f32(DType dtype, const std::uint8_t* src, float* dst, std::size_t n) {
+    switch (dtype) {
+        case DType::F32:
+            std::memcpy(dst, src, n * sizeof(float));
+            return;
+        case DType::BF16:
+            for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
+            return;
+        case DType::F16:
+            for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(load_u16(src + 2 * i));
+            return;
+    }
+}
 
 }  // namespace
 
@@ -38,9 +59,13 @@ std::string_view dtype_name(DType dtype) {
     return {};
 }
 
-std::size_t dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+std::size_t dtype_size(DType dtype) {
+    return dtype == DType::F32 ? 4 : 2;
+}
 
-float bf16_to_f32(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+float bf16_to_f32(std::uint16_t bits) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
 
 float f16_to_f32(std::uint16_t bits) {
     const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
@@ -59,7 +84,8 @@ float f16_to_f32(std::uint16_t bits) {
 std::uint16_t f32_to_bf16(float value) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
     if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
-    const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);  // ties to even
+    // Adding just under half an ulp, plus the low kept bit, rounds to nearest with ties to even.
+    const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
     return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
 
@@ -91,19 +117,29 @@ std::uint16_t f32_to_f16(float value) {
 }
 
 void convert_to_f32(DType dtype, const std::uint8_t* src, float* dst, std::size_t n) {
-    const auto count = static_cast<std::ptrdiff_t>(n);
-    switch (dtype) {
-        case DType::F32:
-            std::memcpy(dst, src, n * sizeof(float));
-            return;
-        case DType::BF16:
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
-            for (std::ptrdiff_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
-            return;
-        case DType::F16:
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
-            for (std::ptrdiff_t i = 0; i < count; ++i) dst[i] = f16_to_f32(load_u16(src + 2 * i));
-            return;
+    convert_to_f32({F32Conversion{dtype, src, dst, n}});
+}
+
+void convert_to_f32(const std::vector<F32Conversion>& batch) {
+    struct Chunk {
+        const F32Conversion* job;
+        std::size_t begin, end;
+    };
+    std::vector<Chunk> chunks;
+    std::size_t total = 0;
+    for (const F32Conversion& job : batch) {
+        for (std::size_t begin = 0; begin < job.n; begin += kChunkElements) {
+            chunks.push_back({&job, begin, std::min(job.n, begin + kChunkElements)});
+        }
+        total += job.n;
+    }
+    const auto n_chunks = static_cast<std::ptrdiff_t>(chunks.size());
+#pragma omp parallel for schedule(dynamic) if (total >= kParallelMinElements)
+    for (std::ptrdiff_t c = 0; c < n_chunks; ++c) {
+        const Chunk& chunk = chunks[c];
+        const std::size_t width = dtype_size(chunk.job->dtype);
+        convert_range_to_f32(chunk.job->dtype, chunk.job->src + chunk.begin * width, chunk.job->dst + chunk.begin,
+                             chunk.end - chunk.begin);
     }
 }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace kascade {
 
@@ -28,6 +29,18 @@ std::uint16_t f32_to_f16(float value);
 /// Converts `n` little-endian elements of type `dtype` at `src` (any alignment, size n * dtype_size) to fp32 in `dst`
 /// (size n). Runs in parallel (OpenMP) for large n.
 void convert_to_f32(DType dtype, const std::uint8_t* src, float* dst, std::size_t n);
+
+/// One convert_to_f32 call of a batch.
+struct F32Conversion {
+    DType dtype = DType::F32;
+    const std::uint8_t* src = nullptr;  ///< n * dtype_size(dtype) bytes, any alignment
+    float* dst = nullptr;               ///< n values
+    std::size_t n = 0;
+};
+
+/// Runs every conversion of `batch` in a single parallel region over fixed-size chunks, so that a model's hundreds of
+/// tensors cost one fork/join (which matters on an oversubscribed machine) and large and small tensors balance.
+void convert_to_f32(const std::vector<F32Conversion>& batch);
 
 /// Converts `n` fp32 values at `src` to `dtype` at `dst` (any alignment, size n * dtype_size), little-endian.
 /// Runs in parallel (OpenMP) for large n.

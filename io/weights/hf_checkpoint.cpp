@@ -14,9 +14,10 @@
 namespace kascade {
 namespace {
 
-// Looks tensors up by name, checks their shape against the config and returns fp32 views.
+// Looks tensors up by name, checks their shape against the config and returns fp32 views. Tensors that need converting
+// get their buffer at once but are filled by convert_pending(), all in one parallel batch.
 class TensorFetcher {
-public:
+  public:
     TensorFetcher(const SafetensorsSet& set, const std::filesystem::path& config_json, WeightStorage& storage)
         : set_(set), config_name_(config_json.filename().string()), storage_(storage) {}
 
@@ -31,14 +32,20 @@ public:
             return reinterpret_cast<const float*>(tensor->data);
         }
         float* out = storage_.allocate(tensor->numel());
-        convert_to_f32(tensor->dtype, tensor->data, out, tensor->numel());
+        pending_.push_back({tensor->dtype, tensor->data, out, tensor->numel()});
         return out;
     }
 
-private:
+    void convert_pending() {
+        convert_to_f32(pending_);
+        pending_.clear();
+    }
+
+  private:
     const SafetensorsSet& set_;
     std::string config_name_;
     WeightStorage& storage_;
+    std::vector<F32Conversion> pending_;
 };
 
 }  // namespace
@@ -86,6 +93,7 @@ ModelWeights load_hf_checkpoint(const std::filesystem::path& config_json, const 
                   "{}: tensor lm_head.weight is missing and {} has tie_word_embeddings = false", weights.string(),
                   config_json.filename().string());
     w.lm_head = c.tie_word_embeddings ? w.embed : fetch.get("lm_head.weight", {c.vocab_size, dim});
+    fetch.convert_pending();
 
     w.source = weights;
     w.format = "safetensors";

@@ -18,7 +18,7 @@ constexpr const char* kSupportedModelTypes = "llama, mistral, qwen2";
 
 // Typed access to the fields of one config.json, every error naming the file and the field.
 class ConfigReader {
-public:
+  public:
     ConfigReader(const std::filesystem::path& path, const json& root) : file_(path.string()), root_(root) {}
 
     const std::string& file() const { return file_; }
@@ -84,7 +84,7 @@ public:
         return static_cast<int>(id->get<std::int64_t>());
     }
 
-private:
+  private:
     std::string file_;
     const json& root_;
 };
@@ -133,8 +133,9 @@ ModelConfig load_hf_config(const std::filesystem::path& config_json) {
     KASCADE_CHECK(!r.boolean("mlp_bias", false), "{}: field \"mlp_bias\" = true is not supported (MLP biases)",
                   r.file());
     // The runtime applies plain RoPE; a scaled variant would silently give different logits.
-    KASCADE_CHECK(r.find("rope_scaling") == nullptr, "{}: field \"rope_scaling\" = {} is not supported (only plain RoPE)",
-                  r.file(), root["rope_scaling"].dump());
+    KASCADE_CHECK(r.find("rope_scaling") == nullptr,
+                  "{}: field \"rope_scaling\" = {} is not supported (only plain RoPE)", r.file(),
+                  root["rope_scaling"].dump());
     c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);  // the default of LlamaConfig and Qwen2Config
     c.bos_token_id = r.token_id("bos_token_id");
     c.eos_token_id = r.token_id("eos_token_id");

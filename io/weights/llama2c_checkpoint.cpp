@@ -45,8 +45,8 @@ ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path) {
                   "safetensors",
                   name);
 
-    const char* field_names[kHeaderInts] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size",
-                                            "seq_len"};
+    const char* field_names[kHeaderInts] = {"dim",        "hidden_dim", "n_layers", "n_heads",
+                                            "n_kv_heads", "vocab_size", "seq_len"};
     for (std::size_t i = 0; i < kHeaderInts; ++i) {
         if (i == 5) {
             KASCADE_CHECK(header[i] != 0 && header[i] != INT32_MIN,
@@ -78,8 +78,9 @@ ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path) {
                   "{}: llama2.c header n_heads = {} is not divisible by n_kv_heads = {}", name, config.n_heads,
                   config.n_kv_heads);
     config.head_dim = config.dim / config.n_heads;
-    KASCADE_CHECK(config.head_dim % 2 == 0, "{}: llama2.c header implies head size dim / n_heads = {}, which must be even",
-                  name, config.head_dim);
+    KASCADE_CHECK(config.head_dim % 2 == 0,
+                  "{}: llama2.c header implies head size dim / n_heads = {}, which must be even", name,
+                  config.head_dim);
 
     const std::uint64_t dim = static_cast<std::uint64_t>(config.dim);
     const std::uint64_t hidden = static_cast<std::uint64_t>(config.hidden_dim);
@@ -95,19 +96,19 @@ ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path) {
     const std::uint64_t kv_n = checked_mul(path, checked_mul(path, layers, kv_rows), dim);
     const std::uint64_t ffn_n = checked_mul(path, checked_mul(path, layers, hidden), dim);
     const std::uint64_t sections[] = {
-        embed_n,           // token_embedding_table
-        layers * dim,      // rms_att_weight
-        q_n,               // wq
-        kv_n,              // wk
-        kv_n,              // wv
-        q_n,               // wo
-        layers * dim,      // rms_ffn_weight
-        ffn_n,             // w1
-        ffn_n,             // w2
-        ffn_n,             // w3
-        dim,               // rms_final_weight
-        freq,              // freq_cis_real
-        freq,              // freq_cis_imag
+        embed_n,                                   // token_embedding_table
+        layers * dim,                              // rms_att_weight
+        q_n,                                       // wq
+        kv_n,                                      // wk
+        kv_n,                                      // wv
+        q_n,                                       // wo
+        layers * dim,                              // rms_ffn_weight
+        ffn_n,                                     // w1
+        ffn_n,                                     // w2
+        ffn_n,                                     // w3
+        dim,                                       // rms_final_weight
+        freq,                                      // freq_cis_real
+        freq,                                      // freq_cis_imag
         config.tie_word_embeddings ? 0 : embed_n,  // wcls
     };
     std::uint64_t floats = 0;

@@ -67,10 +67,10 @@ SafetensorsTensor parse_entry(const std::string& file, const std::string& name, 
     }
 
     const json& offsets = entry["data_offsets"];
-    KASCADE_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
-                      offsets[1].is_number_unsigned(),
-                  "{}: tensor {} has data_offsets {}, expected [begin, end] with non-negative integers", file, name,
-                  json_excerpt(offsets));
+    KASCADE_CHECK(
+        offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(),
+        "{}: tensor {} has data_offsets {}, expected [begin, end] with non-negative integers", file, name,
+        json_excerpt(offsets));
     const auto begin = offsets[0].get<std::uint64_t>();
     const auto end = offsets[1].get<std::uint64_t>();
     KASCADE_CHECK(begin <= end, "{}: tensor {} has data_offsets [{}, {}]: begin is after end", file, name, begin, end);
@@ -79,10 +79,10 @@ SafetensorsTensor parse_entry(const std::string& file, const std::string& name, 
                   "truncated or the header is corrupt)",
                   file, name, begin, end, data_size);
     std::uint64_t expected_bytes = 0;
-    KASCADE_CHECK(!__builtin_mul_overflow(numel, dtype_size(tensor.dtype), &expected_bytes) &&
-                      end - begin == expected_bytes,
-                  "{}: tensor {} has {} data bytes (data_offsets [{}, {}]) but shape {} x {} needs {}", file, name,
-                  end - begin, begin, end, shape_string(tensor.shape), dtype_name(tensor.dtype), expected_bytes);
+    KASCADE_CHECK(
+        !__builtin_mul_overflow(numel, dtype_size(tensor.dtype), &expected_bytes) && end - begin == expected_bytes,
+        "{}: tensor {} has {} data bytes (data_offsets [{}, {}]) but shape {} x {} needs {}", file, name, end - begin,
+        begin, end, shape_string(tensor.shape), dtype_name(tensor.dtype), expected_bytes);
     tensor.data = data_region + begin;
     tensor.nbytes = static_cast<std::size_t>(end - begin);
     return tensor;
@@ -90,7 +90,9 @@ SafetensorsTensor parse_entry(const std::string& file, const std::string& name, 
 
 }  // namespace
 
-std::string shape_string(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string shape_string(const std::vector<std::int64_t>& shape) {
+    return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path) {
     const std::string name = path.string();
@@ -123,7 +125,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
     for (const auto& [tensor_name, tensor] : tensors_) {
         if (tensor.nbytes > 0) by_offset.emplace_back(&tensor_name, &tensor);
     }
-    std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) { return a.second->data < b.second->data; });
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const auto& a, const auto& b) { return a.second->data < b.second->data; });
     for (std::size_t i = 1; i < by_offset.size(); ++i) {
         const SafetensorsTensor& prev = *by_offset[i - 1].second;
         const SafetensorsTensor& cur = *by_offset[i].second;

@@ -21,7 +21,7 @@ namespace kascade {
 struct SafetensorsTensor {
     DType dtype = DType::F32;
     std::vector<std::int64_t> shape;
-    const std::uint8_t* data = nullptr;     ///< nbytes bytes
+    const std::uint8_t* data = nullptr;  ///< nbytes bytes
     std::size_t nbytes = 0;
     const std::filesystem::path* file = nullptr;  ///< the file it is stored in (for messages)
 
@@ -32,7 +32,7 @@ struct SafetensorsTensor {
 /// dtype/shape/data_offsets, that offsets lie inside the file and do not overlap, and that every byte size matches
 /// its shape; each problem is a kascade::Error naming the file (and tensor).
 class SafetensorsFile {
-public:
+  public:
     explicit SafetensorsFile(const std::filesystem::path& path);
     // The tensors point at the mapping and at path(): the object stays where it was built.
     SafetensorsFile(const SafetensorsFile&) = delete;
@@ -43,7 +43,7 @@ public:
     const SafetensorsTensor* find(const std::string& name) const;
     const std::map<std::string, SafetensorsTensor>& tensors() const { return tensors_; }
 
-private:
+  private:
     MappedFile file_;
     std::map<std::string, SafetensorsTensor> tensors_;
 };
@@ -51,7 +51,7 @@ private:
 /// The tensors of a model stored in one safetensors file or sharded over several, listed by a
 /// model.safetensors.index.json whose "weight_map" maps each tensor name to its shard file (relative to the index).
 class SafetensorsSet {
-public:
+  public:
     /// `path` is a .safetensors file or an index .json; shards are opened and validated at once.
     explicit SafetensorsSet(const std::filesystem::path& path);
 
@@ -61,7 +61,7 @@ public:
     const SafetensorsTensor* find(const std::string& name) const;
     const std::map<std::string, const SafetensorsTensor*>& tensors() const { return tensors_; }
 
-private:
+  private:
     std::filesystem::path path_;
     std::vector<std::unique_ptr<SafetensorsFile>> files_;
     std::map<std::string, const SafetensorsTensor*> tensors_;

@@ -23,7 +23,7 @@ constexpr std::size_t kHeaderAlignment = 8;
 
 // A temporary file that is removed unless commit() renames it onto its destination.
 class AtomicOutput {
-public:
+  public:
     explicit AtomicOutput(const std::filesystem::path& path) : path_(path), tmp_(path) {
         tmp_ += ".tmp." + std::to_string(::getpid());
         fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -63,7 +63,7 @@ public:
         }
     }
 
-private:
+  private:
     std::filesystem::path path_;
     std::filesystem::path tmp_;
     int fd_ = -1;
@@ -87,7 +87,8 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
         }
         KASCADE_CHECK(numel == 0 || t.data != nullptr, "{}: tensor {} has no data", path.string(), t.name);
         const std::uint64_t nbytes = numel * dtype_size(t.dtype);
-        header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + nbytes}}};
+        header[t.name] = {
+            {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + nbytes}}};
         offset += nbytes;
         numels.push_back(numel);
     }

@@ -19,7 +19,9 @@ double score(const AttnShape& s, const float* q, const float* k, int h, int i, i
     return dot * s.scale;
 }
 
-int position(const AttnShape& s, int i) { return s.n_k - s.n_q + i; }
+int position(const AttnShape& s, int i) {
+    return s.n_k - s.n_q + i;
+}
 
 // Probabilities of one causal row over keys 0..position (double softmax).
 std::vector<double> causal_row(const AttnShape& s, const float* q, const float* k, int h, int i) {
@@ -33,7 +35,9 @@ std::vector<double> causal_row(const AttnShape& s, const float* q, const float* 
     return p;
 }
 
-bool in_list(const int32_t* list, int count, int t) { return std::find(list, list + count, t) != list + count; }
+bool in_list(const int32_t* list, int count, int t) {
+    return std::find(list, list + count, t) != list + count;
+}
 
 }  // namespace
 
@@ -67,7 +71,8 @@ std::vector<double> masked_attention(const AttnShape& s, const float* q, const f
 
 std::vector<double> dense_attention(const AttnShape& s, const float* q, const float* k, const float* v,
                                     std::vector<double>* lse) {
-    return masked_attention(s, q, k, v, [&](int, int i, int j) { return j <= position(s, i); }, lse);
+    return masked_attention(
+        s, q, k, v, [&](int, int i, int j) { return j <= position(s, i); }, lse);
 }
 
 std::vector<double> sparse_prefill(const AttnShape& s, int tile, const float* q, const float* k, const float* v,

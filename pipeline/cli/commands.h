@@ -1,12 +1,26 @@
 // pipeline/cli/commands.h: every subcommand registers itself on the root CLI11 app; one file per subcommand.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace kascade::cli {
 
+/// Options shared by the experiment subcommands, set on the root app (and accepted after the subcommand name).
+struct CommonOptions {
+    std::string results_dir = "results";  ///< --results DIR: the SQLite database and artifacts folder
+};
+
 void register_tokenize_command(CLI::App& app);
 void register_generate_command(CLI::App& app);
 void register_perplexity_command(CLI::App& app);
+void register_capture_command(CLI::App& app, const CommonOptions& common);
+void register_similarity_command(CLI::App& app, const CommonOptions& common);
+void register_schedule_command(CLI::App& app, const CommonOptions& common);
+void register_eval_command(CLI::App& app, const CommonOptions& common);
+void register_sweep_command(CLI::App& app, const CommonOptions& common);
+void register_query_command(CLI::App& app, const CommonOptions& common);
+void register_status_command(CLI::App& app, const CommonOptions& common);
 
 }  // namespace kascade::cli

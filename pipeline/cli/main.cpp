@@ -15,6 +15,17 @@ int main(int argc, char** argv) {
     kascade::cli::register_tokenize_command(app);
     kascade::cli::register_generate_command(app);
     kascade::cli::register_perplexity_command(app);
+    static kascade::cli::CommonOptions common;
+    app.add_option("--results", common.results_dir, "results folder: kascade.db and artifacts/")
+        ->capture_default_str();
+    app.fallthrough();
+    kascade::cli::register_capture_command(app, common);
+    kascade::cli::register_similarity_command(app, common);
+    kascade::cli::register_schedule_command(app, common);
+    kascade::cli::register_eval_command(app, common);
+    kascade::cli::register_sweep_command(app, common);
+    kascade::cli::register_query_command(app, common);
+    kascade::cli::register_status_command(app, common);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -45,8 +45,8 @@ TEST(DenseAttention, PrefillMatchesReference) {
         SCOPED_TRACE(c.name());
         const auto in = reference::random_inputs(c.n_kv_heads * c.group, c.n_kv_heads, c.head_dim, c.n_q, c.n_k, 11);
         std::vector<double> ref_lse;
-        const std::vector<double> ref = reference::dense_attention(in.shape, in.q.data(), in.k.data(), in.v.data(),
-                                                                   &ref_lse);
+        const std::vector<double> ref =
+            reference::dense_attention(in.shape, in.q.data(), in.k.data(), in.v.data(), &ref_lse);
         std::vector<float> out(in.q.size()), lse(ref_lse.size());
         attn_dense_prefill(in.shape, in.q.data(), in.k.data(), in.v.data(), out.data(), lse.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
@@ -63,8 +63,8 @@ TEST(DenseAttention, DecodeMatchesReference) {
                 const DenseCase c{2, group, d, 1, t};
                 SCOPED_TRACE(c.name());
                 const auto in = reference::random_inputs(2 * group, 2, d, 1, t, 23);
-                const std::vector<double> ref = reference::dense_attention(in.shape, in.q.data(), in.k.data(),
-                                                                           in.v.data());
+                const std::vector<double> ref =
+                    reference::dense_attention(in.shape, in.q.data(), in.k.data(), in.v.data());
                 std::vector<float> out(in.q.size());
                 attn_dense_decode(in.shape, in.q.data(), in.k.data(), in.v.data(), out.data());
                 EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);

@@ -124,9 +124,9 @@ TEST(SparseAttention, DecodeMatchesMaskedReference) {
                         tiles.insert(tiles.end(), sel.list(h, qt), sel.list(h, qt) + sel.max_k);
                     }
                     const int32_t head_map[2] = {2, 0};
-                    const std::vector<double> ref = reference::sparse_decode(
-                        in.shape, tile, in.q.data(), in.k.data(), in.v.data(), tiles.data(), count.data(), sel.max_k,
-                        head_map);
+                    const std::vector<double> ref =
+                        reference::sparse_decode(in.shape, tile, in.q.data(), in.k.data(), in.v.data(), tiles.data(),
+                                                 count.data(), sel.max_k, head_map);
                     std::vector<float> out(in.q.size());
                     attn_sparse_decode(in.shape, tile, in.q.data(), in.k.data(), in.v.data(), tiles.data(),
                                        count.data(), sel.max_k, head_map, out.data());
@@ -168,12 +168,12 @@ TEST(SparseAttention, ThreadCountDoesNotChangeResults) {
     std::vector<float> p1(in.q.size()), p2(in.q.size()), d1(dec.q.size()), d2(dec.q.size());
     omp_set_num_threads(1);
     attn_sparse_prefill(in.shape, 32, in.q.data(), in.k.data(), in.v.data(), sel, nullptr, p1.data());
-    attn_sparse_decode(dec.shape, 16, dec.q.data(), dec.k.data(), dec.v.data(), tiles.data(), count.data(),
-                       dsel.max_k, nullptr, d1.data());
+    attn_sparse_decode(dec.shape, 16, dec.q.data(), dec.k.data(), dec.v.data(), tiles.data(), count.data(), dsel.max_k,
+                       nullptr, d1.data());
     omp_set_num_threads(2);
     attn_sparse_prefill(in.shape, 32, in.q.data(), in.k.data(), in.v.data(), sel, nullptr, p2.data());
-    attn_sparse_decode(dec.shape, 16, dec.q.data(), dec.k.data(), dec.v.data(), tiles.data(), count.data(),
-                       dsel.max_k, nullptr, d2.data());
+    attn_sparse_decode(dec.shape, 16, dec.q.data(), dec.k.data(), dec.v.data(), tiles.data(), count.data(), dsel.max_k,
+                       nullptr, d2.data());
     omp_set_num_threads(saved);
     EXPECT_EQ(p1, p2);
     EXPECT_EQ(d1, d2);

@@ -45,8 +45,8 @@ TEST(TileSimilarity, HandWorkedExample) {
     sel_b.list(0, 3)[0] = 0, sel_b.list(0, 3)[1] = 2;
     sel_a.list(0, 3)[0] = 1, sel_a.list(0, 3)[1] = 2;
     const TileSimilarity s = tile_similarity(mass_b, sel_b, 0, sel_a, 0, 3);
-    EXPECT_FLOAT_EQ(s.recall, 4.0f / 7.0f);     // (1 + 3) / (4 + 3)
-    EXPECT_FLOAT_EQ(s.jaccard, 1.0f / 3.0f);    // {2} / {0, 1, 2}
+    EXPECT_FLOAT_EQ(s.recall, 4.0f / 7.0f);   // (1 + 3) / (4 + 3)
+    EXPECT_FLOAT_EQ(s.jaccard, 1.0f / 3.0f);  // {2} / {0, 1, 2}
     const TileSimilarity empty = tile_similarity(mass_b, sel_b, 0, sel_a, 0, 1);
     EXPECT_EQ(empty.recall, 1.0f);
     EXPECT_EQ(empty.jaccard, 1.0f);

@@ -27,12 +27,12 @@ TileMass integer_scores(int n_kv_heads, int t, int tile, int levels, uint64_t se
 
 TEST(TopkTiles, BudgetFollowsTheRule) {
     EXPECT_EQ(topk_tile_budget(TopKRule{12, 0, 128}, 0, 16), 0);
-    EXPECT_EQ(topk_tile_budget(TopKRule{12, 0, 128}, 5, 16), 5);    // capped by the candidates
+    EXPECT_EQ(topk_tile_budget(TopKRule{12, 0, 128}, 5, 16), 5);  // capped by the candidates
     EXPECT_EQ(topk_tile_budget(TopKRule{12, 0, 128}, 40, 16), 12);
-    EXPECT_EQ(topk_tile_budget(TopKRule{0, 10, 128}, 10, 32), 4);   // 352 keys visible: floor 128 tokens = 4 tiles
-    EXPECT_EQ(topk_tile_budget(TopKRule{0, 10, 128}, 99, 32), 10);  // 3200 visible: 320 tokens = 10 tiles
-    EXPECT_EQ(topk_tile_budget(TopKRule{0, 10, 128}, 100, 32), 11); // 3232 visible: 323 tokens -> 11 tiles (ceil)
-    EXPECT_EQ(topk_tile_budget(TopKRule{0, 25, 0}, 3, 16), 1);      // 64 visible: 16 tokens = 1 tile
+    EXPECT_EQ(topk_tile_budget(TopKRule{0, 10, 128}, 10, 32), 4);    // 352 keys visible: floor 128 tokens = 4 tiles
+    EXPECT_EQ(topk_tile_budget(TopKRule{0, 10, 128}, 99, 32), 10);   // 3200 visible: 320 tokens = 10 tiles
+    EXPECT_EQ(topk_tile_budget(TopKRule{0, 10, 128}, 100, 32), 11);  // 3232 visible: 323 tokens -> 11 tiles (ceil)
+    EXPECT_EQ(topk_tile_budget(TopKRule{0, 25, 0}, 3, 16), 1);       // 64 visible: 16 tokens = 1 tile
     for (int tile : {16, 32, 64})
         for (int qt = 0; qt < 300; ++qt)
             for (const TopKRule& rule : {TopKRule{3, 0, 128}, TopKRule{0, 10, 128}, TopKRule{0, 2.5f, 64}}) {
@@ -46,8 +46,8 @@ TEST(TopkTiles, SelectionMatchesReferenceWithTies) {
         for (int t : {1, 17, 512, 1000, 3000}) {
             for (const TopKRule& rule : {TopKRule{3, 0, 128}, TopKRule{0, 10, 128}, TopKRule{0, 25, 32}}) {
                 const std::string name = "topk(T=" + std::to_string(t) + ",tile=" + std::to_string(tile) +
-                                         ",tiles=" + std::to_string(rule.tiles) +
-                                         ",pct=" + std::to_string(rule.pct) + ")";
+                                         ",tiles=" + std::to_string(rule.tiles) + ",pct=" + std::to_string(rule.pct) +
+                                         ")";
                 SCOPED_TRACE(name);
                 const TileMass scores = integer_scores(3, t, tile, 4, 7 + t + tile);
                 const TileSelection got = select_topk_tiles(scores, rule);

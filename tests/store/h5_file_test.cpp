@@ -36,8 +36,9 @@ std::vector<T> iota_values(std::size_t n, T start) {
 }
 
 ArtifactHeader sample_header() {
-    return ArtifactHeader{"capture", "cap-1", "{\"model\":\"m0del\"}", "{\"ctx\":256,\"tile\":16}", "m0del", "t3xt",
-                          "tok",     "0.1.0", "abc123",               "2026-01-01T00:00:00Z"};
+    return ArtifactHeader{
+        "capture", "cap-1",  "{\"model\":\"m0del\"}", "{\"ctx\":256,\"tile\":16}", "m0del", "t3xt", "tok",
+        "0.1.0",   "abc123", "2026-01-01T00:00:00Z"};
 }
 
 // Writes a file with one dataset of every element type, nested groups and every attribute kind.
@@ -81,8 +82,8 @@ TEST(H5File, RoundTripOfEveryTypeAndAttribute) {
     EXPECT_EQ(r.root().attr_int("n_windows"), 2);
     EXPECT_DOUBLE_EQ(r.root().attr_double("topk_pct"), 12.5);
     EXPECT_DOUBLE_EQ(r.root().attr_double("n_windows"), 2.0);
-    EXPECT_EQ(r.root().children(), (std::vector<std::string>{"f32", "f64", "i32", "i64", "i8", "layer_00", "scalar",
-                                                             "u8"}));
+    EXPECT_EQ(r.root().children(),
+              (std::vector<std::string>{"f32", "f64", "i32", "i64", "i8", "layer_00", "scalar", "u8"}));
 
     const H5Dataset f32 = r.root().open_dataset("f32");
     EXPECT_EQ(f32.dtype(), H5DType::Float32);
@@ -103,7 +104,8 @@ TEST(H5File, RoundTripOfEveryTypeAndAttribute) {
     EXPECT_EQ(r.root().open_dataset("i8").dtype(), H5DType::Int8);
     EXPECT_EQ(r.root().open_dataset("i32").read<std::int32_t>(), iota_values<std::int32_t>(6, -3));
     EXPECT_EQ(r.root().open_dataset("i32").dtype(), H5DType::Int32);
-    EXPECT_EQ(r.root().open_dataset("i64").read<std::int64_t>(), (std::vector<std::int64_t>{std::int64_t{1} << 40, -5}));
+    EXPECT_EQ(r.root().open_dataset("i64").read<std::int64_t>(),
+              (std::vector<std::int64_t>{std::int64_t{1} << 40, -5}));
     EXPECT_EQ(r.root().open_dataset("i64").dtype(), H5DType::Int64);
     EXPECT_EQ(r.root().open_dataset("u8").read<std::uint8_t>(), (std::vector<std::uint8_t>{0, 255}));
     EXPECT_EQ(r.root().open_dataset("u8").dtype(), H5DType::UInt8);
@@ -188,9 +190,9 @@ TEST(H5File, NonHdf5FileIsRefused) {
     std::ofstream(path) << std::string(4096, 'x');
     const std::string message = error_of([&] { H5ArtifactReader r(path, 1, 1); });
     EXPECT_EQ(message.rfind(fmt::format("cannot open HDF5 file \"{}\": ", path.string()), 0), 0u) << message;
-    EXPECT_EQ(error_of([&] { H5ArtifactReader r(tmp.path() / "missing.h5", 1, 1); }),
-              fmt::format("cannot open HDF5 file \"{}\": No such file or directory",
-                          (tmp.path() / "missing.h5").string()));
+    EXPECT_EQ(
+        error_of([&] { H5ArtifactReader r(tmp.path() / "missing.h5", 1, 1); }),
+        fmt::format("cannot open HDF5 file \"{}\": No such file or directory", (tmp.path() / "missing.h5").string()));
 }
 
 TEST(H5File, WrongFormatVersionOrStageIsRefused) {

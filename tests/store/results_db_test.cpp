@@ -40,7 +40,10 @@ TEST(ResultsDb, MigratesANewDatabase) {
     EXPECT_EQ(db.database().execAndGet("PRAGMA foreign_keys").getInt(), 1);
     for (const char* table : {"models", "texts", "artifacts", "captures", "similarities", "schedules",
                               "schedule_layers", "runs", "run_metrics", "run_layers", "kernel_bench", "runs_flat"}) {
-        EXPECT_TRUE(db.database().tableExists(table)) << table;
+        SQLite::Statement st(db.database(), "SELECT count(*) FROM sqlite_master WHERE name = ?");
+        st.bind(1, table);
+        ASSERT_TRUE(st.executeStep());
+        EXPECT_EQ(st.getColumn(0).getInt(), 1) << table;
     }
 }
 
@@ -127,8 +130,9 @@ TEST(ResultsDb, FieldListsMatchTheSchema) {
 TEST(ResultsDb, ForeignKeysAreEnforced) {
     TempDir tmp;
     ResultsDb db(tmp.path());
-    EXPECT_THROW(db.database().exec("INSERT INTO run_layers (run_id, layer, role, density) VALUES (999, 0, 'dense', 1)"),
-                 SQLite::Exception);
+    EXPECT_THROW(
+        db.database().exec("INSERT INTO run_layers (run_id, layer, role, density) VALUES (999, 0, 'dense', 1)"),
+        SQLite::Exception);
     EXPECT_EQ(count_rows(db, "run_layers"), 0);
     // Through the API: an artifact of a model that is not registered.
     const std::string message = error_of([&] {
@@ -330,6 +334,19 @@ TEST(ResultsDb, ArtifactsAreFoundByKeyAndReplacedOnReinsert) {
     EXPECT_EQ(error_of([&] { db.insert_artifact(again); }),
               fmt::format("{}: artifact cap-1 has stage 'similarity' but was stored as a schedule artifact",
                           db.db_file().string()));
+}
+
+// Two connections stand for two sweep processes: each sees the other's committed rows, none blocks for good.
+TEST(ResultsDb, TwoConnectionsShareTheStore) {
+    TempDir tmp;
+    ResultsDb a(tmp.path());
+    ResultsDb b(tmp.path());
+    const test::SampleIds ids = test::fill_sample_store(a);
+    RunRecord run = test::sample_run(ids.model, ids.text, ids.schedule);
+    run.key = "run-from-b";
+    const std::int64_t id = b.insert_run(run, test::sample_metrics(), test::sample_run_layers());
+    EXPECT_EQ(a.find_run("run-from-b"), id);
+    EXPECT_EQ(b.upsert_model(test::sample_model()), ids.model);
 }
 
 TEST(ResultsDb, KernelBenchRows) {

@@ -15,7 +15,7 @@ namespace kascade::test {
 
 /// A fresh folder under the system temp dir, removed with everything in it when the object goes away.
 class TempDir {
-public:
+  public:
     TempDir() {
         std::string pattern = (std::filesystem::temp_directory_path() / "kascade-store-XXXXXX").string();
         path_ = ::mkdtemp(pattern.data());
@@ -29,7 +29,7 @@ public:
     TempDir& operator=(const TempDir&) = delete;
     const std::filesystem::path& path() const { return path_; }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 
@@ -48,7 +48,9 @@ inline ModelRecord sample_model() {
     return m;
 }
 
-inline TextRecord sample_text() { return TextRecord{0, "t3xt", "data/tinystories.txt", 12345, ""}; }
+inline TextRecord sample_text() {
+    return TextRecord{0, "t3xt", "data/tinystories.txt", 12345, ""};
+}
 
 /// Ids of the rows sample_store() creates.
 struct SampleIds {
@@ -129,9 +131,9 @@ inline SampleIds fill_sample_store(ResultsDb& db) {
     SampleIds ids;
     ids.model = db.upsert_model(sample_model());
     ids.text = db.upsert_text(sample_text());
-    db.insert_artifact(ArtifactRecord{"cap-1", "capture", "artifacts/capture/cap-1.h5", ids.model, 1, "{\"ctx\":256}",
-                                      "{}", 1000, ""},
-                       CaptureRecord{"cap-1", ids.model, ids.text, "tok", 0, 2048, 256, 16, 0});
+    db.insert_artifact(
+        ArtifactRecord{"cap-1", "capture", "artifacts/capture/cap-1.h5", ids.model, 1, "{\"ctx\":256}", "{}", 1000, ""},
+        CaptureRecord{"cap-1", ids.model, ids.text, "tok", 0, 2048, 256, 16, 0});
     db.insert_artifact(ArtifactRecord{"sim-1", "similarity", "artifacts/similarity/sim-1.h5", ids.model, 1, "{}",
                                       "{\"capture\":\"cap-1\"}", 500, ""},
                        SimilarityRecord{"sim-1", "cap-1", 12, std::nullopt, std::nullopt, "[\"recall_min\"]"});

@@ -22,13 +22,14 @@ std::string error_of(const std::function<void()>& f) {
 
 // A database with one small table exercising every cell kind: text needing quotes, UTF-8, NULL, REAL, negatives.
 class QueryFormat : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         SQLite::Database raw(db_file(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-        raw.exec("CREATE TABLE t (name TEXT, n INTEGER, x REAL, note TEXT);"
-                 "INSERT INTO t VALUES ('alpha', 1, 0.5, NULL);"
-                 "INSERT INTO t VALUES ('b, \"quoted\"', 22, 1234.56789, 'line1' || char(10) || 'line2');"
-                 "INSERT INTO t VALUES ('γ', -3, NULL, 'x|y');");
+        raw.exec(
+            "CREATE TABLE t (name TEXT, n INTEGER, x REAL, note TEXT);"
+            "INSERT INTO t VALUES ('alpha', 1, 0.5, NULL);"
+            "INSERT INTO t VALUES ('b, \"quoted\"', 22, 1234.56789, 'line1' || char(10) || 'line2');"
+            "INSERT INTO t VALUES ('γ', -3, NULL, 'x|y');");
     }
     std::filesystem::path db_file() const { return tmp_.path() / "q.db"; }
     QueryResult small() {
@@ -80,7 +81,8 @@ TEST_F(QueryFormat, EmptyResultAndRepeatedColumnNames) {
     EXPECT_EQ(format_result(none, OutputFormat::Table), "n  n\n-  -\n");
     EXPECT_EQ(format_result(none, OutputFormat::Json), "[]\n");
     EXPECT_EQ(format_result(none, OutputFormat::Csv), "n,n\n");
-    EXPECT_EQ(format_result(db.select("SELECT n, n FROM t WHERE n = 1"), OutputFormat::Json), "[\n{\"n\":1,\"n_2\":1}\n]\n");
+    EXPECT_EQ(format_result(db.select("SELECT n, n FROM t WHERE n = 1"), OutputFormat::Json),
+              "[\n{\"n\":1,\"n_2\":1}\n]\n");
 }
 
 TEST_F(QueryFormat, StatementsThatWriteAreRefused) {
@@ -154,7 +156,8 @@ TEST(RunsQuery, RunsOnTheResultsStore) {
     q.where = "degradation_pct <";
     EXPECT_EQ(error_of([&] { query_runs(db, q); }), "invalid --where \"degradation_pct <\": incomplete input");
     q.where = "no_such_thing > 1";
-    EXPECT_EQ(error_of([&] { query_runs(db, q); }), "invalid --where \"no_such_thing > 1\": no such column: no_such_thing");
+    EXPECT_EQ(error_of([&] { query_runs(db, q); }),
+              "invalid --where \"no_such_thing > 1\": no such column: no_such_thing");
     q.where.clear();
     q.order_by = "densty";
     const std::string message = error_of([&] { query_runs(db, q); });

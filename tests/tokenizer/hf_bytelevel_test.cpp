@@ -73,6 +73,18 @@ TEST_F(SmolLm2TokenizerTest, SpecialTokensAreNeverSplit) {
     EXPECT_GT(tok_->encode("<|endoftext|").size(), 1u);
 }
 
+// Hugging Face's Digits pre-tokenizer isolates every char::is_numeric character (the Unicode N category), not
+// only ASCII digits, so " ½" is two words where the GPT-2 regex alone would keep one.
+TEST_F(SmolLm2TokenizerTest, DigitsSplitsEveryUnicodeNumber) {
+    for (const std::string number : {"½", "²", "٣"}) {
+        std::vector<int32_t> expected = tok_->encode(" ");
+        const std::vector<int32_t> alone = tok_->encode(number);
+        expected.insert(expected.end(), alone.begin(), alone.end());
+        EXPECT_EQ(tok_->encode(" " + number), expected) << number;
+    }
+    EXPECT_EQ(tok_->encode("x42"), (std::vector<int32_t>{104, 36, 34}));  // "x", "4", "2"
+}
+
 TEST_F(SmolLm2TokenizerTest, DecodePieceConcatenatesToDecode) {
     const std::string text = "Grüße, 世界! \xf0\x9f\x98\x80 x";  // multi-byte characters split across tokens
     const std::vector<int32_t> ids = tok_->encode(text);

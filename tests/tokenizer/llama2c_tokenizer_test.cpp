@@ -141,7 +141,8 @@ TEST_F(Llama2cTokenizerTest, DecodePieceFollowsRunC) {
     // After BOS the dummy-prefix space is dropped (run.c decode()), elsewhere the piece is kept as is.
     EXPECT_EQ(tok_->decode_piece(1, ids[0]), "Once");
     EXPECT_EQ(tok_->decode_piece(ids[0], ids[1]), " upon");
-    EXPECT_EQ(tok_->decode_piece(-1, ids[0]), " Once");
+    EXPECT_EQ(tok_->decode_piece(-1, ids[0]), "Once");  // the start of a stream is treated like after BOS
+    EXPECT_EQ(tok_->decode_piece(5, ids[0]), " Once");
     EXPECT_EQ(tok_->decode_piece(5, 3 + 0xC3), "\xc3");  // <0xC3> is the raw byte
     EXPECT_EQ(tok_->decode_piece(5, 1), "");
     EXPECT_EQ(tok_->decode_piece(5, 2), "");

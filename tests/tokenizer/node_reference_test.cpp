@@ -49,7 +49,8 @@ void expect_same_ids(const std::vector<int32_t>& ours, const std::vector<int32_t
     auto context = [&](const std::vector<int32_t>& ids) {
         const std::size_t to = std::min(ids.size(), first_diff + 5);
         std::string s;
-        for (std::size_t i = from; i < to; ++i) s += std::to_string(ids[i]) + " '" + tok.decode_piece(-1, ids[i]) + "' ";
+        for (std::size_t i = from; i < to; ++i)
+            s += std::to_string(ids[i]) + " '" + tok.decode_piece(-1, ids[i]) + "' ";
         return s;
     };
     ADD_FAILURE() << what << ": ids differ at index " << first_diff << " (ours " << ours.size() << " ids, reference "
@@ -86,11 +87,12 @@ TEST_F(NodeReferenceTest, SmolLm2MatchesOnEdgeCases) {
     const auto tok = load_tokenizer(test::kSmolLm2Json);
     test::TempDir dir;
     // Special tokens glued to text, digit runs, contractions, whitespace runs before words and at the end,
-    // CJK, accents, emoji and other non-ASCII punctuation, Unicode digits (Digits uses the N category).
+    // CJK, accents, emoji and other non-ASCII punctuation. Not non-ASCII numerals: the JavaScript Digits splits
+    // on \d only, Hugging Face's Rust one (which we follow) on every Unicode number (see hf_bytelevel_test.cpp).
     const std::string text =
         "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user 2024-01-15: it's 3.14159, they'll "
         "re-run   it\t\tnow!!<|endoftext|>\n\n  \n日本語のテキスト, Grüße, naïve café — “quotes” … "
-        "\xf0\x9f\x98\x80\xf0\x9f\x91\x8d ½ ² ٣٤ x<|endoftext|<|im_end|>   ";
+        "\xf0\x9f\x98\x80\xf0\x9f\x91\x8d x<|endoftext|<|im_end|>   ";
     expect_same_ids(tok->encode(text), reference_ids(test::kSmolLm2Json, text, dir), *tok, "edge cases");
 }
 

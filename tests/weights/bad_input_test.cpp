@@ -69,8 +69,7 @@ TEST(BadInput, SafetensorsTruncatedInData) {
     const std::string bytes = test::read_bytes(dir / "model.safetensors");
     test::write_bytes(dir / "model.safetensors", bytes.substr(0, bytes.size() - 10));
     // The last tensor in the file (name order) is model.norm.weight.
-    expect_load_error(dir.path(), {"tensor model.norm.weight", "past the end of the data region"},
-                      "model.safetensors");
+    expect_load_error(dir.path(), {"tensor model.norm.weight", "past the end of the data region"}, "model.safetensors");
 }
 
 TEST(BadInput, SafetensorsHeaderNotJson) {
@@ -150,8 +149,9 @@ TEST(BadInput, ConfigDisagreesWithWeights) {
     m.write(dir.path(), DType::F32);
     m.config["num_key_value_heads"] = 2;
     m.write_config(dir.path());
-    expect_load_error(dir.path(), {"tensor model.layers.0.self_attn.k_proj.weight has shape [4, 8], config.json "
-                                   "implies [8, 8]"},
+    expect_load_error(dir.path(),
+                      {"tensor model.layers.0.self_attn.k_proj.weight has shape [4, 8], config.json "
+                       "implies [8, 8]"},
                       "model.safetensors");
 }
 
@@ -196,8 +196,9 @@ TEST(BadInput, ShardedIndexProblems) {
 
     weight_map["model.norm.weight"] = "shard-2.safetensors";
     test::write_bytes(dir / "model.safetensors.index.json", nlohmann::json{{"weight_map", weight_map}}.dump());
-    expect_load_error(dir.path(), {"model.safetensors.index.json: weight_map puts tensor model.norm.weight in",
-                                   "shard-2.safetensors, which does not exist"},
+    expect_load_error(dir.path(),
+                      {"model.safetensors.index.json: weight_map puts tensor model.norm.weight in",
+                       "shard-2.safetensors, which does not exist"},
                       "model.safetensors.index.json");
 
     weight_map["model.norm.weight"] = "shard-1.safetensors";
@@ -215,10 +216,10 @@ TEST(BadInput, Llama2cTruncatedOrTrailing) {
     const std::string bytes = test::read_bytes(kBin);
     const std::string size = std::to_string(bytes.size());
     test::write_bytes(dir / "cut.bin", bytes.substr(0, bytes.size() - 100));
-    expect_load_error(dir / "cut.bin",
-                      {"file is " + std::to_string(bytes.size() - 100) + " bytes", "implies " + size + " bytes",
-                       "truncated"},
-                      "cut.bin");
+    expect_load_error(
+        dir / "cut.bin",
+        {"file is " + std::to_string(bytes.size() - 100) + " bytes", "implies " + size + " bytes", "truncated"},
+        "cut.bin");
     test::write_bytes(dir / "long.bin", bytes + "xyz");
     expect_load_error(dir / "long.bin", {"implies " + size + " bytes", "trailing bytes"}, "long.bin");
     test::write_bytes(dir / "tiny.bin", bytes.substr(0, 20));

@@ -17,10 +17,10 @@ namespace {
 TEST(Dtype, Bf16ToF32HandComputed) {
     EXPECT_EQ(bf16_to_f32(0x3F80), 1.0f);
     EXPECT_EQ(bf16_to_f32(0xC000), -2.0f);
-    EXPECT_EQ(bf16_to_f32(0x3EAA), 0.33203125f);            // 1.0101010b x 2^-2
-    EXPECT_EQ(bf16_to_f32(0x0001), std::ldexp(1.0f, -133));  // smallest subnormal
-    EXPECT_EQ(bf16_to_f32(0x007F), std::ldexp(127.0f, -133)); // largest subnormal
-    EXPECT_EQ(bf16_to_f32(0x7F7F), std::ldexp(255.0f, 120)); // largest finite
+    EXPECT_EQ(bf16_to_f32(0x3EAA), 0.33203125f);               // 1.0101010b x 2^-2
+    EXPECT_EQ(bf16_to_f32(0x0001), std::ldexp(1.0f, -133));    // smallest subnormal
+    EXPECT_EQ(bf16_to_f32(0x007F), std::ldexp(127.0f, -133));  // largest subnormal
+    EXPECT_EQ(bf16_to_f32(0x7F7F), std::ldexp(255.0f, 120));   // largest finite
     EXPECT_EQ(bf16_to_f32(0x7F80), std::numeric_limits<float>::infinity());
     EXPECT_EQ(bf16_to_f32(0xFF80), -std::numeric_limits<float>::infinity());
     EXPECT_TRUE(std::isnan(bf16_to_f32(0x7FC0)));
@@ -47,8 +47,8 @@ TEST(Dtype, F16ToF32HandComputed) {
 TEST(Dtype, F32ToBf16RoundsToNearestEven) {
     EXPECT_EQ(f32_to_bf16(1.0f), 0x3F80);
     EXPECT_EQ(f32_to_bf16(-2.0f), 0xC000);
-    EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3F80);      // tie: down to even
-    EXPECT_EQ(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);  // tie: up to even
+    EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3F80);                          // tie: down to even
+    EXPECT_EQ(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);                      // tie: up to even
     EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3F81);  // above the tie
     EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::max()), 0x7F80);  // rounds up to inf, as PyTorch does
     EXPECT_EQ(f32_to_bf16(-std::numeric_limits<float>::infinity()), 0xFF80);
@@ -66,10 +66,10 @@ TEST(Dtype, F32ToF16RoundsToNearestEven) {
     EXPECT_EQ(f32_to_f16(65520.0f), 0x7C00);  // the tie rounds to even, i.e. to inf
     EXPECT_EQ(f32_to_f16(1e10f), 0x7C00);
     EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);
-    EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);         // tie between 0 and 2^-24: to even (0)
-    EXPECT_EQ(f32_to_f16(std::ldexp(1.5f, -25)), 0x0001);         // above the tie
-    EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);         // tie between 1 and 2 units: to even (2)
-    EXPECT_EQ(f32_to_f16(std::ldexp(1023.5f, -24)), 0x0400);      // subnormal rounding carries into the exponent
+    EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);     // tie between 0 and 2^-24: to even (0)
+    EXPECT_EQ(f32_to_f16(std::ldexp(1.5f, -25)), 0x0001);     // above the tie
+    EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);     // tie between 1 and 2 units: to even (2)
+    EXPECT_EQ(f32_to_f16(std::ldexp(1023.5f, -24)), 0x0400);  // subnormal rounding carries into the exponent
     EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -30)), 0x0000);
     EXPECT_EQ(f32_to_f16(-std::ldexp(1.0f, -30)), 0x8000);
     EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie: down to even

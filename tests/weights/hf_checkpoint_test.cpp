@@ -52,10 +52,14 @@ TEST(HfCheckpoint, Stories260KDirectoryMatchesLlama2c) {
     EXPECT_FALSE(c.attention_bias);
     EXPECT_EQ(c.bos_token_id, 1);
     EXPECT_EQ(c.eos_token_id, 2);
-    for (auto [a, b] : {std::pair{c.dim, meta.config.dim}, {c.hidden_dim, meta.config.hidden_dim},
-                        {c.n_layers, meta.config.n_layers}, {c.n_heads, meta.config.n_heads},
-                        {c.n_kv_heads, meta.config.n_kv_heads}, {c.head_dim, meta.config.head_dim},
-                        {c.vocab_size, meta.config.vocab_size}, {c.max_seq_len, meta.config.max_seq_len}}) {
+    for (auto [a, b] : {std::pair{c.dim, meta.config.dim},
+                        {c.hidden_dim, meta.config.hidden_dim},
+                        {c.n_layers, meta.config.n_layers},
+                        {c.n_heads, meta.config.n_heads},
+                        {c.n_kv_heads, meta.config.n_kv_heads},
+                        {c.head_dim, meta.config.head_dim},
+                        {c.vocab_size, meta.config.vocab_size},
+                        {c.max_seq_len, meta.config.max_seq_len}}) {
         EXPECT_EQ(a, b);
     }
     EXPECT_EQ(c.rope_theta, meta.config.rope_theta);

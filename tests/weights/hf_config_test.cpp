@@ -14,9 +14,8 @@ namespace {
 using nlohmann::json;
 
 json minimal_llama() {
-    return {{"model_type", "llama"},        {"hidden_size", 64},        {"intermediate_size", 172},
-            {"num_hidden_layers", 5},       {"num_attention_heads", 8}, {"vocab_size", 512},
-            {"max_position_embeddings", 512}, {"rms_norm_eps", 1e-5}};
+    return {{"model_type", "llama"},    {"hidden_size", 64}, {"intermediate_size", 172},       {"num_hidden_layers", 5},
+            {"num_attention_heads", 8}, {"vocab_size", 512}, {"max_position_embeddings", 512}, {"rms_norm_eps", 1e-5}};
 }
 
 ModelConfig parse(const test::TempDir& dir, const json& config) {

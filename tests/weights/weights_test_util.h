@@ -19,11 +19,13 @@
 
 namespace kascade::test {
 
-inline std::filesystem::path shared_dir() { return KASCADE_SHARED_DIR; }
+inline std::filesystem::path shared_dir() {
+    return KASCADE_SHARED_DIR;
+}
 
 /// A fresh directory under the system temp dir, named after the running test; removed with everything in it.
 class TempDir {
-public:
+  public:
     TempDir() {
         static std::atomic<int> counter{0};
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -43,7 +45,7 @@ public:
     const std::filesystem::path& path() const { return path_; }
     std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 

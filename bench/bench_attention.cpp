@@ -1,0 +1,300 @@
+// bench/bench_attention.cpp: speed of the attention kernels at the shapes of real models (Google Benchmark).
+//
+// Rows are named <kind>/<model>/T:<tokens>/<variant> so any subset can be selected with --benchmark_filter, e.g.
+//   bench_attention --benchmark_filter='prefill/smollm2/T:8192'     or     --benchmark_filter='decode/.*/T:131072'
+// Every row measures a FULL attention layer (all query heads) of the named model. Within a (kind, model, T) group
+// the dense row runs first and stores its time; the other rows report `speedup` = dense time / own time from the
+// same run (0 if the dense row was filtered out). The first row measures a large Eigen GEMM, the machine's practical
+// fp32 peak in this run; prefill rows report `pct_gemm` = own GFLOP/s / GEMM GFLOP/s.
+//
+// Times are wall clock (the kernels are multi-threaded). Counters: GFLOP/s counts the multiply-adds actually performed
+// (4 * head_dim flops per attended (query, key) pair and query head: 2 for Q.K, 2 for P.V; a scores-only pass counts
+// 2); GB/s counts the K and V bytes a decode reads; density = attended keys / causal keys.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <Eigen/Dense>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/dense_attention.h"
+#include "kernels/sparse_attention.h"
+#include "kernels/tile_mass.h"
+#include "kernels/topk_tiles.h"
+
+namespace kascade {
+namespace {
+
+constexpr int kTile = 32;  ///< Kascade tile (the paper's 32-query tiles)
+
+struct ModelShape {
+    const char* name;
+    int n_q_heads, n_kv_heads, head_dim;
+};
+
+constexpr ModelShape kModels[] = {{"smollm2", 9, 3, 64}, {"llama3_8b", 32, 8, 128}};
+constexpr int kPrefillLengths[] = {2048, 8192, 16384};
+constexpr int kDecodeLengths[] = {8192, 32768, 131072};
+
+double g_gemm_gflops = 0;                       ///< measured by the first row
+std::map<std::string, double> g_dense_seconds;  ///< per "<kind>/<model>/T:<n>": dense time per iteration
+
+/// Deterministic uniform [-1, 1) fill; a cheap generator because decode caches hold a billion floats.
+void fill(std::vector<float>& x, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (float& e : x) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        e = static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
+    }
+}
+
+struct Inputs {
+    AttnShape shape;
+    std::vector<float> q, k, v, out;
+};
+
+Inputs make_inputs(const ModelShape& m, int n_q, int n_k) {
+    Inputs in;
+    in.shape.n_q_heads = m.n_q_heads;
+    in.shape.n_kv_heads = m.n_kv_heads;
+    in.shape.head_dim = m.head_dim;
+    in.shape.n_q = n_q;
+    in.shape.n_k = n_k;
+    in.shape.kv_stride = n_k;
+    in.shape.scale = 1.0f / std::sqrt(static_cast<float>(m.head_dim));
+    in.q.resize(static_cast<size_t>(n_q) * m.n_q_heads * m.head_dim);
+    in.k.resize(static_cast<size_t>(n_k) * m.n_kv_heads * m.head_dim);
+    in.v.resize(in.k.size());
+    in.out.resize(in.q.size());
+    fill(in.q, 1);
+    fill(in.k, 2);
+    fill(in.v, 3);
+    return in;
+}
+
+/// A selection at the given top-k percentage: the top-k of random tile scores (unstructured, so few adjacent tiles
+/// merge into longer runs: the kernel's least favourable case).
+TileSelection random_selection(int n_kv_heads, int n, float pct, uint64_t seed) {
+    TileMass scores;
+    scores.n_kv_heads = n_kv_heads;
+    scores.n_q_tiles = scores.n_k_tiles = tile_count(n, kTile);
+    scores.tile = kTile;
+    scores.mass.resize(static_cast<size_t>(n_kv_heads) * scores.n_q_tiles * scores.n_k_tiles);
+    fill(scores.mass, seed);
+    return select_topk_tiles(scores, TopKRule{0, pct, 128});
+}
+
+/// (query, key) pairs one query head attends to under `sel` (selected tiles + causal diagonal), per KV head averaged.
+double sparse_pairs(const TileSelection& sel, int n) {
+    double pairs = 0;
+    for (int h = 0; h < sel.n_kv_heads; ++h) {
+        for (int qt = 0; qt < sel.n_q_tiles; ++qt) {
+            const double rows = std::min(kTile, n - qt * kTile);
+            pairs += sel.size(h, qt) * static_cast<double>(kTile) * rows + rows * (rows + 1) / 2;
+        }
+    }
+    return pairs / sel.n_kv_heads;
+}
+
+double causal_pairs(int n) {
+    return static_cast<double>(n) * (n + 1) / 2;
+}
+
+/// Runs `body` once per iteration, timing it (wall clock); sets the speedup against (or records) the group's dense
+/// time. Returns seconds per iteration.
+template <typename Body>
+double timed_loop(benchmark::State& state, const std::string& group, bool is_dense, Body&& body) {
+    double seconds = 0;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        body();
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    const double per_iter = seconds / static_cast<double>(state.iterations());
+    if (is_dense) {
+        g_dense_seconds[group] = per_iter;
+    } else {
+        const auto it = g_dense_seconds.find(group);
+        state.counters["speedup"] = it == g_dense_seconds.end() ? 0.0 : it->second / per_iter;
+    }
+    state.counters["threads"] = omp_get_max_threads();
+    return per_iter;
+}
+
+void set_gflops(benchmark::State& state, double flops, double seconds) {
+    const double gflops = flops / seconds * 1e-9;
+    state.counters["GFLOP/s"] = gflops;
+    state.counters["pct_gemm"] = g_gemm_gflops > 0 ? 100.0 * gflops / g_gemm_gflops : 0.0;
+}
+
+void bench_gemm(benchmark::State& state) {
+    const int n = 2048;
+    Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
+    Eigen::setNbThreads(omp_get_max_threads());
+    c.noalias() = a * b;  // warm-up
+    double seconds = 0;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        c.noalias() = a * b;
+        benchmark::DoNotOptimize(c.data());
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    g_gemm_gflops = 2.0 * n * n * n * static_cast<double>(state.iterations()) / seconds * 1e-9;
+    state.counters["GFLOP/s"] = g_gemm_gflops;
+    state.counters["threads"] = omp_get_max_threads();
+}
+
+/// Prefill variants of one (model, T): the dense row must be registered first.
+enum class Prefill { kDense, kDenseWithMass, kDenseThenMass, kAnchor, kReuse };
+
+void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill variant, float pct) {
+    Inputs in = make_inputs(m, n, n);
+    const std::string group = std::string("prefill/") + m.name + "/T:" + std::to_string(n);
+    const double dense_flops = 4.0 * m.head_dim * m.n_q_heads * causal_pairs(n);
+    double flops = dense_flops;
+    double density = 1;
+    std::vector<float> lse(static_cast<size_t>(m.n_q_heads) * n);
+    TileMass mass;
+    TileSelection reuse_sel;
+    double seconds = 0;
+    switch (variant) {
+        case Prefill::kDense:
+            seconds = timed_loop(state, group, true, [&] {
+                attn_dense_prefill(in.shape, in.q.data(), in.k.data(), in.v.data(), in.out.data());
+            });
+            break;
+        case Prefill::kDenseWithMass:
+            seconds = timed_loop(state, group, false, [&] {
+                attn_dense_prefill_with_mass(in.shape, kTile, in.q.data(), in.k.data(), in.v.data(), in.out.data(),
+                                             &mass);
+            });
+            break;
+        case Prefill::kDenseThenMass:
+            flops = dense_flops * 1.5;  // the second pass repeats Q.K
+            seconds = timed_loop(state, group, false, [&] {
+                attn_dense_prefill(in.shape, in.q.data(), in.k.data(), in.v.data(), in.out.data(), lse.data());
+                tile_mass_post_softmax(in.shape, kTile, in.q.data(), in.k.data(), lse.data(), &mass);
+            });
+            break;
+        case Prefill::kAnchor: {
+            // Scores-only pass with pooling, top-k, then the layer's own output over the selected tiles.
+            TileSelection sel;
+            seconds = timed_loop(state, group, false, [&] {
+                attn_tile_mass(in.shape, kTile, in.q.data(), in.k.data(), &mass);
+                sel = select_topk_tiles(mass, TopKRule{0, pct, 128});
+                attn_sparse_prefill(in.shape, kTile, in.q.data(), in.k.data(), in.v.data(), sel, nullptr,
+                                    in.out.data());
+            });
+            density = sparse_pairs(sel, n) / causal_pairs(n);
+            flops = dense_flops / 2 + dense_flops * density;
+            break;
+        }
+        case Prefill::kReuse: {
+            // A reuse layer reads another layer's selection through a KV-head map.
+            reuse_sel = random_selection(m.n_kv_heads, n, pct, 7);
+            std::vector<int32_t> head_map(m.n_kv_heads);
+            for (int h = 0; h < m.n_kv_heads; ++h) head_map[h] = (h + 1) % m.n_kv_heads;
+            seconds = timed_loop(state, group, false, [&] {
+                attn_sparse_prefill(in.shape, kTile, in.q.data(), in.k.data(), in.v.data(), reuse_sel, head_map.data(),
+                                    in.out.data());
+            });
+            density = sparse_pairs(reuse_sel, n) / causal_pairs(n);
+            flops = dense_flops * density;
+            break;
+        }
+    }
+    set_gflops(state, flops, seconds);
+    state.counters["density"] = density;
+    state.counters["flop_per_iter_G"] = flops * 1e-9;
+}
+
+enum class Decode { kDense, kSparse };
+
+void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode variant, float pct) {
+    Inputs in = make_inputs(m, 1, n);
+    const std::string group = std::string("decode/") + m.name + "/T:" + std::to_string(n);
+    const double row_bytes = 2.0 * m.n_kv_heads * m.head_dim * sizeof(float);  // K and V of one position
+    double keys = n;
+    double seconds = 0;
+    if (variant == Decode::kDense) {
+        seconds = timed_loop(state, group, true, [&] {
+            attn_dense_decode(in.shape, in.q.data(), in.k.data(), in.v.data(), in.out.data());
+        });
+    } else {
+        // The decode step's selection: the top-k rule's budget of random tiles before the query's tile.
+        const int q_tile = (n - 1) / kTile;
+        const int budget = topk_tile_budget(TopKRule{0, pct, 128}, q_tile, kTile);
+        std::vector<int32_t> tiles, count(m.n_kv_heads, budget);
+        for (int h = 0; h < m.n_kv_heads; ++h) {
+            const TileSelection s = random_selection(1, (q_tile + 1) * kTile, pct, 11 + h);
+            tiles.insert(tiles.end(), s.list(0, q_tile), s.list(0, q_tile) + budget);
+        }
+        keys = static_cast<double>(budget) * kTile + (n - q_tile * kTile);
+        seconds = timed_loop(state, group, false, [&] {
+            attn_sparse_decode(in.shape, kTile, in.q.data(), in.k.data(), in.v.data(), tiles.data(), count.data(),
+                               budget, nullptr, in.out.data());
+        });
+    }
+    state.counters["GB/s"] = keys * row_bytes / seconds * 1e-9;
+    state.counters["density"] = keys / n;
+}
+
+void register_all() {
+    benchmark::RegisterBenchmark("gemm/eigen/n:2048", bench_gemm)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(1.0)
+        ->UseRealTime();
+    for (const ModelShape& m : kModels) {
+        for (int n : kPrefillLengths) {
+            const std::string base = std::string("prefill/") + m.name + "/T:" + std::to_string(n) + "/";
+            const auto add = [&](const std::string& name, Prefill v, float pct) {
+                benchmark::RegisterBenchmark((base + name).c_str(),
+                                             [=, &m](benchmark::State& s) { bench_prefill(s, m, n, v, pct); })
+                    ->Unit(benchmark::kMillisecond)
+                    ->MinTime(0.2)
+                    ->UseRealTime();
+            };
+            add("dense", Prefill::kDense, 0);
+            add("dense_with_mass", Prefill::kDenseWithMass, 0);
+            add("dense_then_mass", Prefill::kDenseThenMass, 0);
+            add("anchor_10pct", Prefill::kAnchor, 10);
+            add("reuse_10pct", Prefill::kReuse, 10);
+            add("reuse_25pct", Prefill::kReuse, 25);
+        }
+        for (int n : kDecodeLengths) {
+            const std::string base = std::string("decode/") + m.name + "/T:" + std::to_string(n) + "/";
+            const auto add = [&](const std::string& name, Decode v, float pct) {
+                benchmark::RegisterBenchmark((base + name).c_str(),
+                                             [=, &m](benchmark::State& s) { bench_decode(s, m, n, v, pct); })
+                    ->Unit(benchmark::kMillisecond)
+                    ->MinTime(0.3)
+                    ->UseRealTime();
+            };
+            add("dense", Decode::kDense, 0);
+            add("sparse_10pct", Decode::kSparse, 10);
+            add("sparse_25pct", Decode::kSparse, 25);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace kascade
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
+    benchmark::AddCustomContext("kascade_tile", std::to_string(kascade::kTile));
+    // Other processes on the machine change the numbers: keep the load beside them.
+    std::ifstream loadavg("/proc/loadavg");
+    std::string load1;
+    if (loadavg >> load1) benchmark::AddCustomContext("loadavg_1min_at_start", load1);
+    kascade::register_all();
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

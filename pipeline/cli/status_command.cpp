@@ -1,0 +1,75 @@
+// kascade status: what the results folder holds, and what is stale (an artifact file gone, or its model or text
+// file changed since it was made).
+#include <cstdio>
+#include <map>
+
+#include "io/file_util.h"
+#include "io/store/table_format.h"
+#include "pipeline/cli/commands.h"
+#include "pipeline/stages/workspace.h"
+
+namespace kascade::cli {
+
+namespace {
+
+/// "ok", or why the artifact cannot be trusted any more.
+std::string artifact_state(const std::filesystem::path& file, const std::string& model_state) {
+    if (!std::filesystem::exists(file)) return "stale: file missing";
+    return model_state;
+}
+
+}  // namespace
+
+void register_status_command(CLI::App& app, const CommonOptions& common) {
+    CLI::App* cmd = app.add_subcommand("status", "List artifacts, schedules and runs, and which are stale");
+    cmd->footer("Example:\n  kascade status --results results");
+    cmd->callback([&common] {
+        Workspace ws(common.results_dir);
+        ResultsDb& db = ws.db();
+        std::map<int64_t, std::string> model_state;  // by model id: "ok" or why stale
+        auto state_of_model = [&](int64_t id) -> const std::string& {
+            auto it = model_state.find(id);
+            if (it != model_state.end()) return it->second;
+            const auto m = db.find_model(id);
+            std::string state = "ok";
+            if (!m || !std::filesystem::exists(m->path)) {
+                state = "stale: model file missing";
+            } else if (model_content_hash(m->path) != m->hash) {
+                state = "stale: model file changed";
+            }
+            return model_state[id] = state;
+        };
+
+        QueryResult artifacts;
+        artifacts.columns = {"stage", "key", "params", "created_at", "state"};
+        for (const ArtifactRecord& a : db.list_artifacts()) {
+            artifacts.rows.push_back({a.stage, a.key, a.params_json, a.created_at,
+                                      artifact_state(ws.results_dir() / a.path, state_of_model(a.model_id))});
+        }
+        std::printf("artifacts (%zu) in %s\n", artifacts.rows.size(), (ws.results_dir() / "artifacts").c_str());
+        std::fputs(format_result(artifacts, OutputFormat::Table).c_str(), stdout);
+
+        QueryResult schedules;
+        schedules.columns = {"id", "policy", "threshold", "max_reuse_dist", "n_anchors", "head_map", "anchors",
+                             "reuse", "similarity_key"};
+        for (const ScheduleRecord& s : db.list_schedules()) {
+            auto opt_int = [](const std::optional<int64_t>& v) -> QueryValue {
+                return v ? QueryValue(*v) : QueryValue(std::monostate{});
+            };
+            schedules.rows.push_back({s.id, s.policy, s.threshold ? QueryValue(*s.threshold) : QueryValue{},
+                                      opt_int(s.max_reuse_dist), opt_int(s.n_anchors), s.head_map,
+                                      s.n_anchor_layers, s.n_reuse_layers, s.similarity_key.value_or("")});
+        }
+        std::printf("\nschedules (%zu)\n", schedules.rows.size());
+        std::fputs(format_result(schedules, OutputFormat::Table).c_str(), stdout);
+
+        const std::vector<RunRecord> runs = db.list_runs();
+        std::map<std::string, int> by_method;
+        for (const RunRecord& r : runs) ++by_method[r.method];
+        std::printf("\nruns (%zu):", runs.size());
+        for (const auto& [method, n] : by_method) std::printf(" %s %d", method.c_str(), n);
+        std::printf("  (kascade query runs lists them)\n");
+    });
+}
+
+}  // namespace kascade::cli

@@ -1,0 +1,56 @@
+#include "pipeline/runtime/streaming_attention.h"
+
+#include <algorithm>
+
+#include "io/error.h"
+#include "kernels/dense_attention.h"
+#include "kernels/sparse_attention.h"
+#include "kernels/topk_tiles.h"
+
+namespace kascade {
+
+TileSelection streaming_selection(int n_tokens, int tile, const TopKRule& rule) {
+    TileSelection s;
+    s.n_kv_heads = 1;
+    s.n_q_tiles = tile_count(n_tokens, tile);
+    s.tile = tile;
+    s.max_k = 0;
+    for (int qt = 0; qt < s.n_q_tiles; ++qt) s.max_k = std::max(s.max_k, topk_tile_budget(rule, qt, tile));
+    s.max_k = std::max(s.max_k, 1);
+    s.count.assign(s.n_q_tiles, 0);
+    s.tiles.assign(static_cast<size_t>(s.n_q_tiles) * s.max_k, 0);
+    for (int qt = 0; qt < s.n_q_tiles; ++qt) {
+        const int budget = topk_tile_budget(rule, qt, tile);
+        int32_t* list = s.list(0, qt);
+        int n = 0;
+        if (budget > 0) list[n++] = 0;
+        // The window: tiles qt-(budget-1) .. qt-1, skipping tile 0 which is already the sink.
+        for (int kt = std::max(1, qt - (budget - 1)); kt < qt; ++kt) list[n++] = kt;
+        s.count[qt] = n;
+    }
+    return s;
+}
+
+StreamingAttention::StreamingAttention(int n_layers, SparseAttentionOptions options)
+    : options_(options), density_(n_layers) {}
+
+void StreamingAttention::attend(const AttentionCall& call) {
+    const AttnShape& shape = call.shape;
+    KASCADE_CHECK(shape.n_q == shape.n_k,
+                  "sparse attention policies run prefill from position 0 only (got {} queries against {} keys)",
+                  shape.n_q, shape.n_k);
+    if (call.layer == 0) {
+        attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
+        density_[0].add(dense_prefill_density(shape));
+        return;
+    }
+    if (selection_tokens_ != shape.n_q) {
+        selection_ = streaming_selection(shape.n_q, options_.tile, options_.topk);
+        selection_tokens_ = shape.n_q;
+    }
+    shared_head_map_.assign(shape.n_kv_heads, 0);
+    attn_sparse_prefill(shape, options_.tile, call.q, call.k, call.v, selection_, shared_head_map_.data(), call.out);
+    density_[call.layer].add(sparse_prefill_density(shape, options_.tile, selection_, shared_head_map_.data()));
+}
+
+}  // namespace kascade

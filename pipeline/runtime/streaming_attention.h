@@ -1,0 +1,34 @@
+// pipeline/runtime/streaming_attention.h: the StreamingLLM baseline (attention sinks + a recent window), with the
+// same key budget per query tile as Kascade's top-k so the two are compared at equal density. Layer 0 stays dense,
+// as it does for every method here.
+#pragma once
+
+#include <vector>
+
+#include "pipeline/runtime/attention_density.h"
+#include "pipeline/runtime/attention_policy.h"
+#include "pipeline/runtime/kascade_attention.h"
+
+namespace kascade {
+
+/// The streaming tile set of every query tile: key tile 0 (the sink) and the most recent budget-1 tiles before the
+/// diagonal, where budget = topk_tile_budget(rule, q_tile, tile). One set shared by all KV heads.
+TileSelection streaming_selection(int n_tokens, int tile, const TopKRule& rule);
+
+class StreamingAttention : public AttentionPolicy {
+public:
+    StreamingAttention(int n_layers, SparseAttentionOptions options);
+
+    void attend(const AttentionCall& call) override;
+    std::string_view layer_role(int layer) const override { return layer == 0 ? "dense" : "streaming"; }
+    const std::vector<LayerDensity>& layer_density() const { return density_; }
+
+private:
+    SparseAttentionOptions options_;
+    std::vector<LayerDensity> density_;
+    TileSelection selection_;            ///< for the last sequence length seen
+    int selection_tokens_ = -1;
+    std::vector<int32_t> shared_head_map_;
+};
+
+}  // namespace kascade

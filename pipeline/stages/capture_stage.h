@@ -1,0 +1,34 @@
+// pipeline/stages/capture_stage.h: stage 1, a dense forward pass over the calibration tokens that records, per
+// window and layer, the pooled post-softmax attention mass per (KV head, query tile, key tile), each layer's
+// importance, and optionally the post-RoPE Q and K. Output: artifacts/capture/<key>.h5 (results/README.md).
+#pragma once
+
+#include <string>
+
+#include "pipeline/stages/workspace.h"
+
+namespace kascade {
+
+inline constexpr int kCaptureFormatVersion = 1;
+
+struct CaptureParams {
+    int64_t token_offset = 0;  ///< first calibration token of the text
+    int64_t n_tokens = 8192;   ///< calibration tokens; only whole windows of ctx-1 tokens are used
+    int ctx = 512;             ///< positions per window (BOS included)
+    int tile = 16;             ///< tokens per tile
+    bool save_qk = false;
+};
+
+struct StageResult {
+    std::string key;
+    bool cached = false;  ///< the output already existed and nothing was computed
+};
+
+/// Runs (or finds in the cache) the capture; force recomputes it.
+StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, const CaptureParams& params,
+                        bool force = false);
+
+/// The content key run_capture would use, without running anything.
+std::string capture_key(const LoadedModel& model, const LoadedText& text, const CaptureParams& params);
+
+}  // namespace kascade

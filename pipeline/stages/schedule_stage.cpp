@@ -1,0 +1,145 @@
+#include "pipeline/stages/schedule_stage.h"
+
+#include "build_info.h"
+#include "io/error.h"
+#include "io/store/h5_file.h"
+#include "pipeline/stages/content_key.h"
+#include "pipeline/stages/schedule_policy.h"
+#include "pipeline/stages/similarity_stage.h"
+
+namespace kascade {
+
+namespace {
+
+nlohmann::json schedule_params_json(const ScheduleParams& p) {
+    nlohmann::json j = {{"policy", p.policy}, {"metric", p.metric}, {"aggregation", p.aggregation},
+                        {"head_map", p.head_map}};
+    if (p.policy == "threshold") {
+        j["threshold"] = p.threshold;
+        j["max_reuse_dist"] = p.max_reuse_dist;
+    } else if (p.policy == "dp") {
+        j["n_anchors"] = p.n_anchors;
+    } else {
+        j["anchor_list"] = p.anchor_list;
+    }
+    return j;
+}
+
+void check_params(const ScheduleParams& p) {
+    KASCADE_CHECK(p.policy == "threshold" || p.policy == "dp" || p.policy == "fixed",
+                  "unknown schedule policy '{}' (expected threshold, dp or fixed)", p.policy);
+    if (p.policy == "fixed") KASCADE_CHECK(!p.anchor_list.empty(), "policy fixed needs --anchor-list, e.g. 0,2,8");
+    parse_head_map_mode(p.head_map);
+}
+
+}  // namespace
+
+std::string schedule_key(const std::string& similarity_key, const ScheduleParams& params) {
+    return content_key("schedule", kScheduleFormatVersion, {{"similarity", similarity_key}},
+                       schedule_params_json(params));
+}
+
+AttentionSchedule attention_schedule_from(const Schedule& stored) {
+    AttentionSchedule s;
+    s.layers.resize(stored.layers.size());
+    for (const ScheduleLayerRecord& row : stored.layers) {
+        LayerPlan& plan = s.layers.at(row.layer);
+        plan.role = row.role == "dense" ? LayerRole::Dense : row.role == "anchor" ? LayerRole::Anchor : LayerRole::Reuse;
+        if (row.anchor_layer) plan.anchor = static_cast<int>(*row.anchor_layer);
+        if (row.head_map_json) plan.head_map = nlohmann::json::parse(*row.head_map_json).get<std::vector<int32_t>>();
+    }
+    return s;
+}
+
+ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, const ScheduleParams& params,
+                            bool force) {
+    check_params(params);
+    const LayerSimilarity sim = load_layer_similarity(ws, similarity_key, params.metric, params.aggregation);
+    const std::string key = schedule_key(similarity_key, params);
+    if (!force) {
+        if (const auto existing = ws.db().find_schedule(key)) return {existing->record.id, key, true};
+    }
+
+    const HeadMapMode mode = parse_head_map_mode(params.head_map);
+    AttentionSchedule schedule;
+    if (params.policy == "threshold") {
+        schedule = schedule_threshold(sim, params.threshold, params.max_reuse_dist, mode);
+    } else if (params.policy == "dp") {
+        schedule = schedule_dp(sim, params.n_anchors, mode);
+    } else {
+        schedule = schedule_fixed(sim, params.anchor_list, mode);
+    }
+
+    const int L = sim.n_layers, H = sim.n_kv_heads;
+    std::vector<int32_t> roles(L), anchors(L, -1), head_maps(static_cast<size_t>(L) * H, -1);
+    std::vector<ScheduleLayerRecord> layers(L);
+    for (int l = 0; l < L; ++l) {
+        const LayerPlan& plan = schedule.layers[l];
+        roles[l] = static_cast<int32_t>(plan.role);
+        layers[l].layer = l;
+        layers[l].role = std::string(layer_role_name(plan.role));
+        if (plan.role == LayerRole::Reuse) {
+            anchors[l] = plan.anchor;
+            std::copy(plan.head_map.begin(), plan.head_map.end(), head_maps.begin() + static_cast<size_t>(l) * H);
+            layers[l].anchor_layer = plan.anchor;
+            layers[l].head_map_json = nlohmann::json(plan.head_map).dump();
+            layers[l].similarity = sim.layer_score(plan.anchor, l);
+        }
+    }
+
+    // The artifact first, then the rows: a crash in between leaves a file no row points to (recomputed next time).
+    const std::optional<ArtifactRecord> sim_record = ws.db().find_artifact(similarity_key);
+    H5ArtifactWriter writer(ws.artifact_path("schedule", key), kScheduleFormatVersion);
+    {
+        H5ArtifactReader sim_file(ws.results_dir() / sim_record->path, kSimilarityFormatVersion,
+                                  kSimilarityFormatVersion, "similarity");
+        ArtifactHeader header = read_artifact_header(sim_file.root());
+        header.stage = "schedule";
+        header.key = key;
+        header.input_keys_json = nlohmann::json{{"similarity", similarity_key}}.dump();
+        header.params_json = schedule_params_json(params).dump();
+        header.kascade_version = KASCADE_VERSION;
+        header.git_commit = KASCADE_GIT_COMMIT;
+        header.created_at = utc_now();
+        write_artifact_header(writer.root(), header);
+    }
+    writer.root().set_attr("policy", params.policy);
+    writer.root().set_attr("n_layers", L);
+    writer.root().set_attr("n_kv_heads", H);
+    writer.root().write_dataset<int32_t>("role", roles, {L});
+    writer.root().write_dataset<int32_t>("anchor", anchors, {L});
+    writer.root().write_dataset<int32_t>("head_map", head_maps, {L, H});
+    writer.commit();
+
+    ArtifactRecord artifact;
+    artifact.key = key;
+    artifact.stage = "schedule";
+    artifact.path = ws.artifact_relative_path("schedule", key);
+    artifact.model_id = sim_record->model_id;
+    artifact.format_version = kScheduleFormatVersion;
+    artifact.params_json = schedule_params_json(params).dump();
+    artifact.input_keys_json = nlohmann::json{{"similarity", similarity_key}}.dump();
+    artifact.bytes = static_cast<int64_t>(std::filesystem::file_size(writer.final_path()));
+    ws.db().insert_artifact(artifact);
+
+    ScheduleRecord record;
+    record.key = key;
+    record.similarity_key = similarity_key;
+    record.model_id = sim_record->model_id;
+    record.policy = params.policy;
+    if (params.policy == "threshold") {
+        record.threshold = params.threshold;
+        record.max_reuse_dist = params.max_reuse_dist;
+    } else if (params.policy == "dp") {
+        record.n_anchors = params.n_anchors;
+    } else {
+        record.anchor_list = nlohmann::json(params.anchor_list).dump();
+    }
+    record.metric = params.metric;
+    record.aggregation = params.aggregation;
+    record.head_map = params.head_map;
+    const int64_t id = ws.db().insert_schedule(record, layers);
+    return {id, key, false};
+}
+
+}  // namespace kascade

@@ -1,0 +1,168 @@
+#include "pipeline/stages/similarity_stage.h"
+
+#include <cmath>
+#include <limits>
+
+#include "build_info.h"
+#include "io/error.h"
+#include "io/store/h5_file.h"
+#include "kernels/tile_similarity.h"
+#include "kernels/topk_tiles.h"
+#include "pipeline/runtime/progress.h"
+#include "pipeline/stages/content_key.h"
+
+namespace kascade {
+
+void check_topk_rule(const TopKRule& rule) {
+    KASCADE_CHECK((rule.tiles > 0) != (rule.pct > 0),
+                  "give exactly one of topk-tiles (> 0) and topk-pct (in (0, 100]); got topk-tiles={} topk-pct={}",
+                  rule.tiles, rule.pct);
+    KASCADE_CHECK(rule.pct >= 0 && rule.pct <= 100, "invalid topk-pct={} (must be in (0, 100])", rule.pct);
+    KASCADE_CHECK(rule.tiles >= 0, "invalid topk-tiles={} (must be > 0)", rule.tiles);
+    KASCADE_CHECK(rule.k_min_tokens >= 0, "invalid k-min={} (must be >= 0 tokens)", rule.k_min_tokens);
+}
+
+nlohmann::json topk_rule_json(const TopKRule& rule) {
+    if (rule.tiles > 0) return {{"topk_tiles", rule.tiles}};
+    return {{"topk_pct", rule.pct}, {"k_min", rule.k_min_tokens}};
+}
+
+std::string similarity_key(const std::string& capture_key, const TopKRule& topk) {
+    return content_key("similarity", kSimilarityFormatVersion, {{"capture", capture_key}}, topk_rule_json(topk));
+}
+
+namespace {
+constexpr const char* kMeasures[] = {"recall_mean", "recall_min", "jaccard_mean", "jaccard_min"};
+}
+
+StageResult run_similarity(Workspace& ws, const std::string& capture_key, const TopKRule& topk, bool force) {
+    check_topk_rule(topk);
+    const std::optional<ArtifactRecord> capture_record = ws.db().find_artifact(capture_key);
+    KASCADE_CHECK(capture_record && capture_record->stage == "capture",
+                  "no capture with key '{}' in {} (run `kascade capture` first, or see `kascade status`)",
+                  capture_key, ws.db().db_file().string());
+    const std::string key = similarity_key(capture_key, topk);
+    if (!force && ws.db().find_artifact(key)) return {key, true};
+
+    H5ArtifactReader capture(ws.results_dir() / capture_record->path, kCaptureFormatVersion, kCaptureFormatVersion,
+                             "capture");
+    const H5Group& in = capture.root();
+    const ArtifactHeader capture_header = read_artifact_header(in);
+    const int n_layers = static_cast<int>(in.attr_int("n_layers"));
+    const int n_heads = static_cast<int>(in.attr_int("n_kv_heads"));
+    const int64_t n_windows = in.attr_int("n_windows");
+    const int tile = static_cast<int>(in.attr_int("tile"));
+    const int n_tiles = tile_count(static_cast<int>(in.attr_int("ctx")), tile);
+
+    const size_t table_size = static_cast<size_t>(n_layers) * n_layers * n_heads * n_heads;
+    std::vector<std::vector<double>> sums(4, std::vector<double>(table_size, 0.0));
+    std::vector<H5Dataset> mass_sets;
+    std::vector<float> importance(n_layers);
+    for (int l = 0; l < n_layers; ++l) {
+        const H5Group g = in.open_group(fmt::format("layer_{:02}", l));
+        mass_sets.push_back(g.open_dataset("tile_mass"));
+        importance[l] = static_cast<float>(g.attr_double("importance"));
+    }
+
+    ProgressLine progress("similarity", n_windows, "windows");
+    std::vector<TileMass> mass(n_layers);
+    std::vector<TileSelection> selection(n_layers);
+    for (int64_t w = 0; w < n_windows; ++w) {
+        for (int l = 0; l < n_layers; ++l) {
+            mass[l] = TileMass{n_heads, n_tiles, n_tiles, tile, mass_sets[l].read_rows<float>(w, 1)};
+            selection[l] = select_topk_tiles(mass[l], topk);
+        }
+#pragma omp parallel for schedule(dynamic)
+        for (int b = 1; b < n_layers; ++b) {
+            for (int a = 0; a < b; ++a) {
+                for (int hb = 0; hb < n_heads; ++hb) {
+                    for (int ha = 0; ha < n_heads; ++ha) {
+                        const HeadPairSimilarity s = head_pair_similarity(mass[b], selection[b], hb, selection[a], ha);
+                        const size_t i = ((static_cast<size_t>(b) * n_layers + a) * n_heads + hb) * n_heads + ha;
+                        sums[0][i] += s.recall_mean;
+                        sums[1][i] += s.recall_min;
+                        sums[2][i] += s.jaccard_mean;
+                        sums[3][i] += s.jaccard_min;
+                    }
+                }
+            }
+        }
+        progress.update(w + 1);
+    }
+    progress.finish();
+
+    H5ArtifactWriter writer(ws.artifact_path("similarity", key), kSimilarityFormatVersion);
+    ArtifactHeader header = capture_header;
+    header.stage = "similarity";
+    header.key = key;
+    header.input_keys_json = nlohmann::json{{"capture", capture_key}}.dump();
+    header.params_json = topk_rule_json(topk).dump();
+    header.kascade_version = KASCADE_VERSION;
+    header.git_commit = KASCADE_GIT_COMMIT;
+    header.created_at = utc_now();
+    write_artifact_header(writer.root(), header);
+    writer.root().set_attr("topk_tiles", static_cast<int64_t>(topk.tiles));
+    writer.root().set_attr("topk_pct", static_cast<double>(topk.pct));
+    writer.root().set_attr("k_min", static_cast<int64_t>(topk.k_min_tokens));
+    writer.root().set_attr("n_layers", n_layers);
+    writer.root().set_attr("n_kv_heads", n_heads);
+    writer.root().set_attr("n_windows", n_windows);
+    const std::vector<int64_t> shape{n_layers, n_layers, n_heads, n_heads};
+    for (int m = 0; m < 4; ++m) {
+        std::vector<float> table(table_size, std::numeric_limits<float>::quiet_NaN());
+        for (int b = 1; b < n_layers; ++b)
+            for (int a = 0; a < b; ++a)
+                for (int hb = 0; hb < n_heads; ++hb)
+                    for (int ha = 0; ha < n_heads; ++ha) {
+                        const size_t i = ((static_cast<size_t>(b) * n_layers + a) * n_heads + hb) * n_heads + ha;
+                        table[i] = static_cast<float>(sums[m][i] / n_windows);
+                    }
+        writer.root().write_dataset<float>(kMeasures[m], table, shape);
+    }
+    writer.root().write_dataset<float>("importance", importance, {n_layers});
+    writer.commit();
+
+    ArtifactRecord artifact;
+    artifact.key = key;
+    artifact.stage = "similarity";
+    artifact.path = ws.artifact_relative_path("similarity", key);
+    artifact.model_id = capture_record->model_id;
+    artifact.format_version = kSimilarityFormatVersion;
+    artifact.params_json = header.params_json;
+    artifact.input_keys_json = header.input_keys_json;
+    artifact.bytes = static_cast<int64_t>(std::filesystem::file_size(writer.final_path()));
+    SimilarityRecord detail;
+    detail.artifact_key = key;
+    detail.capture_key = capture_key;
+    if (topk.tiles > 0) {
+        detail.topk_tiles = topk.tiles;
+    } else {
+        detail.topk_pct = topk.pct;
+        detail.k_min = topk.k_min_tokens;
+    }
+    detail.metrics_json = nlohmann::json(std::vector<std::string>(std::begin(kMeasures), std::end(kMeasures))).dump();
+    ws.db().insert_artifact(artifact, detail);
+    return {key, false};
+}
+
+LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similarity_key, const std::string& metric,
+                                      const std::string& aggregation) {
+    KASCADE_CHECK(metric == "recall" || metric == "jaccard", "unknown metric '{}' (expected recall or jaccard)",
+                  metric);
+    KASCADE_CHECK(aggregation == "mean" || aggregation == "min",
+                  "unknown aggregation '{}' (expected mean or min)", aggregation);
+    const std::optional<ArtifactRecord> record = ws.db().find_artifact(similarity_key);
+    KASCADE_CHECK(record && record->stage == "similarity",
+                  "no similarity artifact with key '{}' in {} (run `kascade similarity` first, or see `kascade status`)",
+                  similarity_key, ws.db().db_file().string());
+    H5ArtifactReader reader(ws.results_dir() / record->path, kSimilarityFormatVersion, kSimilarityFormatVersion,
+                            "similarity");
+    LayerSimilarity sim;
+    sim.n_layers = static_cast<int>(reader.root().attr_int("n_layers"));
+    sim.n_kv_heads = static_cast<int>(reader.root().attr_int("n_kv_heads"));
+    sim.head = reader.root().open_dataset(metric + "_" + aggregation).read<float>();
+    sim.importance = reader.root().open_dataset("importance").read<float>();
+    return sim;
+}
+
+}  // namespace kascade

@@ -1,0 +1,29 @@
+// pipeline/stages/similarity_stage.h: stage 2, from a capture: for every layer pair (a < b) and KV-head pair, how
+// well a's top-k tiles serve b (mass recall and Jaccard), aggregated over query tiles by mean and by min and then
+// averaged over the capture's windows. Output: artifacts/similarity/<key>.h5 (results/README.md).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/attention_types.h"
+#include "pipeline/stages/capture_stage.h"
+#include "pipeline/stages/layer_similarity.h"
+
+namespace kascade {
+
+inline constexpr int kSimilarityFormatVersion = 1;
+
+/// Checks a top-k rule given on the command line or in a sweep: exactly one of tiles / pct, in range.
+void check_topk_rule(const TopKRule& rule);
+nlohmann::json topk_rule_json(const TopKRule& rule);
+
+StageResult run_similarity(Workspace& ws, const std::string& capture_key, const TopKRule& topk, bool force = false);
+std::string similarity_key(const std::string& capture_key, const TopKRule& topk);
+
+/// Reads one measure of a similarity artifact: metric "recall" | "jaccard", aggregation "mean" | "min".
+LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similarity_key, const std::string& metric,
+                                      const std::string& aggregation);
+
+}  // namespace kascade

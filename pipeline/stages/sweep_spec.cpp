@@ -1,0 +1,299 @@
+#include "pipeline/stages/sweep_spec.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+#include "io/error.h"
+
+namespace kascade {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Edit distance, for "did you mean" on unknown keys.
+size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+/// Reads one table of the sweep file, remembering which keys were used so unknown ones can be reported.
+class TableReader {
+public:
+    TableReader(const fs::path& file, std::string where, const toml::table* table)
+        : file_(file), where_(std::move(where)), table_(table) {}
+
+    bool has(const std::string& key) {
+        used_.insert(key);
+        return table_ != nullptr && table_->contains(key);
+    }
+
+    std::string string(const std::string& key, const std::string& fallback, bool required = false) {
+        if (!has(key)) {
+            KASCADE_CHECK(!required, "{}: missing {}.{} (a string)", file_.string(), where_, key);
+            return fallback;
+        }
+        const auto v = (*table_)[key].value<std::string>();
+        KASCADE_CHECK(v.has_value(), "{}: {}.{} must be a string", file_.string(), where_, key);
+        return *v;
+    }
+
+    int64_t integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
+        if (!has(key)) return fallback;
+        const auto v = (*table_)[key].value<int64_t>();
+        KASCADE_CHECK(v.has_value(), "{}: {}.{} must be an integer", file_.string(), where_, key);
+        check_range(key, static_cast<double>(*v), lo, hi);
+        return *v;
+    }
+
+    /// A number or a list of numbers.
+    std::vector<double> numbers(const std::string& key, std::vector<double> fallback, double lo, double hi,
+                                bool integers) {
+        if (!has(key)) return fallback;
+        const toml::node& node = *table_->get(key);
+        std::vector<double> out;
+        auto take = [&](const toml::node& n) {
+            std::optional<double> v;
+            if (integers) {
+                if (auto i = n.value_exact<int64_t>()) v = static_cast<double>(*i);
+            } else {
+                v = n.value<double>();
+            }
+            KASCADE_CHECK(v.has_value(), "{}: {}.{} must be {} or a list of them", file_.string(), where_, key,
+                          integers ? "an integer" : "a number");
+            check_range(key, *v, lo, hi);
+            out.push_back(*v);
+        };
+        if (const toml::array* a = node.as_array()) {
+            KASCADE_CHECK(!a->empty(), "{}: {}.{} is an empty list", file_.string(), where_, key);
+            for (const toml::node& n : *a) take(n);
+        } else {
+            take(node);
+        }
+        return out;
+    }
+
+    /// A string or a list of strings, each one of `allowed`.
+    std::vector<std::string> choices(const std::string& key, std::vector<std::string> fallback,
+                                     const std::vector<std::string>& allowed) {
+        if (!has(key)) return fallback;
+        const toml::node& node = *table_->get(key);
+        std::vector<std::string> out;
+        auto take = [&](const toml::node& n) {
+            const auto v = n.value<std::string>();
+            KASCADE_CHECK(v.has_value(), "{}: {}.{} must be a string or a list of strings", file_.string(), where_,
+                          key);
+            KASCADE_CHECK(std::find(allowed.begin(), allowed.end(), *v) != allowed.end(),
+                          "{}: {}.{} = \"{}\" is not one of: {}", file_.string(), where_, key, *v,
+                          fmt::join(allowed, ", "));
+            out.push_back(*v);
+        };
+        if (const toml::array* a = node.as_array()) {
+            for (const toml::node& n : *a) take(n);
+        } else {
+            take(node);
+        }
+        return out;
+    }
+
+    /// Every key of the table must have been asked for.
+    void reject_unknown_keys() {
+        if (table_ == nullptr) return;
+        for (const auto& [k, v] : *table_) {
+            const std::string key(k.str());
+            if (used_.count(key)) continue;
+            std::string suggestion;
+            size_t best = 3;
+            for (const std::string& known : used_) {
+                const size_t d = edit_distance(key, known);
+                if (d < best) {
+                    best = d;
+                    suggestion = known;
+                }
+            }
+            KASCADE_FAIL("{}: unknown key {}.{}{}; known keys: {}", file_.string(), where_, key,
+                         suggestion.empty() ? "" : fmt::format(" (did you mean {}?)", suggestion),
+                         fmt::join(used_, ", "));
+        }
+    }
+
+private:
+    void check_range(const std::string& key, double v, double lo, double hi) {
+        KASCADE_CHECK(v >= lo && v <= hi, "{}: {}.{} = {} is out of range (must be in [{}, {}])", file_.string(),
+                      where_, key, v, lo, hi);
+    }
+
+    fs::path file_;
+    std::string where_;
+    const toml::table* table_;
+    std::set<std::string> used_;
+};
+
+/// ${VAR} -> its value (an unset variable is an error), then relative paths -> relative to the sweep file.
+std::string resolve_path(const fs::path& file, const std::string& where, const std::string& raw) {
+    std::string out;
+    for (size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] == '$' && i + 1 < raw.size() && raw[i + 1] == '{') {
+            const size_t end = raw.find('}', i);
+            KASCADE_CHECK(end != std::string::npos, "{}: {} has an unclosed ${{ in \"{}\"", file.string(), where, raw);
+            const std::string name = raw.substr(i + 2, end - i - 2);
+            const char* value = std::getenv(name.c_str());
+            KASCADE_CHECK(value != nullptr && *value, "{}: {} uses ${{{}}}, which is not set (see README, Set-up)",
+                          file.string(), where, name);
+            out += value;
+            i = end;
+        } else {
+            out += raw[i];
+        }
+    }
+    if (out.empty()) return out;
+    const fs::path p(out);
+    return p.is_absolute() ? out : (file.parent_path() / p).lexically_normal().string();
+}
+
+const toml::table* subtable(const toml::table& root, const fs::path& file, const char* name, bool required) {
+    const toml::node* node = root.get(name);
+    if (node == nullptr) {
+        KASCADE_CHECK(!required, "{}: missing table [{}]", file.string(), name);
+        return nullptr;
+    }
+    KASCADE_CHECK(node->is_table(), "{}: {} must be a table ([{}])", file.string(), name, name);
+    return node->as_table();
+}
+
+}  // namespace
+
+SweepSpec load_sweep_spec(const fs::path& file) {
+    KASCADE_CHECK(fs::exists(file), "sweep file \"{}\" does not exist", file.string());
+    toml::table root;
+    try {
+        root = toml::parse_file(file.string());
+    } catch (const toml::parse_error& e) {
+        KASCADE_FAIL("{}:{}:{}: invalid TOML: {}", file.string(), e.source().begin.line, e.source().begin.column,
+                     e.description());
+    }
+    SweepSpec spec;
+    spec.file = file;
+
+    TableReader top(file, "(top level)", &root);
+    for (const char* t : {"model", "text", "calibration", "test", "grid", "schedules", "baselines"}) top.has(t);
+    top.reject_unknown_keys();
+
+    TableReader model(file, "model", subtable(root, file, "model", true));
+    spec.model = resolve_path(file, "model.path", model.string("path", "", true));
+    const std::string tokenizer = model.string("tokenizer", "");
+    spec.tokenizer = tokenizer.empty() ? "" : resolve_path(file, "model.tokenizer", tokenizer);
+    model.reject_unknown_keys();
+
+    TableReader text(file, "text", subtable(root, file, "text", true));
+    spec.text = resolve_path(file, "text.path", text.string("path", "", true));
+    text.reject_unknown_keys();
+
+    constexpr int64_t kMaxTokens = int64_t{1} << 40;
+    TableReader calib(file, "calibration", subtable(root, file, "calibration", false));
+    spec.calib_offset = calib.integer("offset", 0, 0, kMaxTokens);
+    spec.calib_tokens = calib.integer("tokens", 8192, 1, kMaxTokens);
+    calib.reject_unknown_keys();
+
+    TableReader test(file, "test", subtable(root, file, "test", false));
+    spec.test_offset = test.integer("offset", -1, 0, kMaxTokens);
+    spec.test_tokens = test.integer("tokens", 8192, 1, kMaxTokens);
+    test.reject_unknown_keys();
+
+    TableReader grid(file, "grid", subtable(root, file, "grid", true));
+    for (double v : grid.numbers("ctx", {512}, 2, 1 << 20, true)) spec.ctx.push_back(static_cast<int>(v));
+    for (double v : grid.numbers("tile", {16}, 1, 4096, true)) spec.tile.push_back(static_cast<int>(v));
+    const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
+    KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
+    if (has_tiles) {
+        for (double v : grid.numbers("topk_tiles", {}, 1, 1 << 20, true)) spec.topk.push_back({static_cast<int>(v), 0, 0});
+    } else {
+        const std::vector<double> k_mins = grid.numbers("k_min", {128}, 0, 1 << 20, true);
+        for (double p : grid.numbers("topk_pct", {}, 0.001, 100, false))
+            for (double k : k_mins) spec.topk.push_back({0, static_cast<float>(p), static_cast<int>(k)});
+    }
+    grid.has("k_min");
+    const auto metrics = grid.choices("metric", {"recall"}, {"recall", "jaccard"});
+    const auto aggregations = grid.choices("aggregation", {"mean"}, {"mean", "min"});
+    const auto head_maps = grid.choices("head_map", {"argmax"}, {"argmax", "identity", "pooled"});
+    grid.reject_unknown_keys();
+
+    if (const toml::node* node = root.get("schedules")) {
+        const toml::array* list = node->as_array();
+        KASCADE_CHECK(list != nullptr, "{}: schedules must be an array of tables ([[schedules]])", file.string());
+        for (size_t i = 0; i < list->size(); ++i) {
+            const toml::table* t = (*list)[i].as_table();
+            KASCADE_CHECK(t != nullptr, "{}: schedules[{}] must be a table", file.string(), i);
+            TableReader s(file, fmt::format("schedules[{}]", i), t);
+            const std::string policy = s.choices("policy", {}, {"threshold", "dp", "fixed"}).at(0);
+            std::vector<ScheduleParams> expanded;
+            if (policy == "threshold") {
+                for (double th : s.numbers("threshold", {0.65}, 0, 1, false))
+                    for (double d : s.numbers("max_reuse_dist", {4}, 1, 1 << 16, true)) {
+                        ScheduleParams p;
+                        p.policy = policy;
+                        p.threshold = th;
+                        p.max_reuse_dist = static_cast<int>(d);
+                        expanded.push_back(p);
+                    }
+            } else if (policy == "dp") {
+                for (double k : s.numbers("anchors", {3}, 1, 1 << 16, true)) {
+                    ScheduleParams p;
+                    p.policy = policy;
+                    p.n_anchors = static_cast<int>(k);
+                    expanded.push_back(p);
+                }
+            } else {
+                ScheduleParams p;
+                p.policy = policy;
+                for (double l : s.numbers("anchor_list", {}, 0, 1 << 16, true)) p.anchor_list.push_back(static_cast<int>(l));
+                KASCADE_CHECK(!p.anchor_list.empty(), "{}: schedules[{}] (fixed) needs anchor_list = [0, ...]",
+                              file.string(), i);
+                expanded.push_back(p);
+            }
+            const auto s_metrics = s.choices("metric", metrics, {"recall", "jaccard"});
+            const auto s_aggregations = s.choices("aggregation", aggregations, {"mean", "min"});
+            const auto s_head_maps = s.choices("head_map", head_maps, {"argmax", "identity", "pooled"});
+            s.reject_unknown_keys();
+            for (ScheduleParams p : expanded)
+                for (const auto& m : s_metrics)
+                    for (const auto& a : s_aggregations)
+                        for (const auto& h : s_head_maps) {
+                            p.metric = m;
+                            p.aggregation = a;
+                            p.head_map = h;
+                            spec.schedules.push_back(p);
+                        }
+        }
+    }
+
+    TableReader baselines(file, "baselines", subtable(root, file, "baselines", false));
+    spec.baselines = baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming"});
+    baselines.reject_unknown_keys();
+
+    const int64_t calib_end = spec.calib_offset + spec.calib_tokens;
+    if (spec.test_offset < 0) spec.test_offset = calib_end;
+    KASCADE_CHECK(spec.test_offset + spec.test_tokens <= spec.calib_offset || spec.test_offset >= calib_end,
+                  "{}: test tokens [{}, {}) overlap the calibration tokens [{}, {})", file.string(), spec.test_offset,
+                  spec.test_offset + spec.test_tokens, spec.calib_offset, calib_end);
+    for (int t : spec.tile)
+        for (int c : spec.ctx)
+            KASCADE_CHECK(t <= c, "{}: grid.tile = {} is larger than grid.ctx = {}", file.string(), t, c);
+    return spec;
+}
+
+}  // namespace kascade

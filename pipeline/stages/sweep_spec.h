@@ -1,0 +1,37 @@
+// pipeline/stages/sweep_spec.h: a sweep file (TOML) and the grid of stage jobs it expands to.
+//
+// Every key is checked: an unknown key or an out-of-range value is an error naming the file, the key and what was
+// expected, raised before anything is computed or written. Paths may use ${VAR} (environment variables, e.g.
+// ${KASCADE_ASSETS}) and are relative to the sweep file's folder. Format: README.md "Sweeps"; example:
+// experiments/stories260k-quick.toml.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kernels/attention_types.h"
+#include "pipeline/stages/schedule_stage.h"
+
+namespace kascade {
+
+struct SweepSpec {
+    std::filesystem::path file;
+    std::string model;
+    std::string tokenizer;  ///< empty: next to the model
+    std::string text;
+    int64_t calib_offset = 0;
+    int64_t calib_tokens = 8192;
+    int64_t test_offset = -1;  ///< -1: right after the calibration range
+    int64_t test_tokens = 8192;
+    std::vector<int> ctx;   ///< grid.ctx (default [512])
+    std::vector<int> tile;  ///< grid.tile (default [16])
+    std::vector<TopKRule> topk;          ///< from topk_tiles or topk_pct x k_min
+    std::vector<ScheduleParams> schedules;  ///< fully expanded
+    std::vector<std::string> baselines;  ///< dense, oracle, streaming
+};
+
+/// Reads and validates a sweep file.
+SweepSpec load_sweep_spec(const std::filesystem::path& file);
+
+}  // namespace kascade

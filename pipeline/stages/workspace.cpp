@@ -1,0 +1,124 @@
+#include "pipeline/stages/workspace.h"
+
+#include <signal.h>
+
+#include <algorithm>
+
+#include "io/error.h"
+#include "io/file_util.h"
+#include "io/text_file.h"
+#include "pipeline/runtime/corpus_tokens.h"
+
+namespace kascade {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Removes <name>.partial-<pid> files under artifacts/ whose writer process no longer exists: a killed stage.
+void remove_stale_partial_files(const fs::path& artifacts_dir) {
+    std::error_code ec;
+    if (!fs::is_directory(artifacts_dir, ec)) return;
+    for (const auto& entry : fs::recursive_directory_iterator(artifacts_dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        const size_t at = name.rfind(".partial-");
+        if (at == std::string::npos) continue;
+        const pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + at + 9));
+        if (pid > 0 && ::kill(pid, 0) == 0) continue;  // still being written by a live process
+        fs::remove(entry.path(), ec);
+    }
+}
+
+}  // namespace
+
+std::string model_content_hash(const fs::path& path) {
+    if (!fs::is_directory(path)) return hash_file_hex(path);
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(path)) {
+        if (entry.is_regular_file()) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    std::string hashes;
+    for (const fs::path& f : files) hashes += f.filename().string() + ":" + hash_file_hex(f) + ";";
+    return hash_hex(hashes);
+}
+
+Workspace::Workspace(const fs::path& results_dir) : results_dir_(results_dir), db_(results_dir) {
+    remove_stale_partial_files(results_dir_ / "artifacts");
+}
+
+LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_path) {
+    const std::string cache_key = fs::absolute(path).string() + "|" + tokenizer_path.string();
+    auto it = models_.find(cache_key);
+    if (it != models_.end()) return *it->second;
+
+    auto m = std::make_unique<LoadedModel>();
+    m->path = path;
+    m->weights = load_model(path);
+    m->tokenizer_path = tokenizer_path.empty() ? find_tokenizer_for_model(path) : tokenizer_path;
+    KASCADE_CHECK(!m->tokenizer_path.empty(),
+                  "no tokenizer found next to model \"{}\" (looked for tokenizer.json, tokenizer*.bin, tok*.bin); "
+                  "give one with --tokenizer",
+                  path.string());
+    m->tokenizer = load_tokenizer(m->tokenizer_path);
+    KASCADE_CHECK(m->tokenizer->vocab_size() <= m->weights.config.vocab_size,
+                  "tokenizer \"{}\" has {} tokens but model \"{}\" only {}: they do not belong together",
+                  m->tokenizer_path.string(), m->tokenizer->vocab_size(), path.string(),
+                  m->weights.config.vocab_size);
+    m->model_hash = model_content_hash(path);
+    m->tokenizer_hash = hash_file_hex(m->tokenizer_path);
+    const ModelConfig& c = m->weights.config;
+    ModelRecord record;
+    record.hash = m->model_hash;
+    record.path = fs::absolute(path).lexically_normal().string();
+    record.format = m->weights.format;
+    record.model_type = c.model_type;
+    record.n_layers = c.n_layers;
+    record.n_heads = c.n_heads;
+    record.n_kv_heads = c.n_kv_heads;
+    record.head_dim = c.head_dim;
+    record.dim = c.dim;
+    record.vocab_size = c.vocab_size;
+    m->model_id = db_.upsert_model(record);
+    return *models_.emplace(cache_key, std::move(m)).first->second;
+}
+
+LoadedModel& Workspace::model_by_id(int64_t model_id) {
+    const std::optional<ModelRecord> record = db_.find_model(model_id);
+    KASCADE_CHECK(record.has_value(), "{}: no model with id {}", db_.db_file().string(), model_id);
+    KASCADE_CHECK(fs::exists(record->path), "model {} was loaded from \"{}\", which no longer exists", model_id,
+                  record->path);
+    LoadedModel& m = model(record->path);
+    KASCADE_CHECK(m.model_hash == record->hash, "model file \"{}\" has changed since it was recorded (hash {} now {})",
+                  record->path, record->hash, m.model_hash);
+    return m;
+}
+
+LoadedText& Workspace::text(const fs::path& path, const LoadedModel& model) {
+    const std::string cache_key = fs::absolute(path).string() + "|" + model.tokenizer_hash;
+    auto it = texts_.find(cache_key);
+    if (it != texts_.end()) return *it->second;
+
+    auto t = std::make_unique<LoadedText>();
+    t->path = path;
+    const std::string contents = read_text_file(path);
+    t->hash = hash_hex(contents);
+    const ModelConfig& c = model.weights.config;
+    t->tokens = tokenize_corpus(*model.tokenizer, contents, c.bos_token_id >= 0 ? c.bos_token_id : c.eos_token_id);
+    TextRecord record;
+    record.hash = t->hash;
+    record.path = fs::absolute(path).lexically_normal().string();
+    record.bytes = static_cast<int64_t>(contents.size());
+    t->text_id = db_.upsert_text(record);
+    return *texts_.emplace(cache_key, std::move(t)).first->second;
+}
+
+fs::path Workspace::artifact_path(std::string_view stage, std::string_view key) const {
+    return results_dir_ / artifact_relative_path(stage, key);
+}
+
+std::string Workspace::artifact_relative_path(std::string_view stage, std::string_view key) const {
+    return fmt::format("artifacts/{}/{}.h5", stage, key);
+}
+
+}  // namespace kascade
