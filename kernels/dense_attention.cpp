@@ -282,27 +282,28 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
                 }
             }
         }
+    }
 
-        // Merge the pieces of each query head in order (the same order whatever the thread count).
-#pragma omp for schedule(static)
-        for (int h = 0; h < shape.n_q_heads; ++h) {
-            const int kv_head = h / group, g = h % group;
-            float m = kNegInf;
-            for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi)
-                m = std::max(m, state_m[static_cast<int64_t>(pi) * group + g]);
-            float* orow = out + static_cast<int64_t>(h) * d;
-            std::fill(orow, orow + d, 0.0f);
-            float l = 0;
-            for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi) {
-                const int64_t st = static_cast<int64_t>(pi) * group + g;
-                const float a = std::exp2(state_m[st] - m);
-                l += state_l[st] * a;
-                const float* o = state_o.data() + st * d;
-                for (int j = 0; j < d; ++j) orow[j] += o[j] * a;
-            }
-            const float inv = 1.0f / l;
-            for (int j = 0; j < d; ++j) orow[j] *= inv;
+    // Merge the pieces of each query head in order (the same order whatever the thread count). Serial: it is
+    // O(heads x pieces x head_dim), far below the K/V traffic, and a second parallel loop would add a barrier, which
+    // costs a scheduler time slice whenever the machine is shared.
+    for (int h = 0; h < shape.n_q_heads; ++h) {
+        const int kv_head = h / group, g = h % group;
+        float m = kNegInf;
+        for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi)
+            m = std::max(m, state_m[static_cast<int64_t>(pi) * group + g]);
+        float* orow = out + static_cast<int64_t>(h) * d;
+        std::fill(orow, orow + d, 0.0f);
+        float l = 0;
+        for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi) {
+            const int64_t st = static_cast<int64_t>(pi) * group + g;
+            const float a = std::exp2(state_m[st] - m);
+            l += state_l[st] * a;
+            const float* o = state_o.data() + st * d;
+            for (int j = 0; j < d; ++j) orow[j] += o[j] * a;
         }
+        const float inv = 1.0f / l;
+        for (int j = 0; j < d; ++j) orow[j] *= inv;
     }
 }
 

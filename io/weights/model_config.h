@@ -23,7 +23,7 @@ struct ModelConfig {
     int max_seq_len = 0;           ///< max_position_embeddings (llama2.c: seq_len)
     float rope_theta = 10000.0f;
     float rms_norm_eps = 1e-5f;
-    bool attention_bias = false;   ///< q/k/v projections have biases (Qwen2)
+    bool attention_bias = false;   ///< q/k/v projections have biases (Qwen2; HF Llama adds one on o_proj too)
     bool tie_word_embeddings = true;
     int bos_token_id = -1;         ///< -1: the model has none
     int eos_token_id = -1;

@@ -1,7 +1,8 @@
 // io/weights/model_weights.h: a loaded model: its config and fp32 views of every weight, whatever the file format.
 //
 // Matrices are row-major [out_features][in_features] (PyTorch nn.Linear layout) in both formats. F32 tensors are
-// used in place from the memory-mapped file; BF16/F16 tensors are converted once to owned fp32 buffers.
+// used in place from the memory-mapped file (copied if the file places them at an address not 4-byte aligned);
+// BF16/F16 tensors are converted once to owned fp32 buffers.
 #pragma once
 
 #include <filesystem>

@@ -4,10 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <set>
-#include <string_view>
 
 #include <nlohmann/json.hpp>
 

@@ -104,7 +104,7 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
         }
         {
             ScopedTimer t(&st.matmul_ms);
-            linear(att.data(), w.wo, nullptr, block_out.data(), n, q_dim, dim);
+            linear(att.data(), w.wo, w.bo, block_out.data(), n, q_dim, dim);
         }
         if (policy.observes_layers()) policy.observe_layer(l, x.data(), block_out.data(), n, dim);
         for (size_t i = 0; i < rows * dim; ++i) x[i] += block_out[i];

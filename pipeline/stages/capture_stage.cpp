@@ -44,7 +44,7 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
                         bool force) {
     check_params(params, model, text);
     const std::string key = capture_key(model, text, params);
-    if (!force && ws.db().find_artifact(key)) return {key, true};
+    if (!force && ws.has_artifact(key)) return {key, true};
 
     const ModelConfig& c = model.weights.config;
     const bool has_bos = c.bos_token_id >= 0;

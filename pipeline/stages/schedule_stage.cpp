@@ -71,11 +71,12 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     }
 
     const int L = sim.n_layers, H = sim.n_kv_heads;
-    std::vector<int32_t> roles(L), anchors(L, -1), head_maps(static_cast<size_t>(L) * H, -1);
+    std::vector<int8_t> roles(L);
+    std::vector<int32_t> anchors(L, -1), head_maps(static_cast<size_t>(L) * H, -1);
     std::vector<ScheduleLayerRecord> layers(L);
     for (int l = 0; l < L; ++l) {
         const LayerPlan& plan = schedule.layers[l];
-        roles[l] = static_cast<int32_t>(plan.role);
+        roles[l] = static_cast<int8_t>(plan.role);
         layers[l].layer = l;
         layers[l].role = std::string(layer_role_name(plan.role));
         if (plan.role == LayerRole::Reuse) {
@@ -103,10 +104,23 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
         header.created_at = utc_now();
         write_artifact_header(writer.root(), header);
     }
-    writer.root().set_attr("policy", params.policy);
-    writer.root().set_attr("n_layers", L);
-    writer.root().set_attr("n_kv_heads", H);
-    writer.root().write_dataset<int32_t>("role", roles, {L});
+    H5Group& root = writer.root();
+    root.set_attr("policy", params.policy);
+    if (params.policy == "threshold") {
+        root.set_attr("threshold", params.threshold);
+        root.set_attr("max_reuse_dist", params.max_reuse_dist);
+    } else if (params.policy == "dp") {
+        root.set_attr("n_anchors", params.n_anchors);
+    } else {
+        const std::vector<int64_t> list(params.anchor_list.begin(), params.anchor_list.end());
+        root.set_attr_array<int64_t>("anchor_list", list);
+    }
+    root.set_attr("metric", params.metric);
+    root.set_attr("aggregation", params.aggregation);
+    root.set_attr("head_map", params.head_map);
+    root.set_attr("n_layers", L);
+    root.set_attr("n_kv_heads", H);
+    writer.root().write_dataset<int8_t>("role", roles, {L});
     writer.root().write_dataset<int32_t>("anchor", anchors, {L});
     writer.root().write_dataset<int32_t>("head_map", head_maps, {L, H});
     writer.commit();

@@ -42,7 +42,7 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
                   "no capture with key '{}' in {} (run `kascade capture` first, or see `kascade status`)",
                   capture_key, ws.db().db_file().string());
     const std::string key = similarity_key(capture_key, topk);
-    if (!force && ws.db().find_artifact(key)) return {key, true};
+    if (!force && ws.has_artifact(key)) return {key, true};
 
     H5ArtifactReader capture(ws.results_dir() / capture_record->path, kCaptureFormatVersion, kCaptureFormatVersion,
                              "capture");
@@ -101,9 +101,12 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     header.git_commit = KASCADE_GIT_COMMIT;
     header.created_at = utc_now();
     write_artifact_header(writer.root(), header);
-    writer.root().set_attr("topk_tiles", static_cast<int64_t>(topk.tiles));
-    writer.root().set_attr("topk_pct", static_cast<double>(topk.pct));
-    writer.root().set_attr("k_min", static_cast<int64_t>(topk.k_min_tokens));
+    if (topk.tiles > 0) {
+        writer.root().set_attr("topk_tiles", static_cast<int64_t>(topk.tiles));
+    } else {
+        writer.root().set_attr("topk_pct", static_cast<double>(topk.pct));
+        writer.root().set_attr("k_min", static_cast<int64_t>(topk.k_min_tokens));
+    }
     writer.root().set_attr("n_layers", n_layers);
     writer.root().set_attr("n_kv_heads", n_heads);
     writer.root().set_attr("n_windows", n_windows);

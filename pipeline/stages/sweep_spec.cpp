@@ -34,11 +34,14 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 /// Reads one table of the sweep file, remembering which keys were used so unknown ones can be reported.
 class TableReader {
 public:
-    TableReader(const fs::path& file, std::string where, const toml::table* table)
-        : file_(file), where_(std::move(where)), table_(table) {}
+    /// Rejects, before anything else is read, every key of the table that is not in `known`.
+    TableReader(const fs::path& file, std::string where, const toml::table* table, std::set<std::string> known)
+        : file_(file), where_(std::move(where)), table_(table), known_(std::move(known)) {
+        reject_unknown_keys();
+    }
 
     bool has(const std::string& key) {
-        used_.insert(key);
+        KASCADE_ASSERT(known_.count(key));
         return table_ != nullptr && table_->contains(key);
     }
 
@@ -110,15 +113,15 @@ public:
         return out;
     }
 
-    /// Every key of the table must have been asked for.
+private:
     void reject_unknown_keys() {
         if (table_ == nullptr) return;
         for (const auto& [k, v] : *table_) {
             const std::string key(k.str());
-            if (used_.count(key)) continue;
+            if (known_.count(key)) continue;
             std::string suggestion;
             size_t best = 3;
-            for (const std::string& known : used_) {
+            for (const std::string& known : known_) {
                 const size_t d = edit_distance(key, known);
                 if (d < best) {
                     best = d;
@@ -127,11 +130,10 @@ public:
             }
             KASCADE_FAIL("{}: unknown key {}.{}{}; known keys: {}", file_.string(), where_, key,
                          suggestion.empty() ? "" : fmt::format(" (did you mean {}?)", suggestion),
-                         fmt::join(used_, ", "));
+                         fmt::join(known_, ", "));
         }
     }
 
-private:
     void check_range(const std::string& key, double v, double lo, double hi) {
         KASCADE_CHECK(v >= lo && v <= hi, "{}: {}.{} = {} is out of range (must be in [{}, {}])", file_.string(),
                       where_, key, v, lo, hi);
@@ -140,7 +142,7 @@ private:
     fs::path file_;
     std::string where_;
     const toml::table* table_;
-    std::set<std::string> used_;
+    std::set<std::string> known_;
 };
 
 /// ${VAR} -> its value (an unset variable is an error), then relative paths -> relative to the sweep file.
@@ -189,32 +191,28 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     SweepSpec spec;
     spec.file = file;
 
-    TableReader top(file, "(top level)", &root);
-    for (const char* t : {"model", "text", "calibration", "test", "grid", "schedules", "baselines"}) top.has(t);
-    top.reject_unknown_keys();
+    TableReader top(file, "(top level)", &root,
+                    {"model", "text", "calibration", "test", "grid", "schedules", "baselines"});
 
-    TableReader model(file, "model", subtable(root, file, "model", true));
+    TableReader model(file, "model", subtable(root, file, "model", true), {"path", "tokenizer"});
     spec.model = resolve_path(file, "model.path", model.string("path", "", true));
     const std::string tokenizer = model.string("tokenizer", "");
     spec.tokenizer = tokenizer.empty() ? "" : resolve_path(file, "model.tokenizer", tokenizer);
-    model.reject_unknown_keys();
 
-    TableReader text(file, "text", subtable(root, file, "text", true));
+    TableReader text(file, "text", subtable(root, file, "text", true), {"path"});
     spec.text = resolve_path(file, "text.path", text.string("path", "", true));
-    text.reject_unknown_keys();
 
     constexpr int64_t kMaxTokens = int64_t{1} << 40;
-    TableReader calib(file, "calibration", subtable(root, file, "calibration", false));
+    TableReader calib(file, "calibration", subtable(root, file, "calibration", false), {"offset", "tokens"});
     spec.calib_offset = calib.integer("offset", 0, 0, kMaxTokens);
     spec.calib_tokens = calib.integer("tokens", 8192, 1, kMaxTokens);
-    calib.reject_unknown_keys();
 
-    TableReader test(file, "test", subtable(root, file, "test", false));
+    TableReader test(file, "test", subtable(root, file, "test", false), {"offset", "tokens"});
     spec.test_offset = test.integer("offset", -1, 0, kMaxTokens);
     spec.test_tokens = test.integer("tokens", 8192, 1, kMaxTokens);
-    test.reject_unknown_keys();
 
-    TableReader grid(file, "grid", subtable(root, file, "grid", true));
+    TableReader grid(file, "grid", subtable(root, file, "grid", true),
+                     {"ctx", "tile", "topk_tiles", "topk_pct", "k_min", "metric", "aggregation", "head_map"});
     for (double v : grid.numbers("ctx", {512}, 2, 1 << 20, true)) spec.ctx.push_back(static_cast<int>(v));
     for (double v : grid.numbers("tile", {16}, 1, 4096, true)) spec.tile.push_back(static_cast<int>(v));
     const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
@@ -226,11 +224,9 @@ SweepSpec load_sweep_spec(const fs::path& file) {
         for (double p : grid.numbers("topk_pct", {}, 0.001, 100, false))
             for (double k : k_mins) spec.topk.push_back({0, static_cast<float>(p), static_cast<int>(k)});
     }
-    grid.has("k_min");
     const auto metrics = grid.choices("metric", {"recall"}, {"recall", "jaccard"});
     const auto aggregations = grid.choices("aggregation", {"mean"}, {"mean", "min"});
     const auto head_maps = grid.choices("head_map", {"argmax"}, {"argmax", "identity", "pooled"});
-    grid.reject_unknown_keys();
 
     if (const toml::node* node = root.get("schedules")) {
         const toml::array* list = node->as_array();
@@ -238,7 +234,9 @@ SweepSpec load_sweep_spec(const fs::path& file) {
         for (size_t i = 0; i < list->size(); ++i) {
             const toml::table* t = (*list)[i].as_table();
             KASCADE_CHECK(t != nullptr, "{}: schedules[{}] must be a table", file.string(), i);
-            TableReader s(file, fmt::format("schedules[{}]", i), t);
+            TableReader s(file, fmt::format("schedules[{}]", i), t,
+                          {"policy", "threshold", "max_reuse_dist", "anchors", "anchor_list", "metric", "aggregation",
+                           "head_map"});
             const std::string policy = s.choices("policy", {}, {"threshold", "dp", "fixed"}).at(0);
             std::vector<ScheduleParams> expanded;
             if (policy == "threshold") {
@@ -268,7 +266,6 @@ SweepSpec load_sweep_spec(const fs::path& file) {
             const auto s_metrics = s.choices("metric", metrics, {"recall", "jaccard"});
             const auto s_aggregations = s.choices("aggregation", aggregations, {"mean", "min"});
             const auto s_head_maps = s.choices("head_map", head_maps, {"argmax", "identity", "pooled"});
-            s.reject_unknown_keys();
             for (ScheduleParams p : expanded)
                 for (const auto& m : s_metrics)
                     for (const auto& a : s_aggregations)
@@ -281,9 +278,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
         }
     }
 
-    TableReader baselines(file, "baselines", subtable(root, file, "baselines", false));
+    TableReader baselines(file, "baselines", subtable(root, file, "baselines", false), {"methods"});
     spec.baselines = baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming"});
-    baselines.reject_unknown_keys();
 
     const int64_t calib_end = spec.calib_offset + spec.calib_tokens;
     if (spec.test_offset < 0) spec.test_offset = calib_end;

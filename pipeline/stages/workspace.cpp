@@ -113,6 +113,11 @@ LoadedText& Workspace::text(const fs::path& path, const LoadedModel& model) {
     return *texts_.emplace(cache_key, std::move(t)).first->second;
 }
 
+bool Workspace::has_artifact(std::string_view key) {
+    const std::optional<ArtifactRecord> record = db_.find_artifact(key);
+    return record.has_value() && fs::exists(results_dir_ / record->path);
+}
+
 fs::path Workspace::artifact_path(std::string_view stage, std::string_view key) const {
     return results_dir_ / artifact_relative_path(stage, key);
 }

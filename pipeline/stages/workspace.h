@@ -47,6 +47,9 @@ public:
     /// The model a models.id refers to, loaded from its recorded path (for re-running a stage from a DB row).
     LoadedModel& model_by_id(int64_t model_id);
 
+    /// The artifact is recorded in the database and its file is in place (a deleted file means: compute again).
+    bool has_artifact(std::string_view key);
+
     /// Where the artifact of `stage` with `key` lives: <results>/artifacts/<stage>/<key>.h5.
     std::filesystem::path artifact_path(std::string_view stage, std::string_view key) const;
     std::string artifact_relative_path(std::string_view stage, std::string_view key) const;

@@ -22,19 +22,18 @@ struct DenseCase {
     }
 };
 
-// Full grid at short lengths, every d and GQA ratio again at T = 512, a spread at T = 1000 (the reference is
-// O(T^2), and the suite must stay fast under sanitizers).
+// Full grid at short lengths, a spread of d and GQA ratios at T = 512 and 1000 (the reference is O(T^2), and the
+// suite must stay fast under sanitizers).
 std::vector<DenseCase> prefill_cases() {
     std::vector<DenseCase> cases;
     for (int d : {8, 64, 128})
         for (int group : {1, 2, 3, 4})
             for (int t : {1, 17}) cases.push_back({2, group, d, t, t});
-    for (int group : {1, 2, 3, 4}) cases.push_back({1, group, 64, 512, 512});
-    cases.push_back({1, 2, 128, 512, 512});
+    cases.push_back({1, 1, 64, 512, 512});
+    cases.push_back({1, 4, 128, 512, 512});
     cases.push_back({1, 3, 8, 512, 512});
-    cases.push_back({1, 3, 64, 1000, 1000});
+    cases.push_back({1, 2, 64, 1000, 1000});
     cases.push_back({1, 1, 128, 1000, 1000});
-    cases.push_back({1, 4, 8, 1000, 1000});
     cases.push_back({2, 2, 64, 37, 100});  // chunked prefill: the queries are the last 37 of 100 positions
     cases.push_back({1, 3, 8, 1, 77});
     return cases;

@@ -64,9 +64,7 @@ std::vector<SparseCase> sparse_cases() {
     cases.push_back({1, 1, 64, 512, 64, 6});
     cases.push_back({1, 2, 128, 512, 16, 20});
     cases.push_back({1, 3, 8, 512, 32, 4});
-    cases.push_back({1, 4, 64, 512, 16, 6});
     cases.push_back({1, 4, 128, 1000, 32, 8});
-    cases.push_back({1, 1, 64, 1000, 16, 30});
     return cases;
 }
 
@@ -154,9 +152,9 @@ TEST(SparseAttention, DecodeWithEveryTileEqualsDense) {
 }
 
 TEST(SparseAttention, ThreadCountDoesNotChangeResults) {
-    const auto in = reference::random_inputs(8, 2, 64, 1000, 1000, 91);
+    const auto in = reference::random_inputs(8, 2, 64, 600, 600, 91);
     const auto dec = reference::random_inputs(8, 2, 64, 1, 20000, 92);
-    const TileSelection sel = random_selection(2, 1000, 32, 10, 93);
+    const TileSelection sel = random_selection(2, 600, 32, 10, 93);
     const TileSelection dsel = random_selection(2, 20000, 16, 300, 94);
     const int qt = (20000 - 1) / 16;
     std::vector<int32_t> tiles, count;

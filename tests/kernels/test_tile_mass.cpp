@@ -33,11 +33,9 @@ std::vector<MassCase> mass_cases() {
             for (int t : {1, 17})
                 for (int tile : {16, 32, 64}) cases.push_back({2, group, d, t, tile});
     cases.push_back({1, 1, 64, 512, 16});
-    cases.push_back({1, 2, 64, 512, 64});
     cases.push_back({1, 3, 8, 512, 32});
-    cases.push_back({1, 4, 128, 512, 16});
-    cases.push_back({1, 3, 64, 1000, 32});
-    cases.push_back({1, 1, 128, 1000, 64});
+    cases.push_back({1, 4, 128, 512, 64});
+    cases.push_back({1, 2, 64, 1000, 32});
     return cases;
 }
 
@@ -114,10 +112,10 @@ TEST(TileMass, MaxScoreMatchesReference) {
 }
 
 TEST(TileMass, ThreadCountDoesNotChangeResults) {
-    const auto in = reference::random_inputs(6, 2, 64, 900, 900, 41);
+    const auto in = reference::random_inputs(6, 2, 64, 600, 600, 41);
     const int saved = omp_get_max_threads();
     TileMass a1, a2, b1, b2, c1, c2;
-    std::vector<float> out1(in.q.size()), out2(in.q.size()), lse(6 * 900);
+    std::vector<float> out1(in.q.size()), out2(in.q.size()), lse(6 * 600);
     attn_row_lse(in.shape, in.q.data(), in.k.data(), lse.data());
     omp_set_num_threads(1);
     attn_dense_prefill_with_mass(in.shape, 32, in.q.data(), in.k.data(), in.v.data(), out1.data(), &a1);

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -29,9 +30,10 @@ class TempDir {
     TempDir() {
         static std::atomic<int> counter{0};
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        std::string test_name = info != nullptr ? info->name() : "test";
+        std::replace(test_name.begin(), test_name.end(), '/', '_');  // parameterised tests are named "Case/Param"
         path_ = std::filesystem::temp_directory_path() /
-                ("kascade_weights_" + std::string(info ? info->name() : "test") + "_" + std::to_string(::getpid()) +
-                 "_" + std::to_string(counter++));
+                ("kascade_weights_" + test_name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
         std::filesystem::remove_all(path_);
         std::filesystem::create_directories(path_);
     }
