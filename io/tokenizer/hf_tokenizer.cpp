@@ -351,14 +351,4 @@ std::string HfTokenizer::decode_piece(int32_t prev, int32_t id) const {
     return text;
 }
 
-std::string HfTokenizer::decode(std::span<const int32_t> ids) const {
-    std::string text;
-    int32_t prev = -1;
-    for (const int32_t id : ids) {
-        text += decode_piece(prev, id);
-        prev = id;
-    }
-    return text;
-}
-
 }  // namespace kascade

@@ -34,7 +34,6 @@ public:
     ~HfTokenizer() override;
 
     std::vector<int32_t> encode(std::string_view text) const override;
-    std::string decode(std::span<const int32_t> ids) const override;
     /// The token's bytes; SentencePiece-style tokens at the start (prev = -1) or after BOS lose one leading space.
     std::string decode_piece(int32_t prev, int32_t id) const override;
 

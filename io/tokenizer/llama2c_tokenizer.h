@@ -25,8 +25,6 @@ public:
     /// run.c encode() without BOS/EOS: a dummy-prefix " " token (if `text` is non-empty), one token per UTF-8
     /// codepoint (or its bytes + 3 if the codepoint is not a token), then merges by highest score, leftmost first.
     std::vector<int32_t> encode(std::string_view text) const override;
-    /// decode_piece() concatenated over `ids`.
-    std::string decode(std::span<const int32_t> ids) const override;
     /// run.c decode(): the piece, without its leading space at the start (prev = -1) or after BOS, <0xXX> pieces
     /// as the raw byte; BOS and EOS give nothing (run.c's generator stops at them).
     std::string decode_piece(int32_t prev, int32_t id) const override;

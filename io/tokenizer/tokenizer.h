@@ -18,8 +18,8 @@ public:
     /// Token ids of `text`, without BOS/EOS (callers add them where the model expects them).
     virtual std::vector<int32_t> encode(std::string_view text) const = 0;
 
-    /// The text of `ids`. decode(encode(s)) == s for every valid UTF-8 s.
-    virtual std::string decode(std::span<const int32_t> ids) const = 0;
+    /// The text of `ids`: decode_piece() concatenated over them. decode(encode(s)) == s for every valid UTF-8 s.
+    std::string decode(std::span<const int32_t> ids) const;
 
     /// The bytes token `id` contributes when it follows `prev` in a stream (prev = -1 at the start): what a
     /// generator prints token by token. Concatenating it over a sequence (prev = -1 first) gives decode() of that

@@ -1,12 +1,12 @@
 #include "pipeline/stages/capture_stage.h"
 
-#include "build_info.h"
 #include "io/error.h"
 #include "io/file_util.h"
 #include "io/store/h5_file.h"
 #include "pipeline/runtime/capture_attention.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/stages/artifact_provenance.h"
 #include "pipeline/stages/content_key.h"
 
 namespace kascade {
@@ -56,17 +56,9 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
 
     H5ArtifactWriter writer(ws.artifact_path("capture", key), kCaptureFormatVersion);
     H5Group& root = writer.root();
-    ArtifactHeader header;
-    header.stage = "capture";
-    header.key = key;
-    header.input_keys_json = capture_inputs_json(model, text).dump();
-    header.params_json = capture_params_json(params).dump();
-    header.model_hash = model.model_hash;
-    header.text_hash = text.hash;
-    header.tokenizer_hash = model.tokenizer_hash;
-    header.kascade_version = KASCADE_VERSION;
-    header.git_commit = KASCADE_GIT_COMMIT;
-    header.created_at = utc_now();
+    const ArtifactHeader header =
+        make_artifact_header("capture", key, capture_inputs_json(model, text), capture_params_json(params),
+                             model.model_hash, text.hash, model.tokenizer_hash);
     write_artifact_header(root, header);
     root.set_attr("token_offset", params.token_offset);
     root.set_attr("n_tokens", n_windows * per_window);
@@ -124,15 +116,6 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
     k_sets.clear();
     writer.commit();
 
-    ArtifactRecord artifact;
-    artifact.key = key;
-    artifact.stage = "capture";
-    artifact.path = ws.artifact_relative_path("capture", key);
-    artifact.model_id = model.model_id;
-    artifact.format_version = kCaptureFormatVersion;
-    artifact.params_json = header.params_json;
-    artifact.input_keys_json = header.input_keys_json;
-    artifact.bytes = static_cast<int64_t>(std::filesystem::file_size(writer.final_path()));
     CaptureRecord detail;
     detail.artifact_key = key;
     detail.model_id = model.model_id;
@@ -143,7 +126,7 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
     detail.ctx = params.ctx;
     detail.tile = params.tile;
     detail.save_qk = params.save_qk ? 1 : 0;
-    ws.db().insert_artifact(artifact, detail);
+    ws.db().insert_artifact(make_artifact_record(ws, header, model.model_id, kCaptureFormatVersion), detail);
     return {key, false};
 }
 

@@ -1,8 +1,8 @@
 #include "pipeline/stages/schedule_stage.h"
 
-#include "build_info.h"
 #include "io/error.h"
 #include "io/store/h5_file.h"
+#include "pipeline/stages/artifact_provenance.h"
 #include "pipeline/stages/content_key.h"
 #include "pipeline/stages/schedule_policy.h"
 #include "pipeline/stages/similarity_stage.h"
@@ -90,20 +90,17 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
 
     // The artifact first, then the rows: a crash in between leaves a file no row points to (recomputed next time).
     const std::optional<ArtifactRecord> sim_record = ws.db().find_artifact(similarity_key);
-    H5ArtifactWriter writer(ws.artifact_path("schedule", key), kScheduleFormatVersion);
+    ArtifactHeader input_header;
     {
         H5ArtifactReader sim_file(ws.results_dir() / sim_record->path, kSimilarityFormatVersion,
                                   kSimilarityFormatVersion, "similarity");
-        ArtifactHeader header = read_artifact_header(sim_file.root());
-        header.stage = "schedule";
-        header.key = key;
-        header.input_keys_json = nlohmann::json{{"similarity", similarity_key}}.dump();
-        header.params_json = schedule_params_json(params).dump();
-        header.kascade_version = KASCADE_VERSION;
-        header.git_commit = KASCADE_GIT_COMMIT;
-        header.created_at = utc_now();
-        write_artifact_header(writer.root(), header);
+        input_header = read_artifact_header(sim_file.root());
     }
+    const ArtifactHeader header =
+        make_artifact_header("schedule", key, {{"similarity", similarity_key}}, schedule_params_json(params),
+                             input_header.model_hash, input_header.text_hash, input_header.tokenizer_hash);
+    H5ArtifactWriter writer(ws.artifact_path("schedule", key), kScheduleFormatVersion);
+    write_artifact_header(writer.root(), header);
     H5Group& root = writer.root();
     root.set_attr("policy", params.policy);
     if (params.policy == "threshold") {
@@ -120,21 +117,12 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     root.set_attr("head_map", params.head_map);
     root.set_attr("n_layers", L);
     root.set_attr("n_kv_heads", H);
-    writer.root().write_dataset<int8_t>("role", roles, {L});
-    writer.root().write_dataset<int32_t>("anchor", anchors, {L});
-    writer.root().write_dataset<int32_t>("head_map", head_maps, {L, H});
+    root.write_dataset<int8_t>("role", roles, {L});
+    root.write_dataset<int32_t>("anchor", anchors, {L});
+    root.write_dataset<int32_t>("head_map", head_maps, {L, H});
     writer.commit();
 
-    ArtifactRecord artifact;
-    artifact.key = key;
-    artifact.stage = "schedule";
-    artifact.path = ws.artifact_relative_path("schedule", key);
-    artifact.model_id = sim_record->model_id;
-    artifact.format_version = kScheduleFormatVersion;
-    artifact.params_json = schedule_params_json(params).dump();
-    artifact.input_keys_json = nlohmann::json{{"similarity", similarity_key}}.dump();
-    artifact.bytes = static_cast<int64_t>(std::filesystem::file_size(writer.final_path()));
-    ws.db().insert_artifact(artifact);
+    ws.db().insert_artifact(make_artifact_record(ws, header, sim_record->model_id, kScheduleFormatVersion));
 
     ScheduleRecord record;
     record.key = key;

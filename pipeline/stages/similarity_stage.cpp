@@ -3,12 +3,12 @@
 #include <cmath>
 #include <limits>
 
-#include "build_info.h"
 #include "io/error.h"
 #include "io/store/h5_file.h"
 #include "kernels/tile_similarity.h"
 #include "kernels/topk_tiles.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/stages/artifact_provenance.h"
 #include "pipeline/stages/content_key.h"
 
 namespace kascade {
@@ -92,14 +92,9 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     progress.finish();
 
     H5ArtifactWriter writer(ws.artifact_path("similarity", key), kSimilarityFormatVersion);
-    ArtifactHeader header = capture_header;
-    header.stage = "similarity";
-    header.key = key;
-    header.input_keys_json = nlohmann::json{{"capture", capture_key}}.dump();
-    header.params_json = topk_rule_json(topk).dump();
-    header.kascade_version = KASCADE_VERSION;
-    header.git_commit = KASCADE_GIT_COMMIT;
-    header.created_at = utc_now();
+    const ArtifactHeader header =
+        make_artifact_header("similarity", key, {{"capture", capture_key}}, topk_rule_json(topk),
+                             capture_header.model_hash, capture_header.text_hash, capture_header.tokenizer_hash);
     write_artifact_header(writer.root(), header);
     if (topk.tiles > 0) {
         writer.root().set_attr("topk_tiles", static_cast<int64_t>(topk.tiles));
@@ -125,15 +120,6 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     writer.root().write_dataset<float>("importance", importance, {n_layers});
     writer.commit();
 
-    ArtifactRecord artifact;
-    artifact.key = key;
-    artifact.stage = "similarity";
-    artifact.path = ws.artifact_relative_path("similarity", key);
-    artifact.model_id = capture_record->model_id;
-    artifact.format_version = kSimilarityFormatVersion;
-    artifact.params_json = header.params_json;
-    artifact.input_keys_json = header.input_keys_json;
-    artifact.bytes = static_cast<int64_t>(std::filesystem::file_size(writer.final_path()));
     SimilarityRecord detail;
     detail.artifact_key = key;
     detail.capture_key = capture_key;
@@ -144,7 +130,8 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
         detail.k_min = topk.k_min_tokens;
     }
     detail.metrics_json = nlohmann::json(std::vector<std::string>(std::begin(kMeasures), std::end(kMeasures))).dump();
-    ws.db().insert_artifact(artifact, detail);
+    ws.db().insert_artifact(make_artifact_record(ws, header, capture_record->model_id, kSimilarityFormatVersion),
+                            detail);
     return {key, false};
 }
 
