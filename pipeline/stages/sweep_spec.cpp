@@ -154,7 +154,8 @@ std::string resolve_path(const fs::path& file, const std::string& where, const s
             KASCADE_CHECK(end != std::string::npos, "{}: {} has an unclosed ${{ in \"{}\"", file.string(), where, raw);
             const std::string name = raw.substr(i + 2, end - i - 2);
             const char* value = std::getenv(name.c_str());
-            KASCADE_CHECK(value != nullptr && *value, "{}: {} uses ${{{}}}, which is not set (see README, Set-up)",
+            KASCADE_CHECK(value != nullptr && *value, "{}: {} uses ${{{}}}, which is not set; export it (for KASCADE_ASSETS: the folder "
+                          "with models/ and data/ that scripts/fetch_assets.sh prints)",
                           file.string(), where, name);
             out += value;
             i = end;
