@@ -35,7 +35,12 @@ private:
 Transformer::Transformer(const ModelWeights& weights, int max_positions)
     : weights_(weights),
       rope_(rope_table(weights.config.head_dim, max_positions > 0 ? max_positions : weights.config.max_seq_len,
-                       weights.config.rope_theta)) {}
+                       weights.config.rope_theta)) {
+    // The attention kernels work on 8-float SIMD lanes of a head; every Llama-family head size (64, 80, 96, 128)
+    // is a multiple of 8.
+    KASCADE_CHECK(weights.config.head_dim % 8 == 0, "model \"{}\": head_dim {} is not supported (must be a multiple of 8)",
+                  weights.source.string(), weights.config.head_dim);
+}
 
 void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, AttentionPolicy& policy,
                           float* hidden_out, ForwardStats* stats) const {
