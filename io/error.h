@@ -16,7 +16,7 @@ namespace kascade {
 
 /// An error caused by input the user gave us; its message is meant to be read by that user.
 class Error : public std::runtime_error {
-public:
+  public:
     explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
@@ -31,7 +31,7 @@ public:
 
 #define KASCADE_FAIL(...) throw ::kascade::Error(fmt::format(__VA_ARGS__))
 
-#define KASCADE_ASSERT(cond)                                                   \
-    do {                                                                       \
-        if (!(cond)) ::kascade::assert_fail(#cond, __FILE__, __LINE__);        \
+#define KASCADE_ASSERT(cond)                                            \
+    do {                                                                \
+        if (!(cond)) ::kascade::assert_fail(#cond, __FILE__, __LINE__); \
     } while (0)

@@ -14,7 +14,7 @@ std::string read_file(const std::filesystem::path& path);
 
 /// A read-only memory map of a whole file. Movable, not copyable.
 class MappedFile {
-public:
+  public:
     MappedFile() = default;
     explicit MappedFile(const std::filesystem::path& path);
     ~MappedFile();
@@ -27,7 +27,7 @@ public:
     std::size_t size() const { return size_; }
     const std::filesystem::path& path() const { return path_; }
 
-private:
+  private:
     std::filesystem::path path_;
     std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;

@@ -30,7 +30,9 @@ struct AttnShape {
     int q_row_stride() const { return n_q_heads * head_dim; }
 };
 
-inline int tile_count(int n, int tile) { return (n + tile - 1) / tile; }
+inline int tile_count(int n, int tile) {
+    return (n + tile - 1) / tile;
+}
 
 /// Attention mass pooled per (KV head, query tile, key tile): the sum, over the query heads of the GQA group and the
 /// query rows of the tile, of the post-softmax probabilities of the keys in the key tile (or, for the pre-softmax
@@ -43,7 +45,9 @@ struct TileMass {
     int tile = 0;
     std::vector<float> mass;  ///< [n_kv_heads][n_q_tiles][n_k_tiles]
 
-    float* row(int kv_head, int q_tile) { return mass.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * n_k_tiles; }
+    float* row(int kv_head, int q_tile) {
+        return mass.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * n_k_tiles;
+    }
     const float* row(int kv_head, int q_tile) const {
         return mass.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * n_k_tiles;
     }
@@ -52,19 +56,19 @@ struct TileMass {
 /// How many key tiles a query tile keeps: a fixed number of tiles, or a percentage of the causal context with a
 /// floor of k_min_tokens (the paper's k = max(k_min, p% of context)). Always capped by the candidates available.
 struct TopKRule {
-    int tiles = 0;            ///< > 0: keep this many key tiles
-    float pct = 0;            ///< > 0 (and tiles == 0): keep pct% of the keys visible to the tile's last query
-    int k_min_tokens = 128;   ///< floor for the pct rule, in tokens
+    int tiles = 0;           ///< > 0: keep this many key tiles
+    float pct = 0;           ///< > 0 (and tiles == 0): keep pct% of the keys visible to the tile's last query
+    int k_min_tokens = 128;  ///< floor for the pct rule, in tokens
 };
 
 /// Selected key tiles per (KV head, query tile), strictly before the diagonal, ascending tile index.
 struct TileSelection {
     int n_kv_heads = 0;
     int n_q_tiles = 0;
-    int max_k = 0;                ///< capacity per (head, query tile)
+    int max_k = 0;  ///< capacity per (head, query tile)
     int tile = 0;
-    std::vector<int32_t> count;   ///< [n_kv_heads][n_q_tiles] valid entries
-    std::vector<int32_t> tiles;   ///< [n_kv_heads][n_q_tiles][max_k]; entries past count are unspecified
+    std::vector<int32_t> count;  ///< [n_kv_heads][n_q_tiles] valid entries
+    std::vector<int32_t> tiles;  ///< [n_kv_heads][n_q_tiles][max_k]; entries past count are unspecified
 
     const int32_t* list(int kv_head, int q_tile) const {
         return tiles.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * max_k;

@@ -14,8 +14,8 @@ struct TileSimilarity {
     float jaccard = 0;
 };
 
-TileSimilarity tile_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b, const TileSelection& sel_a,
-                               int head_a, int q_tile);
+TileSimilarity tile_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b,
+                               const TileSelection& sel_a, int head_a, int q_tile);
 
 /// Aggregates over query tiles for one head pair: mean and min of recall and jaccard. Tiles with no candidates
 /// (q_tile == 0) are skipped.

@@ -10,7 +10,7 @@
 namespace kascade {
 
 class AddedVocabulary {
-public:
+  public:
     struct Segment {
         std::string_view text;  ///< the text of an added token, or plain text between them
         int32_t id;             ///< the added token's id, or -1 for plain text
@@ -24,7 +24,7 @@ public:
     /// token that starts there (Hugging Face's leftmost-longest match). Segments view `text`.
     std::vector<Segment> split(std::string_view text) const;
 
-private:
+  private:
     struct Token {
         std::string content;
         int32_t id;

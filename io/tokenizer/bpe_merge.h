@@ -16,13 +16,13 @@ struct BpeMergeRule {
 
 /// All merge rules of a vocabulary, keyed by the (left id, right id) pair.
 class BpePairTable {
-public:
+  public:
     /// Adds a rule; a pair that already has one keeps the earlier rule.
     void add(int32_t left, int32_t right, BpeMergeRule rule);
     const BpeMergeRule* find(int32_t left, int32_t right) const;
     std::size_t size() const { return rules_.size(); }
 
-private:
+  private:
     static uint64_t key(int32_t left, int32_t right) {
         return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
     }

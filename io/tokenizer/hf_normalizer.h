@@ -21,7 +21,7 @@ std::unique_ptr<Pcre2Regex> compile_hf_pattern(const nlohmann::json& pattern, st
 /// Supported: null, Sequence, Prepend, Replace (String or Regex pattern). Anything else (NFC, NFKC, Lowercase,
 /// BertNormalizer, ...) is rejected when loading, so that no text is ever tokenized differently from Hugging Face.
 class HfNormalizer {
-public:
+  public:
     /// `config` is the "normalizer" value; `where` names the file for error messages.
     HfNormalizer(const nlohmann::json& config, std::string_view where);
     ~HfNormalizer();
@@ -31,7 +31,7 @@ public:
     /// True if a step of this normalizer is a Prepend or a Replace whose replacement is `content`.
     bool produces(std::string_view content) const;
 
-private:
+  private:
     struct Step {
         enum class Kind { kPrepend, kReplace } kind;
         std::string content;                ///< what Prepend adds / what Replace puts in place of a match

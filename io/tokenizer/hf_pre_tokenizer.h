@@ -16,7 +16,7 @@ namespace kascade {
 /// Supported: null, Sequence, Split (String or Regex pattern, all five behaviours, invert), ByteLevel (GPT-2
 /// regex, add_prefix_space), Digits, Metaspace. Other types are rejected when loading.
 class HfPreTokenizer {
-public:
+  public:
     /// `config` is the "pre_tokenizer" value; `where` names the file for error messages.
     HfPreTokenizer(const nlohmann::json& config, std::string_view where);
     ~HfPreTokenizer();
@@ -28,7 +28,7 @@ public:
     bool has_byte_level() const { return has_byte_level_; }
     bool has_metaspace() const { return has_metaspace_; }
 
-private:
+  private:
     enum class Behavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
     struct Step {
         enum class Kind { kSplit, kPrefixSpace, kMetaspace } kind;

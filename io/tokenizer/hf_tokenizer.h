@@ -27,7 +27,7 @@ namespace kascade {
 /// means SentencePiece-style. Decoding follows the family's standard decoder (ByteLevel; or Replace "▁" -> " ",
 /// ByteFallback, Fuse and Strip of one leading space), added tokens giving their content.
 class HfTokenizer final : public Tokenizer {
-public:
+  public:
     /// Parses the text of a tokenizer.json; `path` names the file in errors and locates tokenizer_config.json
     /// (for bos_token / eos_token) beside it.
     HfTokenizer(const std::filesystem::path& path, std::string_view json_text);
@@ -47,7 +47,7 @@ public:
     /// The id of a vocabulary or added token string (as stored in the JSON), or -1.
     int32_t token_id(std::string_view token) const;
 
-private:
+  private:
     enum class Family { kByteLevel, kSentencePiece };
 
     struct StringHash {

@@ -18,7 +18,7 @@ namespace kascade {
 /// size is not stored, every entry up to the end of the file is a token. Ids 0 <unk>, 1 BOS, 2 EOS and
 /// 3..258 the byte-fallback pieces <0x00>..<0xFF> (run.c hard-codes these).
 class Llama2cTokenizer final : public Tokenizer {
-public:
+  public:
     /// Parses the bytes of a tokenizer.bin; `path` only names the file in error messages.
     Llama2cTokenizer(const std::filesystem::path& path, std::string_view bytes);
 
@@ -42,7 +42,7 @@ public:
     static constexpr int32_t kEos = 2;
     static constexpr int32_t kByteOffset = 3;  ///< id of <0x00>
 
-private:
+  private:
     int32_t lookup(std::string_view piece) const;
     /// bpe_merge() of `symbols`, run by run (see can_join_); equal to merging the whole sequence at once.
     std::vector<int32_t> merge_runs(const std::vector<int32_t>& symbols) const;

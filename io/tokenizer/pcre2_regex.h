@@ -11,7 +11,7 @@
 namespace kascade {
 
 class Pcre2Regex {
-public:
+  public:
     struct Match {
         std::size_t begin;
         std::size_t end;
@@ -28,7 +28,7 @@ public:
     /// can use them). Safe to call from several threads at once.
     std::vector<Match> find_all(std::string_view text) const;
 
-private:
+  private:
     struct Code;
     std::unique_ptr<Code> code_;
 };

@@ -12,7 +12,7 @@
 namespace kascade {
 
 class Tokenizer {
-public:
+  public:
     virtual ~Tokenizer() = default;
 
     /// Token ids of `text`, without BOS/EOS (callers add them where the model expects them).

@@ -32,7 +32,7 @@ struct LayerWeights {
 
 struct ModelWeights {
     ModelConfig config;
-    const float* embed = nullptr;       ///< [vocab_size][dim]
+    const float* embed = nullptr;  ///< [vocab_size][dim]
     std::vector<LayerWeights> layers;
     const float* final_norm = nullptr;  ///< [dim]
     const float* lm_head = nullptr;     ///< [vocab_size][dim] (== embed when tied)

@@ -38,9 +38,10 @@ void run_generate(const GenerateArgs& args) {
     sequence.insert(sequence.end(), prompt.begin(), prompt.end());
     KASCADE_CHECK(!sequence.empty(), "nothing to start from: the model has no BOS token and the prompt is empty");
     const int max_positions = static_cast<int>(sequence.size()) + args.steps;
-    KASCADE_CHECK(max_positions <= c.max_seq_len,
-                  "prompt ({} tokens) + -n {} = {} positions exceeds the model's context of {} (max_position_embeddings)",
-                  sequence.size(), args.steps, max_positions, c.max_seq_len);
+    KASCADE_CHECK(
+        max_positions <= c.max_seq_len,
+        "prompt ({} tokens) + -n {} = {} positions exceeds the model's context of {} (max_position_embeddings)",
+        sequence.size(), args.steps, max_positions, c.max_seq_len);
 
     SamplerOptions sampler_options = args.sampler;
     if (args.greedy) sampler_options.temperature = 0;
@@ -88,8 +89,7 @@ void register_generate_command(CLI::App& app) {
         "  kascade generate --model models/stories260K-hf --prompt \"Once upon a time\" -n 128 --temperature 0.8");
     args->model.add_to(*cmd);
     cmd->add_option("--prompt,-p", args->prompt, "text to continue (default: start from BOS)");
-    cmd->add_option("-n,--steps", args->steps, "tokens to generate after BOS and the prompt")
-        ->capture_default_str();
+    cmd->add_option("-n,--steps", args->steps, "tokens to generate after BOS and the prompt")->capture_default_str();
     cmd->add_flag("--greedy", args->greedy, "always take the most likely token (same as --temperature 0)");
     cmd->add_option("--temperature", args->sampler.temperature, "sampling temperature (0: greedy)")
         ->capture_default_str();

@@ -30,8 +30,8 @@ void run_perplexity(const PerplexityArgs& args) {
         tokenize_corpus(*tokenizer, text, c.bos_token_id >= 0 ? c.bos_token_id : c.eos_token_id);
     Transformer model(weights);
     // Fail before any work if the windows cannot be made (ctx too large, offset past the end, ...).
-    const auto windows = make_windows(static_cast<int64_t>(tokens.size()), args.options,
-                                      c.bos_token_id >= 0, model.max_positions());
+    const auto windows =
+        make_windows(static_cast<int64_t>(tokens.size()), args.options, c.bos_token_id >= 0, model.max_positions());
     DenseAttention attention;
     ProgressLine progress("perplexity", static_cast<int64_t>(windows.size()), "windows");
     const PerplexityResult r = evaluate_perplexity(model, attention, tokens, args.options,

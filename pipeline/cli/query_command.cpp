@@ -21,8 +21,10 @@ struct QueryArgs {
 
 std::filesystem::path db_file(const CommonOptions& common) {
     const std::filesystem::path file = std::filesystem::path(common.results_dir) / ResultsDb::kFileName;
-    KASCADE_CHECK(std::filesystem::exists(file), "no results database at \"{}\" (run a stage or a sweep first, or "
-                  "pass --results DIR)", file.string());
+    KASCADE_CHECK(std::filesystem::exists(file),
+                  "no results database at \"{}\" (run a stage or a sweep first, or "
+                  "pass --results DIR)",
+                  file.string());
     return file;
 }
 
@@ -30,7 +32,9 @@ void print(const QueryResult& result, const std::string& format) {
     std::fputs(format_result(result, parse_output_format(format)).c_str(), stdout);
 }
 
-std::string quote_sql(int64_t v) { return std::to_string(v); }
+std::string quote_sql(int64_t v) {
+    return std::to_string(v);
+}
 
 void show_run(QueryDb& db, int64_t id, const std::string& format) {
     const QueryResult run = db.select("SELECT * FROM runs_flat WHERE id = " + quote_sql(id));
@@ -42,13 +46,14 @@ void show_run(QueryDb& db, int64_t id, const std::string& format) {
     std::printf("run %lld\n", static_cast<long long>(id));
     print(fields, format);
     std::printf("\nlayers\n");
-    print(db.select("SELECT layer, role, anchor_layer, density, attn_ms, out_rel_error FROM run_layers WHERE run_id = " +
-                    quote_sql(id) + " ORDER BY layer"),
-          format);
-    const QueryResult schedule =
-        db.select("SELECT l.layer, l.role, l.anchor_layer, l.head_map_json, l.similarity FROM runs r "
-                  "JOIN schedule_layers l ON l.schedule_id = r.schedule_id WHERE r.id = " +
-                  quote_sql(id) + " ORDER BY l.layer");
+    print(
+        db.select("SELECT layer, role, anchor_layer, density, attn_ms, out_rel_error FROM run_layers WHERE run_id = " +
+                  quote_sql(id) + " ORDER BY layer"),
+        format);
+    const QueryResult schedule = db.select(
+        "SELECT l.layer, l.role, l.anchor_layer, l.head_map_json, l.similarity FROM runs r "
+        "JOIN schedule_layers l ON l.schedule_id = r.schedule_id WHERE r.id = " +
+        quote_sql(id) + " ORDER BY l.layer");
     if (!schedule.rows.empty()) {
         std::printf("\nschedule\n");
         print(schedule, format);

@@ -50,15 +50,15 @@ void register_status_command(CLI::App& app, const CommonOptions& common) {
         std::fputs(format_result(artifacts, OutputFormat::Table).c_str(), stdout);
 
         QueryResult schedules;
-        schedules.columns = {"id", "policy", "threshold", "max_reuse_dist", "n_anchors", "head_map", "anchors",
-                             "reuse", "similarity_key"};
+        schedules.columns = {"id",       "policy",  "threshold", "max_reuse_dist", "n_anchors",
+                             "head_map", "anchors", "reuse",     "similarity_key"};
         for (const ScheduleRecord& s : db.list_schedules()) {
             auto opt_int = [](const std::optional<int64_t>& v) -> QueryValue {
                 return v ? QueryValue(*v) : QueryValue(std::monostate{});
             };
             schedules.rows.push_back({s.id, s.policy, s.threshold ? QueryValue(*s.threshold) : QueryValue{},
-                                      opt_int(s.max_reuse_dist), opt_int(s.n_anchors), s.head_map,
-                                      s.n_anchor_layers, s.n_reuse_layers, s.similarity_key.value_or("")});
+                                      opt_int(s.max_reuse_dist), opt_int(s.n_anchors), s.head_map, s.n_anchor_layers,
+                                      s.n_reuse_layers, s.similarity_key.value_or("")});
         }
         std::printf("\nschedules (%zu)\n", schedules.rows.size());
         std::fputs(format_result(schedules, OutputFormat::Table).c_str(), stdout);

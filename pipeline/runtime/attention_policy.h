@@ -20,7 +20,7 @@ struct AttentionCall {
 };
 
 class AttentionPolicy {
-public:
+  public:
     virtual ~AttentionPolicy() = default;
 
     virtual void attend(const AttentionCall& call) = 0;
@@ -38,7 +38,7 @@ public:
 
 /// Exact causal attention in every layer: the baseline every sparse result is compared with.
 class DenseAttention : public AttentionPolicy {
-public:
+  public:
     void attend(const AttentionCall& call) override;
     std::string_view layer_role(int) const override { return "dense"; }
 };

@@ -6,9 +6,12 @@ namespace kascade {
 
 std::string_view layer_role_name(LayerRole role) {
     switch (role) {
-        case LayerRole::Dense: return "dense";
-        case LayerRole::Anchor: return "anchor";
-        case LayerRole::Reuse: return "reuse";
+        case LayerRole::Dense:
+            return "dense";
+        case LayerRole::Anchor:
+            return "anchor";
+        case LayerRole::Reuse:
+            return "reuse";
     }
     return "?";
 }
@@ -31,7 +34,8 @@ bool AttentionSchedule::is_anchor_for_reuse(int layer) const {
 }
 
 int AttentionSchedule::count(LayerRole role) const {
-    return static_cast<int>(std::count_if(layers.begin(), layers.end(), [&](const LayerPlan& p) { return p.role == role; }));
+    return static_cast<int>(
+        std::count_if(layers.begin(), layers.end(), [&](const LayerPlan& p) { return p.role == role; }));
 }
 
 }  // namespace kascade

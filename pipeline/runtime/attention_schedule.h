@@ -17,8 +17,8 @@ std::string_view layer_role_name(LayerRole role);
 
 struct LayerPlan {
     LayerRole role = LayerRole::Dense;
-    int anchor = -1;                 ///< reuse layers: the earlier layer whose selection they use
-    std::vector<int32_t> head_map;   ///< reuse layers: [n_kv_heads] anchor KV head for each of this layer's KV heads
+    int anchor = -1;                ///< reuse layers: the earlier layer whose selection they use
+    std::vector<int32_t> head_map;  ///< reuse layers: [n_kv_heads] anchor KV head for each of this layer's KV heads
 };
 
 struct AttentionSchedule {

@@ -9,7 +9,7 @@
 namespace kascade {
 
 class CaptureAttention : public AttentionPolicy {
-public:
+  public:
     CaptureAttention(int n_layers, int tile, bool save_qk);
 
     void attend(const AttentionCall& call) override;
@@ -25,7 +25,7 @@ public:
     /// Layer importance 1 - mean over rows of cos(x_in, x_in + attn_out), over every window seen so far.
     double importance(int layer) const;
 
-private:
+  private:
     int tile_;
     bool save_qk_;
     std::vector<TileMass> mass_;

@@ -9,9 +9,9 @@ namespace kascade {
 
 struct ForwardStats {
     double total_ms = 0;
-    double matmul_ms = 0;     ///< projections, MLP and LM head (Eigen GEMM)
-    double attention_ms = 0;  ///< inside AttentionPolicy::attend
-    int64_t tokens = 0;       ///< positions run through the model
+    double matmul_ms = 0;                    ///< projections, MLP and LM head (Eigen GEMM)
+    double attention_ms = 0;                 ///< inside AttentionPolicy::attend
+    int64_t tokens = 0;                      ///< positions run through the model
     std::vector<double> layer_attention_ms;  ///< per layer, summed over calls
 
     void reset() { *this = ForwardStats{}; }

@@ -21,7 +21,9 @@ std::string_view KascadeAttention::layer_role(int layer) const {
     return layer_role_name(schedule_.layers[layer].role);
 }
 
-void KascadeAttention::reset_density() { density_.assign(density_.size(), LayerDensity{}); }
+void KascadeAttention::reset_density() {
+    density_.assign(density_.size(), LayerDensity{});
+}
 
 void KascadeAttention::select_tiles(int layer, const TileMass& mass) {
     if (!options_.pooled_heads) {

@@ -16,13 +16,13 @@
 namespace kascade {
 
 struct SparseAttentionOptions {
-    int tile = 16;             ///< tokens per query and key tile
-    TopKRule topk;             ///< how many key tiles an anchor keeps
-    bool pooled_heads = false; ///< ablation: one tile set per query tile shared by all KV heads (mass summed)
+    int tile = 16;              ///< tokens per query and key tile
+    TopKRule topk;              ///< how many key tiles an anchor keeps
+    bool pooled_heads = false;  ///< ablation: one tile set per query tile shared by all KV heads (mass summed)
 };
 
 class KascadeAttention : public AttentionPolicy {
-public:
+  public:
     KascadeAttention(AttentionSchedule schedule, SparseAttentionOptions options);
 
     void attend(const AttentionCall& call) override;
@@ -32,15 +32,15 @@ public:
     const std::vector<LayerDensity>& layer_density() const { return density_; }
     void reset_density();
 
-private:
+  private:
     void select_tiles(int layer, const TileMass& mass);
 
     AttentionSchedule schedule_;
     SparseAttentionOptions options_;
-    std::vector<bool> feeds_reuse_;            ///< [layer] some reuse layer reads its selection
-    std::vector<TileSelection> selections_;    ///< [layer] tiles kept in the current forward pass
+    std::vector<bool> feeds_reuse_;          ///< [layer] some reuse layer reads its selection
+    std::vector<TileSelection> selections_;  ///< [layer] tiles kept in the current forward pass
     std::vector<LayerDensity> density_;
-    std::vector<int32_t> pooled_head_map_;     ///< all zeros: every KV head reads the single pooled tile set
+    std::vector<int32_t> pooled_head_map_;  ///< all zeros: every KV head reads the single pooled tile set
     std::vector<float> lse_;
     TileMass mass_;
 };

@@ -10,7 +10,7 @@
 namespace kascade {
 
 class KvCache {
-public:
+  public:
     KvCache(const ModelConfig& config, int capacity);
 
     int capacity() const { return capacity_; }
@@ -27,7 +27,7 @@ public:
     void write(int layer, const float* k_rows, const float* v_rows, int n);
     void advance(int n);
 
-private:
+  private:
     int n_kv_heads_;
     int head_dim_;
     int capacity_;

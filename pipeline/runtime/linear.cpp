@@ -28,8 +28,8 @@ std::pair<int, int> part(int total, int count, int index, int align) {
 }
 
 /// y[rows r0..r1, features f0..f1] = x[r0..r1] W[f0..f1]^T (+ b), on the calling thread.
-void linear_block(const float* x, const float* w, const float* b, float* y, int in, int out, int r0, int r1,
-                  int f0, int f1) {
+void linear_block(const float* x, const float* w, const float* b, float* y, int in, int out, int r0, int r1, int f0,
+                  int f1) {
     if (r0 >= r1 || f0 >= f1) return;
     ConstMatrixMap xm(x + static_cast<long>(r0) * in, r1 - r0, in);
     ConstMatrixMap wm(w + static_cast<long>(f0) * in, f1 - f0, in);

@@ -10,7 +10,7 @@
 namespace kascade {
 
 class OutputErrorProbe : public AttentionPolicy {
-public:
+  public:
     OutputErrorProbe(AttentionPolicy& inner, int n_layers);
 
     void attend(const AttentionCall& call) override;
@@ -18,7 +18,7 @@ public:
 
     double relative_error(int layer) const;
 
-private:
+  private:
     AttentionPolicy& inner_;
     DenseAttention dense_;
     std::vector<double> diff_sq_, ref_sq_;

@@ -22,8 +22,8 @@ std::vector<TokenWindow> make_windows(int64_t n_text_tokens, const PerplexityOpt
                   model_max_positions);
     KASCADE_CHECK(options.offset >= 0, "invalid --offset {} (must be >= 0)", options.offset);
     KASCADE_CHECK(options.max_tokens >= 0, "invalid --max-tokens {} (must be >= 0)", options.max_tokens);
-    KASCADE_CHECK(options.offset < n_text_tokens, "--offset {} is past the end of the text ({} tokens)",
-                  options.offset, n_text_tokens);
+    KASCADE_CHECK(options.offset < n_text_tokens, "--offset {} is past the end of the text ({} tokens)", options.offset,
+                  n_text_tokens);
     int64_t end = n_text_tokens;
     if (options.max_tokens > 0) end = std::min(end, options.offset + options.max_tokens);
     const int64_t per_window = has_bos ? options.ctx - 1 : options.ctx;
@@ -44,15 +44,17 @@ std::vector<int32_t> window_input(std::span<const int32_t> text_tokens, const To
     return input;
 }
 
-double PerplexityResult::perplexity() const { return std::exp(mean_nll()); }
+double PerplexityResult::perplexity() const {
+    return std::exp(mean_nll());
+}
 
 PerplexityResult evaluate_perplexity(const Transformer& model, AttentionPolicy& policy,
                                      std::span<const int32_t> text_tokens, const PerplexityOptions& options,
                                      const WindowCallback& on_window) {
     const ModelConfig& c = model.config();
     const int bos = c.bos_token_id;
-    const std::vector<TokenWindow> windows = make_windows(static_cast<int64_t>(text_tokens.size()), options,
-                                                          bos >= 0, model.max_positions());
+    const std::vector<TokenWindow> windows =
+        make_windows(static_cast<int64_t>(text_tokens.size()), options, bos >= 0, model.max_positions());
     PerplexityResult result;
     KvCache cache(c, options.ctx);
     std::vector<float> hidden(static_cast<size_t>(options.ctx) * c.dim);

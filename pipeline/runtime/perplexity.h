@@ -35,10 +35,10 @@ std::vector<TokenWindow> make_windows(int64_t n_text_tokens, const PerplexityOpt
 std::vector<int32_t> window_input(std::span<const int32_t> text_tokens, const TokenWindow& window, int bos);
 
 struct PerplexityResult {
-    int64_t n_scored = 0;   ///< tokens whose prediction was scored
-    double nll_sum = 0;     ///< nats
+    int64_t n_scored = 0;  ///< tokens whose prediction was scored
+    double nll_sum = 0;    ///< nats
     int n_windows = 0;
-    double seconds = 0;     ///< wall time of the forward passes and scoring
+    double seconds = 0;  ///< wall time of the forward passes and scoring
     ForwardStats stats;
 
     double mean_nll() const { return n_scored > 0 ? nll_sum / n_scored : 0; }

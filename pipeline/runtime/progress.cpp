@@ -26,9 +26,13 @@ ProgressLine::ProgressLine(std::string label, int64_t total, std::string unit)
       last_draw_(start_ - kRedrawInterval),
       enabled_(enabled()) {}
 
-ProgressLine::~ProgressLine() { finish(); }
+ProgressLine::~ProgressLine() {
+    finish();
+}
 
-bool ProgressLine::enabled() { return ::isatty(STDERR_FILENO) == 1; }
+bool ProgressLine::enabled() {
+    return ::isatty(STDERR_FILENO) == 1;
+}
 
 void ProgressLine::update(int64_t done) {
     if (!enabled_) return;
@@ -40,8 +44,8 @@ void ProgressLine::update(int64_t done) {
     const std::string eta = rate > 0 && done < total_ ? format_duration((total_ - done) / rate) : "-";
     const double pct = total_ > 0 ? 100.0 * done / total_ : 100.0;
     std::fprintf(stderr, "\r\033[K%s %lld/%lld %s (%.0f%%)  %.1f %s/s  elapsed %s  ETA %s", label_.c_str(),
-                 static_cast<long long>(done), static_cast<long long>(total_), unit_.c_str(), pct, rate,
-                 unit_.c_str(), format_duration(elapsed).c_str(), eta.c_str());
+                 static_cast<long long>(done), static_cast<long long>(total_), unit_.c_str(), pct, rate, unit_.c_str(),
+                 format_duration(elapsed).c_str(), eta.c_str());
     std::fflush(stderr);
     drawn_ = true;
 }

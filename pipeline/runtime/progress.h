@@ -9,7 +9,7 @@
 namespace kascade {
 
 class ProgressLine {
-public:
+  public:
     /// label: what is being done ("perplexity"); unit: what `done` counts ("tok").
     ProgressLine(std::string label, int64_t total, std::string unit);
     ~ProgressLine();
@@ -22,7 +22,7 @@ public:
 
     static bool enabled();  ///< stderr is a terminal
 
-private:
+  private:
     std::string label_;
     std::string unit_;
     int64_t total_;

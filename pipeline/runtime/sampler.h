@@ -13,11 +13,11 @@ struct SamplerOptions {
 };
 
 class Sampler {
-public:
+  public:
     explicit Sampler(const SamplerOptions& options);
     int32_t sample(const float* logits, int vocab_size);
 
-private:
+  private:
     SamplerOptions options_;
     std::mt19937_64 rng_;
 };

@@ -16,17 +16,17 @@ namespace kascade {
 TileSelection streaming_selection(int n_tokens, int tile, const TopKRule& rule);
 
 class StreamingAttention : public AttentionPolicy {
-public:
+  public:
     StreamingAttention(int n_layers, SparseAttentionOptions options);
 
     void attend(const AttentionCall& call) override;
     std::string_view layer_role(int layer) const override { return layer == 0 ? "dense" : "streaming"; }
     const std::vector<LayerDensity>& layer_density() const { return density_; }
 
-private:
+  private:
     SparseAttentionOptions options_;
     std::vector<LayerDensity> density_;
-    TileSelection selection_;            ///< for the last sequence length seen
+    TileSelection selection_;  ///< for the last sequence length seen
     int selection_tokens_ = -1;
     std::vector<int32_t> shared_head_map_;
 };

@@ -17,7 +17,7 @@ namespace {
 
 /// Adds the wall time of its scope to a counter.
 class ScopedTimer {
-public:
+  public:
     explicit ScopedTimer(double* counter_ms) : counter_ms_(counter_ms), start_(omp_get_wtime()) {}
     ~ScopedTimer() {
         if (counter_ms_ != nullptr) *counter_ms_ += (omp_get_wtime() - start_) * 1e3;
@@ -25,7 +25,7 @@ public:
     ScopedTimer(const ScopedTimer&) = delete;
     ScopedTimer& operator=(const ScopedTimer&) = delete;
 
-private:
+  private:
     double* counter_ms_;
     double start_;
 };
@@ -38,12 +38,13 @@ Transformer::Transformer(const ModelWeights& weights, int max_positions)
                        weights.config.rope_theta)) {
     // The attention kernels work on 8-float SIMD lanes of a head; every Llama-family head size (64, 80, 96, 128)
     // is a multiple of 8.
-    KASCADE_CHECK(weights.config.head_dim % 8 == 0, "model \"{}\": head_dim {} is not supported (must be a multiple of 8)",
-                  weights.source.string(), weights.config.head_dim);
+    KASCADE_CHECK(weights.config.head_dim % 8 == 0,
+                  "model \"{}\": head_dim {} is not supported (must be a multiple of 8)", weights.source.string(),
+                  weights.config.head_dim);
 }
 
-void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, AttentionPolicy& policy,
-                          float* hidden_out, ForwardStats* stats) const {
+void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, AttentionPolicy& policy, float* hidden_out,
+                          ForwardStats* stats) const {
     const ModelConfig& c = weights_.config;
     const int n = static_cast<int>(tokens.size());
     const int pos0 = cache.length();
@@ -70,7 +71,8 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
     std::vector<float> gate(rows * c.hidden_dim), up(rows * c.hidden_dim);
 
     for (int t = 0; t < n; ++t) {
-        std::copy_n(weights_.embed + static_cast<size_t>(tokens[t]) * dim, dim, x.data() + t * static_cast<size_t>(dim));
+        std::copy_n(weights_.embed + static_cast<size_t>(tokens[t]) * dim, dim,
+                    x.data() + t * static_cast<size_t>(dim));
     }
 
     const bool interleaved = c.rope_layout == RopeLayout::Interleaved;

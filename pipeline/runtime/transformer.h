@@ -19,7 +19,7 @@
 namespace kascade {
 
 class Transformer {
-public:
+  public:
     /// `weights` must outlive the transformer. max_positions bounds the positions a KV cache may use
     /// (default: the model's max_seq_len).
     explicit Transformer(const ModelWeights& weights, int max_positions = 0);
@@ -36,7 +36,7 @@ public:
     /// logits [n][vocab] = hidden [n][dim] W_lm^T.
     void lm_head(const float* hidden, int n, float* logits, ForwardStats* stats = nullptr) const;
 
-private:
+  private:
     const ModelWeights& weights_;
     RopeTable rope_;
 };

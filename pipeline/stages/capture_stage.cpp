@@ -14,7 +14,10 @@ namespace kascade {
 namespace {
 
 nlohmann::json capture_params_json(const CaptureParams& p) {
-    return {{"token_offset", p.token_offset}, {"n_tokens", p.n_tokens}, {"ctx", p.ctx}, {"tile", p.tile},
+    return {{"token_offset", p.token_offset},
+            {"n_tokens", p.n_tokens},
+            {"ctx", p.ctx},
+            {"tile", p.tile},
             {"save_qk", p.save_qk}};
 }
 
@@ -36,12 +39,10 @@ void check_params(const CaptureParams& p, const LoadedModel& model, const Loaded
 }  // namespace
 
 std::string capture_key(const LoadedModel& model, const LoadedText& text, const CaptureParams& params) {
-    return content_key("capture", kCaptureFormatVersion, capture_inputs_json(model, text),
-                       capture_params_json(params));
+    return content_key("capture", kCaptureFormatVersion, capture_inputs_json(model, text), capture_params_json(params));
 }
 
-StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, const CaptureParams& params,
-                        bool force) {
+StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, const CaptureParams& params, bool force) {
     check_params(params, model, text);
     const std::string key = capture_key(model, text, params);
     if (!force && ws.has_artifact(key)) return {key, true};
@@ -82,8 +83,8 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
         mass_sets.push_back(layer_groups[l].create_dataset("tile_mass", H5DType::Float32,
                                                            {n_windows, c.n_kv_heads, n_tiles, n_tiles}, compressed));
         if (params.save_qk) {
-            q_sets.push_back(layer_groups[l].create_dataset("q", H5DType::Float32,
-                                                            {n_windows, params.ctx, c.n_heads, c.head_dim}, compressed));
+            q_sets.push_back(layer_groups[l].create_dataset(
+                "q", H5DType::Float32, {n_windows, params.ctx, c.n_heads, c.head_dim}, compressed));
             k_sets.push_back(layer_groups[l].create_dataset(
                 "k", H5DType::Float32, {n_windows, c.n_kv_heads, params.ctx, c.head_dim}, compressed));
         }

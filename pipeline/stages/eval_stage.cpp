@@ -66,8 +66,8 @@ ResolvedEval resolve(Workspace& ws, const LoadedModel& model, const LoadedText& 
         if (r.schedule->record.model_id != model.model_id) {
             const auto other = ws.db().find_model(r.schedule->record.model_id);
             KASCADE_FAIL("schedule {} was made for model \"{}\" (hash {}), not for \"{}\" (hash {})",
-                         *params.schedule_id, other ? other->path : "?", other ? other->hash : "?",
-                         model.path.string(), model.model_hash);
+                         *params.schedule_id, other ? other->path : "?", other ? other->hash : "?", model.path.string(),
+                         model.model_hash);
         }
         const auto similarity = ws.db().find_similarity(r.schedule->record.similarity_key.value_or(""));
         KASCADE_CHECK(similarity.has_value(), "schedule {} has no similarity artifact in {}", *params.schedule_id,
@@ -82,8 +82,8 @@ ResolvedEval resolve(Workspace& ws, const LoadedModel& model, const LoadedText& 
         const int64_t calib_begin = capture->token_offset, calib_end = capture->token_offset + capture->n_tokens;
         if (!params.token_offset) r.token_offset = calib_end;
         if (capture->text_id == text.text_id) {
-            const int64_t end = params.n_tokens > 0 ? r.token_offset + params.n_tokens
-                                                    : static_cast<int64_t>(text.tokens.size());
+            const int64_t end =
+                params.n_tokens > 0 ? r.token_offset + params.n_tokens : static_cast<int64_t>(text.tokens.size());
             KASCADE_CHECK(end <= calib_begin || r.token_offset >= calib_end,
                           "test tokens [{}, {}) overlap the calibration tokens [{}, {}) of schedule {}'s capture on "
                           "\"{}\": choose a disjoint --offset",
@@ -171,11 +171,11 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
 
     const std::string started_at = utc_now();
     const double start = omp_get_wtime();
-    const auto windows = make_windows(static_cast<int64_t>(text.tokens.size()), options, c.bos_token_id >= 0,
-                                      runtime.max_positions());
+    const auto windows =
+        make_windows(static_cast<int64_t>(text.tokens.size()), options, c.bos_token_id >= 0, runtime.max_positions());
     ProgressLine progress(fmt::format("eval {}", r.params.method), static_cast<int64_t>(windows.size()), "windows");
-    const PerplexityResult result = evaluate_perplexity(runtime, *policy, text.tokens, options,
-                                                        [&](int done, const PerplexityResult&) { progress.update(done); });
+    const PerplexityResult result = evaluate_perplexity(
+        runtime, *policy, text.tokens, options, [&](int done, const PerplexityResult&) { progress.update(done); });
     progress.finish();
 
     // Per-layer output error on the first window, outside the timed pass.
@@ -253,7 +253,8 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
         ms_by_role[role == "streaming" ? "reuse" : role] += ms;
         layers[l].layer = l;
         layers[l].role = role;
-        if (schedule && schedule->layers[l].role == LayerRole::Reuse) layers[l].anchor_layer = schedule->layers[l].anchor;
+        if (schedule && schedule->layers[l].role == LayerRole::Reuse)
+            layers[l].anchor_layer = schedule->layers[l].anchor;
         layers[l].density = r.params.method == "dense" ? 1.0 : density[l].ratio();
         layers[l].attn_ms = ms;
         if (r.params.method != "dense") layers[l].out_rel_error = out_error[l];

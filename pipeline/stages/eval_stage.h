@@ -22,7 +22,7 @@ struct EvalParams {
     std::optional<int> tile;             ///< default for kascade: the capture's tile; else 16
     int ctx = 512;
     std::optional<int64_t> token_offset;  ///< default for kascade: right after the calibration range; else 0
-    int64_t n_tokens = 8192;             ///< test tokens scored (0: all after the offset)
+    int64_t n_tokens = 8192;              ///< test tokens scored (0: all after the offset)
 };
 
 struct EvalResult {
@@ -39,9 +39,9 @@ struct EvalKeyInputs {
     int ctx = 0;
     int64_t token_offset = 0;
     int64_t n_tokens = 0;
-    int tile = 0;                 ///< ignored for dense
-    TopKRule topk;                ///< ignored for dense
-    std::string schedule_key;     ///< method kascade
+    int tile = 0;              ///< ignored for dense
+    TopKRule topk;             ///< ignored for dense
+    std::string schedule_key;  ///< method kascade
 };
 
 /// The content key of a run (pure: a sweep's --dry-run uses it to tell what is stored already).

@@ -11,21 +11,22 @@ namespace {
 
 std::vector<int32_t> head_map_for(const LayerSimilarity& sim, HeadMapMode mode, int anchor, int layer) {
     switch (mode) {
-        case HeadMapMode::Argmax: return sim.best_head_map(anchor, layer);
+        case HeadMapMode::Argmax:
+            return sim.best_head_map(anchor, layer);
         case HeadMapMode::Identity: {
             std::vector<int32_t> map(sim.n_kv_heads);
             std::iota(map.begin(), map.end(), 0);
             return map;
         }
-        case HeadMapMode::Pooled: return std::vector<int32_t>(sim.n_kv_heads, 0);
+        case HeadMapMode::Pooled:
+            return std::vector<int32_t>(sim.n_kv_heads, 0);
     }
     return {};
 }
 
 /// Builds the schedule in which `anchors` (ascending, starting at 0) are anchors and every other layer reuses the
 /// last anchor before it.
-AttentionSchedule schedule_from_anchors(const LayerSimilarity& sim, const std::vector<int>& anchors,
-                                        HeadMapMode mode) {
+AttentionSchedule schedule_from_anchors(const LayerSimilarity& sim, const std::vector<int>& anchors, HeadMapMode mode) {
     AttentionSchedule s;
     s.layers.resize(sim.n_layers);
     size_t next = 0;
@@ -55,9 +56,12 @@ HeadMapMode parse_head_map_mode(const std::string& name) {
 
 std::string head_map_mode_name(HeadMapMode mode) {
     switch (mode) {
-        case HeadMapMode::Argmax: return "argmax";
-        case HeadMapMode::Identity: return "identity";
-        case HeadMapMode::Pooled: return "pooled";
+        case HeadMapMode::Argmax:
+            return "argmax";
+        case HeadMapMode::Identity:
+            return "identity";
+        case HeadMapMode::Pooled:
+            return "pooled";
     }
     return "?";
 }

@@ -12,8 +12,8 @@ namespace kascade {
 namespace {
 
 nlohmann::json schedule_params_json(const ScheduleParams& p) {
-    nlohmann::json j = {{"policy", p.policy}, {"metric", p.metric}, {"aggregation", p.aggregation},
-                        {"head_map", p.head_map}};
+    nlohmann::json j = {
+        {"policy", p.policy}, {"metric", p.metric}, {"aggregation", p.aggregation}, {"head_map", p.head_map}};
     if (p.policy == "threshold") {
         j["threshold"] = p.threshold;
         j["max_reuse_dist"] = p.max_reuse_dist;
@@ -44,7 +44,9 @@ AttentionSchedule attention_schedule_from(const Schedule& stored) {
     s.layers.resize(stored.layers.size());
     for (const ScheduleLayerRecord& row : stored.layers) {
         LayerPlan& plan = s.layers.at(row.layer);
-        plan.role = row.role == "dense" ? LayerRole::Dense : row.role == "anchor" ? LayerRole::Anchor : LayerRole::Reuse;
+        plan.role = row.role == "dense"    ? LayerRole::Dense
+                    : row.role == "anchor" ? LayerRole::Anchor
+                                           : LayerRole::Reuse;
         if (row.anchor_layer) plan.anchor = static_cast<int>(*row.anchor_layer);
         if (row.head_map_json) plan.head_map = nlohmann::json::parse(*row.head_map_json).get<std::vector<int32_t>>();
     }

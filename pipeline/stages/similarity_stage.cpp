@@ -39,8 +39,8 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     check_topk_rule(topk);
     const std::optional<ArtifactRecord> capture_record = ws.db().find_artifact(capture_key);
     KASCADE_CHECK(capture_record && capture_record->stage == "capture",
-                  "no capture with key '{}' in {} (run `kascade capture` first, or see `kascade status`)",
-                  capture_key, ws.db().db_file().string());
+                  "no capture with key '{}' in {} (run `kascade capture` first, or see `kascade status`)", capture_key,
+                  ws.db().db_file().string());
     const std::string key = similarity_key(capture_key, topk);
     if (!force && ws.has_artifact(key)) return {key, true};
 
@@ -139,12 +139,13 @@ LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similari
                                       const std::string& aggregation) {
     KASCADE_CHECK(metric == "recall" || metric == "jaccard", "unknown metric '{}' (expected recall or jaccard)",
                   metric);
-    KASCADE_CHECK(aggregation == "mean" || aggregation == "min",
-                  "unknown aggregation '{}' (expected mean or min)", aggregation);
+    KASCADE_CHECK(aggregation == "mean" || aggregation == "min", "unknown aggregation '{}' (expected mean or min)",
+                  aggregation);
     const std::optional<ArtifactRecord> record = ws.db().find_artifact(similarity_key);
-    KASCADE_CHECK(record && record->stage == "similarity",
-                  "no similarity artifact with key '{}' in {} (run `kascade similarity` first, or see `kascade status`)",
-                  similarity_key, ws.db().db_file().string());
+    KASCADE_CHECK(
+        record && record->stage == "similarity",
+        "no similarity artifact with key '{}' in {} (run `kascade similarity` first, or see `kascade status`)",
+        similarity_key, ws.db().db_file().string());
     H5ArtifactReader reader(ws.results_dir() / record->path, kSimilarityFormatVersion, kSimilarityFormatVersion,
                             "similarity");
     LayerSimilarity sim;

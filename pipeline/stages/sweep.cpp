@@ -9,9 +9,9 @@
 #include "io/store/table_format.h"
 #include "io/text_file.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/stages/content_key.h"
 #include "pipeline/stages/eval_stage.h"
 #include "pipeline/stages/schedule_stage.h"
-#include "pipeline/stages/content_key.h"
 #include "pipeline/stages/similarity_stage.h"
 
 namespace kascade {
@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string topk_label(const TopKRule& r) {
-    return r.tiles > 0 ? fmt::format("topk_tiles={}", r.tiles) : fmt::format("topk_pct={} k_min={}", r.pct, r.k_min_tokens);
+    return r.tiles > 0 ? fmt::format("topk_tiles={}", r.tiles)
+                       : fmt::format("topk_pct={} k_min={}", r.pct, r.k_min_tokens);
 }
 
 std::string schedule_label(const ScheduleParams& p) {
@@ -64,8 +65,8 @@ std::vector<PlannedJob> make_plan(const SweepSpec& spec, const Hashes& h) {
             j.eval.topk = topk;
         }
         j.schedule_key = schedule_key;
-        j.job.key = eval_key({h.model, h.tokenizer, h.text, method, ctx, spec.test_offset, spec.test_tokens, tile,
-                              topk, schedule_key});
+        j.job.key = eval_key(
+            {h.model, h.tokenizer, h.text, method, ctx, spec.test_offset, spec.test_tokens, tile, topk, schedule_key});
         plan.push_back(j);
     };
     for (int ctx : spec.ctx) {
@@ -80,8 +81,11 @@ std::vector<PlannedJob> make_plan(const SweepSpec& spec, const Hashes& h) {
                                       spec.calib_offset + spec.calib_tokens);
             c.job.key = content_key("capture", kCaptureFormatVersion,
                                     {{"model", h.model}, {"tokenizer", h.tokenizer}, {"text", h.text}},
-                                    {{"token_offset", c.capture.token_offset}, {"n_tokens", c.capture.n_tokens},
-                                     {"ctx", ctx}, {"tile", tile}, {"save_qk", false}});
+                                    {{"token_offset", c.capture.token_offset},
+                                     {"n_tokens", c.capture.n_tokens},
+                                     {"ctx", ctx},
+                                     {"tile", tile},
+                                     {"save_qk", false}});
             plan.push_back(c);
             for (const TopKRule& topk : spec.topk) {
                 PlannedJob s;
@@ -129,8 +133,8 @@ void mark_stored(const fs::path& results_dir, std::vector<PlannedJob>& plan) {
 SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, bool dry_run, std::FILE* log) {
     const fs::path tokenizer = spec.tokenizer.empty() ? find_tokenizer_for_model(spec.model) : fs::path(spec.tokenizer);
     KASCADE_CHECK(fs::exists(spec.model), "{}: model.path \"{}\" does not exist", spec.file.string(), spec.model);
-    KASCADE_CHECK(!tokenizer.empty() && fs::exists(tokenizer), "{}: no tokenizer for model \"{}\" (set model.tokenizer)",
-                  spec.file.string(), spec.model);
+    KASCADE_CHECK(!tokenizer.empty() && fs::exists(tokenizer),
+                  "{}: no tokenizer for model \"{}\" (set model.tokenizer)", spec.file.string(), spec.model);
     const Hashes hashes{model_content_hash(spec.model), hash_file_hex(tokenizer), hash_hex(read_text_file(spec.text))};
     std::vector<PlannedJob> plan = make_plan(spec, hashes);
     mark_stored(results_dir, plan);

@@ -16,9 +16,9 @@
 namespace kascade {
 
 struct SweepJob {
-    std::string stage;  ///< capture | similarity | schedule | eval
-    std::string label;  ///< its parameters, for the log
-    std::string key;    ///< content key
+    std::string stage;    ///< capture | similarity | schedule | eval
+    std::string label;    ///< its parameters, for the log
+    std::string key;      ///< content key
     bool stored = false;  ///< already in the results database when the plan was made
 };
 

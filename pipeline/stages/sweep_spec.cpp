@@ -33,7 +33,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 /// Reads one table of the sweep file, remembering which keys were used so unknown ones can be reported.
 class TableReader {
-public:
+  public:
     /// Rejects, before anything else is read, every key of the table that is not in `known`.
     TableReader(const fs::path& file, std::string where, const toml::table* table, std::set<std::string> known)
         : file_(file), where_(std::move(where)), table_(table), known_(std::move(known)) {
@@ -113,7 +113,7 @@ public:
         return out;
     }
 
-private:
+  private:
     void reject_unknown_keys() {
         if (table_ == nullptr) return;
         for (const auto& [k, v] : *table_) {
@@ -154,7 +154,8 @@ std::string resolve_path(const fs::path& file, const std::string& where, const s
             KASCADE_CHECK(end != std::string::npos, "{}: {} has an unclosed ${{ in \"{}\"", file.string(), where, raw);
             const std::string name = raw.substr(i + 2, end - i - 2);
             const char* value = std::getenv(name.c_str());
-            KASCADE_CHECK(value != nullptr && *value, "{}: {} uses ${{{}}}, which is not set; export it (for KASCADE_ASSETS: the folder "
+            KASCADE_CHECK(value != nullptr && *value,
+                          "{}: {} uses ${{{}}}, which is not set; export it (for KASCADE_ASSETS: the folder "
                           "with models/ and data/ that scripts/fetch_assets.sh prints)",
                           file.string(), where, name);
             out += value;
@@ -219,7 +220,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
     KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
     if (has_tiles) {
-        for (double v : grid.numbers("topk_tiles", {}, 1, 1 << 20, true)) spec.topk.push_back({static_cast<int>(v), 0, 0});
+        for (double v : grid.numbers("topk_tiles", {}, 1, 1 << 20, true))
+            spec.topk.push_back({static_cast<int>(v), 0, 0});
     } else {
         const std::vector<double> k_mins = grid.numbers("k_min", {128}, 0, 1 << 20, true);
         for (double p : grid.numbers("topk_pct", {}, 0.001, 100, false))
@@ -259,7 +261,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
             } else {
                 ScheduleParams p;
                 p.policy = policy;
-                for (double l : s.numbers("anchor_list", {}, 0, 1 << 16, true)) p.anchor_list.push_back(static_cast<int>(l));
+                for (double l : s.numbers("anchor_list", {}, 0, 1 << 16, true))
+                    p.anchor_list.push_back(static_cast<int>(l));
                 KASCADE_CHECK(!p.anchor_list.empty(), "{}: schedules[{}] (fixed) needs anchor_list = [0, ...]",
                               file.string(), i);
                 expanded.push_back(p);

@@ -63,8 +63,7 @@ LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_pa
     m->tokenizer = load_tokenizer(m->tokenizer_path);
     KASCADE_CHECK(m->tokenizer->vocab_size() <= m->weights.config.vocab_size,
                   "tokenizer \"{}\" has {} tokens but model \"{}\" only {}: they do not belong together",
-                  m->tokenizer_path.string(), m->tokenizer->vocab_size(), path.string(),
-                  m->weights.config.vocab_size);
+                  m->tokenizer_path.string(), m->tokenizer->vocab_size(), path.string(), m->weights.config.vocab_size);
     m->model_hash = model_content_hash(path);
     m->tokenizer_hash = hash_file_hex(m->tokenizer_path);
     const ModelConfig& c = m->weights.config;

@@ -32,7 +32,7 @@ struct LoadedText {
 };
 
 class Workspace {
-public:
+  public:
     /// Opens (creating if needed) the results folder and its database; removes partial artifact files left by
     /// killed processes.
     explicit Workspace(const std::filesystem::path& results_dir);
@@ -54,7 +54,7 @@ public:
     std::filesystem::path artifact_path(std::string_view stage, std::string_view key) const;
     std::string artifact_relative_path(std::string_view stage, std::string_view key) const;
 
-private:
+  private:
     std::filesystem::path results_dir_;
     ResultsDb db_;
     std::map<std::string, std::unique_ptr<LoadedModel>> models_;  ///< by path + tokenizer path

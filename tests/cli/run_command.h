@@ -10,6 +10,10 @@
 #include <sstream>
 #include <string>
 
+#include "common/temp_dir.h"
+
+using kascade::test::TempDir;
+
 struct CommandResult {
     int exit_code = -1;
     std::string out;
@@ -26,9 +30,9 @@ inline std::string shell_quote(const std::string& s) {
 /// Runs `kascade <args>` (args already shell-quoted where needed) with stdin closed.
 inline CommandResult run_kascade(const std::string& args) {
     static int counter = 0;
-    const std::filesystem::path err_path = std::filesystem::temp_directory_path() /
-                                           ("kascade_cli_err_" + std::to_string(::getpid()) + "_" +
-                                            std::to_string(counter++));
+    const std::filesystem::path err_path =
+        std::filesystem::temp_directory_path() /
+        ("kascade_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     const std::string command = shell_quote(KASCADE_BIN) + " " + args + " </dev/null 2>" + err_path.string();
     CommandResult result;
     FILE* pipe = ::popen(command.c_str(), "r");
@@ -45,23 +49,3 @@ inline CommandResult run_kascade(const std::string& args) {
     std::filesystem::remove(err_path);
     return result;
 }
-
-/// A fresh, empty directory removed when the object goes out of scope.
-class TempDir {
-public:
-    explicit TempDir(const std::string& name) {
-        static int counter = 0;
-        path_ = std::filesystem::temp_directory_path() /
-                ("kascade_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    std::filesystem::path path_;
-};

@@ -34,8 +34,8 @@ void expect_one_line_error(const CommandResult& r, const std::string& needle) {
 }
 
 TEST(GenerateCommand, GreedyFromLlama2cCheckpointMatchesPublishedOutput) {
-    const auto r = run_kascade("generate --model " + shell_quote(kBin) + " --tokenizer " + shell_quote(kTok) +
-                               " -n 256 --greedy");
+    const auto r =
+        run_kascade("generate --model " + shell_quote(kBin) + " --tokenizer " + shell_quote(kTok) + " -n 256 --greedy");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, read_all(kShared / "models/stories260K/greedy-reference.txt"));
     EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
@@ -112,7 +112,7 @@ TEST(BadInput, ContextLargerThanTheModels) {
 
 /// A copy of the stories260K HF directory whose safetensors file or config the test then damages.
 class DamagedHfModel : public ::testing::Test {
-protected:
+  protected:
     TempDir dir_{"damaged_hf"};
     void SetUp() override {
         for (const char* f : {"config.json", "model.safetensors", "tok512.bin"}) fs::copy_file(kHfDir / f, dir_ / f);

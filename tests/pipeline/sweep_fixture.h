@@ -25,17 +25,27 @@ inline constexpr int kTestTokens = 508;
 
 inline std::string tiny_sweep_toml() {
     return "# pipeline test sweep\n"
-           "[model]\npath = \"" + kStoriesBin.string() + "\"\ntokenizer = \"" + kStoriesTok.string() + "\"\n"
-           "[text]\npath = \"" + kStoriesText.string() + "\"\n"
-           "[calibration]\noffset = 0\ntokens = " + std::to_string(kCalibTokens) + "\n"
-           "[test]\ntokens = " + std::to_string(kTestTokens) + "\n"
+           "[model]\npath = \"" +
+           kStoriesBin.string() + "\"\ntokenizer = \"" + kStoriesTok.string() +
+           "\"\n"
+           "[text]\npath = \"" +
+           kStoriesText.string() +
+           "\"\n"
+           "[calibration]\noffset = 0\ntokens = " +
+           std::to_string(kCalibTokens) +
+           "\n"
+           "[test]\ntokens = " +
+           std::to_string(kTestTokens) +
+           "\n"
            "[grid]\nctx = [128]\ntile = [16]\ntopk_tiles = [2, 4]\n"
            "[[schedules]]\npolicy = \"threshold\"\nthreshold = [0.5, 0.95]\nmax_reuse_dist = 2\n"
            "[[schedules]]\npolicy = \"dp\"\nanchors = [2]\n"
            "[baselines]\nmethods = [\"dense\", \"oracle\", \"streaming\"]\n";
 }
 
-inline void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+inline void write_text(const fs::path& path, const std::string& text) {
+    std::ofstream(path) << text;
+}
 
 /// Rows of a query on a results database, every value as text ("NULL" for NULL).
 inline std::vector<std::vector<std::string>> sql_rows(const fs::path& db_file, const std::string& sql) {

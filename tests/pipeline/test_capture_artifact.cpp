@@ -12,15 +12,15 @@
 namespace {
 
 class CaptureArtifact : public ::testing::Test {
-protected:
+  protected:
     TempDir dir_{"capture"};
     fs::path results_ = dir_ / "results";
     fs::path capture_file_;
 
     void SetUp() override {
-        const CommandResult r = run_kascade("capture --results " + shell_quote(results_) + " --model " +
-                                            shell_quote(kStoriesBin) + " --text " + shell_quote(kStoriesText) +
-                                            " --calib-tokens 300 --ctx 100 --tile 16 --save-qk");
+        const CommandResult r =
+            run_kascade("capture --results " + shell_quote(results_) + " --model " + shell_quote(kStoriesBin) +
+                        " --text " + shell_quote(kStoriesText) + " --calib-tokens 300 --ctx 100 --tile 16 --save-qk");
         ASSERT_EQ(r.exit_code, 0) << r.err;
         const std::string key = r.out.substr(8, 16);  // "capture <key>"
         capture_file_ = results_ / "artifacts/capture" / (key + ".h5");
@@ -43,11 +43,15 @@ TEST_F(CaptureArtifact, H5dumpShowsTheDocumentedLayout) {
         EXPECT_NE(out.find("ATTRIBUTE \"" + std::string(attr) + "\""), std::string::npos) << attr;
     }
     for (int l = 0; l < 5; ++l) EXPECT_NE(out.find("GROUP \"layer_0" + std::to_string(l) + "\""), std::string::npos);
-    const std::regex tile_mass(R"(DATASET "tile_mass" \{\s*DATATYPE\s+H5T_IEEE_F32LE\s*DATASPACE\s+SIMPLE \{ \( 3, 4, 7, 7 \))");
+    const std::regex tile_mass(
+        R"(DATASET "tile_mass" \{\s*DATATYPE\s+H5T_IEEE_F32LE\s*DATASPACE\s+SIMPLE \{ \( 3, 4, 7, 7 \))");
     EXPECT_TRUE(std::regex_search(out, tile_mass)) << out.substr(0, 3000);
-    EXPECT_TRUE(std::regex_search(out, std::regex(R"(DATASET "q" \{\s*DATATYPE\s+H5T_IEEE_F32LE\s*DATASPACE\s+SIMPLE \{ \( 3, 100, 8, 8 \))")));
-    EXPECT_TRUE(std::regex_search(out, std::regex(R"(DATASET "k" \{\s*DATATYPE\s+H5T_IEEE_F32LE\s*DATASPACE\s+SIMPLE \{ \( 3, 4, 100, 8 \))")));
-    EXPECT_TRUE(std::regex_search(out, std::regex(R"(DATASET "tokens" \{\s*DATATYPE\s+H5T_STD_I32LE\s*DATASPACE\s+SIMPLE \{ \( 297 \))")));
+    EXPECT_TRUE(std::regex_search(
+        out, std::regex(R"(DATASET "q" \{\s*DATATYPE\s+H5T_IEEE_F32LE\s*DATASPACE\s+SIMPLE \{ \( 3, 100, 8, 8 \))")));
+    EXPECT_TRUE(std::regex_search(
+        out, std::regex(R"(DATASET "k" \{\s*DATATYPE\s+H5T_IEEE_F32LE\s*DATASPACE\s+SIMPLE \{ \( 3, 4, 100, 8 \))")));
+    EXPECT_TRUE(std::regex_search(
+        out, std::regex(R"(DATASET "tokens" \{\s*DATATYPE\s+H5T_STD_I32LE\s*DATASPACE\s+SIMPLE \{ \( 297 \))")));
 }
 
 TEST_F(CaptureArtifact, PooledMassOfEveryQueryTileSumsToTheRowsPooled) {
@@ -55,7 +59,8 @@ TEST_F(CaptureArtifact, PooledMassOfEveryQueryTileSumsToTheRowsPooled) {
     const int ctx = 100, tile = 16, n_tiles = 7, group = 2, n_kv = 4;
     EXPECT_EQ(reader.root().attr_int("n_windows"), 3);
     for (int l = 0; l < 5; ++l) {
-        const std::vector<float> mass = reader.root().open_group("layer_0" + std::to_string(l)).open_dataset("tile_mass").read<float>();
+        const std::vector<float> mass =
+            reader.root().open_group("layer_0" + std::to_string(l)).open_dataset("tile_mass").read<float>();
         ASSERT_EQ(mass.size(), static_cast<size_t>(3 * n_kv * n_tiles * n_tiles));
         for (int w = 0; w < 3; ++w)
             for (int h = 0; h < n_kv; ++h)
@@ -70,8 +75,8 @@ TEST_F(CaptureArtifact, PooledMassOfEveryQueryTileSumsToTheRowsPooled) {
                         sum += row[kt];
                     }
                     const int rows = std::min(tile, ctx - qt * tile);
-                    EXPECT_NEAR(sum, group * rows, 1e-3) << "layer " << l << " window " << w << " head " << h
-                                                         << " tile " << qt;
+                    EXPECT_NEAR(sum, group * rows, 1e-3)
+                        << "layer " << l << " window " << w << " head " << h << " tile " << qt;
                 }
         const double importance = reader.root().open_group("layer_0" + std::to_string(l)).attr_double("importance");
         EXPECT_GT(importance, 0.0);

@@ -20,7 +20,7 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 }
 
 class BadPipelineInput : public ::testing::Test {
-protected:
+  protected:
     TempDir dir_{"bad_pipeline"};
     fs::path results_ = dir_ / "results";
 
@@ -30,9 +30,9 @@ protected:
     }
     /// A schedule made from a short capture on stories260K; returns its id.
     std::string make_schedule() {
-        const CommandResult c = run_kascade("capture --results " + shell_quote(results_) + " --model " +
-                                            shell_quote(kStoriesBin) + " --text " + shell_quote(kStoriesText) +
-                                            " --calib-tokens 254 --ctx 128");
+        const CommandResult c =
+            run_kascade("capture --results " + shell_quote(results_) + " --model " + shell_quote(kStoriesBin) +
+                        " --text " + shell_quote(kStoriesText) + " --calib-tokens 254 --ctx 128");
         EXPECT_EQ(c.exit_code, 0) << c.err;
         const CommandResult s = run_kascade("similarity --results " + shell_quote(results_) + " --capture " +
                                             c.out.substr(8, 16) + " --topk-tiles 2");
@@ -75,16 +75,17 @@ TEST_F(BadPipelineInput, ResultsFolderThatCannotBeWritten) {
 TEST_F(BadPipelineInput, EvalRangeOverlappingTheCalibrationRange) {
     const std::string id = make_schedule();
     const int runs_before = std::stoi(sql_value(results_ / "kascade.db", "SELECT count(*) FROM runs"));
-    const auto r = run_kascade("eval --results " + shell_quote(results_) + " --model " + shell_quote(kStoriesBin) +
-                               " --text " + shell_quote(kStoriesText) + " --ctx 128 --schedule " + id +
-                               " --offset 100 --eval-tokens 254");
+    const auto r =
+        run_kascade("eval --results " + shell_quote(results_) + " --model " + shell_quote(kStoriesBin) + " --text " +
+                    shell_quote(kStoriesText) + " --ctx 128 --schedule " + id + " --offset 100 --eval-tokens 254");
     expect_error(r, "overlap the calibration tokens");
     EXPECT_EQ(std::stoi(sql_value(results_ / "kascade.db", "SELECT count(*) FROM runs")), runs_before);
 }
 
 TEST_F(BadPipelineInput, ScheduleMadeForAnotherModel) {
     const std::string id = make_schedule();
-    // The HF copy of stories260K has the same shapes but is another file: a schedule is tied to the model it was made on.
+    // The HF copy of stories260K has the same shapes but is another file: a schedule is tied to the model it was made
+    // on.
     const auto r = run_kascade("eval --results " + shell_quote(results_) + " --model " +
                                shell_quote(kShared / "models/stories260K-hf") + " --text " + shell_quote(kStoriesText) +
                                " --ctx 128 --eval-tokens 254 --schedule " + id);
@@ -93,7 +94,8 @@ TEST_F(BadPipelineInput, ScheduleMadeForAnotherModel) {
 }
 
 TEST_F(BadPipelineInput, UnknownCaptureKey) {
-    const auto r = run_kascade("similarity --results " + shell_quote(results_) + " --capture 0123456789abcdef --topk-tiles 4");
+    const auto r =
+        run_kascade("similarity --results " + shell_quote(results_) + " --capture 0123456789abcdef --topk-tiles 4");
     expect_error(r, "no capture with key '0123456789abcdef'");
 }
 

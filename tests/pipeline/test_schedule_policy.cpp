@@ -24,17 +24,14 @@ LayerSimilarity uniform_heads(int n_layers, int n_kv_heads, const std::vector<st
     return s;
 }
 
-std::vector<int> roles_as_anchor_list(const AttentionSchedule& s) { return schedule_anchor_layers(s); }
+std::vector<int> roles_as_anchor_list(const AttentionSchedule& s) {
+    return schedule_anchor_layers(s);
+}
 
 TEST(SchedulePolicy, ThresholdWalksLayersAndRespectsMaxDistance) {
     // score[b][a]
     const std::vector<std::vector<float>> score = {
-        {},
-        {0.9f},
-        {0.8f, 0.3f},
-        {0.4f, 0.2f, 0.95f},
-        {0.9f, 0.9f, 0.9f, 0.9f},
-        {0.9f, 0.9f, 0.9f, 0.9f, 0.9f},
+        {}, {0.9f}, {0.8f, 0.3f}, {0.4f, 0.2f, 0.95f}, {0.9f, 0.9f, 0.9f, 0.9f}, {0.9f, 0.9f, 0.9f, 0.9f, 0.9f},
     };
     const LayerSimilarity sim = uniform_heads(6, 1, score);
     // t = 0.7: 1 reuses 0 (0.9), 2 reuses 0 (0.8), 3 vs 0 is 0.4 -> anchor, 4 reuses 3, 5 reuses 3.
@@ -66,8 +63,7 @@ TEST(SchedulePolicy, ArgmaxHeadMapTakesTheBestAnchorHead) {
     EXPECT_NEAR(sim.layer_score(0, 1), (0.9 + 0.8 + 0.7) / 3, 1e-6);
     EXPECT_EQ(schedule_threshold(sim, 0.0, 4, HeadMapMode::Identity).layers[1].head_map,
               (std::vector<int32_t>{0, 1, 2}));
-    EXPECT_EQ(schedule_threshold(sim, 0.0, 4, HeadMapMode::Pooled).layers[1].head_map,
-              (std::vector<int32_t>{0, 0, 0}));
+    EXPECT_EQ(schedule_threshold(sim, 0.0, 4, HeadMapMode::Pooled).layers[1].head_map, (std::vector<int32_t>{0, 0, 0}));
 }
 
 /// The objective the dp maximises, evaluated directly for one anchor set.
@@ -80,7 +76,8 @@ double objective(const LayerSimilarity& sim, const std::vector<int>& anchors) {
             current = j;
             ++next;
         }
-        total += (sim.importance.empty() ? 1.0 : sim.importance[j]) * (j == current ? 1.0 : sim.layer_score(current, j));
+        total +=
+            (sim.importance.empty() ? 1.0 : sim.importance[j]) * (j == current ? 1.0 : sim.layer_score(current, j));
     }
     return total;
 }

@@ -27,7 +27,7 @@ std::map<std::string, fs::file_time_type> artifact_times(const fs::path& results
 }
 
 class SweepTest : public ::testing::Test {
-protected:
+  protected:
     TempDir dir_{"sweep"};
     fs::path toml_ = dir_ / "tiny.toml";
     fs::path results_ = dir_ / "results";
@@ -65,7 +65,8 @@ TEST_F(SweepTest, SecondRunComputesNothingAndQueryListsEveryRun) {
 }
 
 TEST_F(SweepTest, DryRunListsJobsAndWritesNothing) {
-    const CommandResult r = run_kascade("sweep " + shell_quote(toml_) + " --dry-run --results " + shell_quote(results_));
+    const CommandResult r =
+        run_kascade("sweep " + shell_quote(toml_) + " --dry-run --results " + shell_quote(results_));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("20 jobs, 0 stored, 20 to compute"), std::string::npos) << r.out;
     EXPECT_FALSE(fs::exists(results_));
@@ -93,7 +94,8 @@ void sweep_killed_after(const fs::path& toml, const fs::path& results, int compu
     while (computed < computed_lines && (n = ::read(fds[0], buffer, sizeof buffer)) > 0) {
         log.append(buffer, static_cast<size_t>(n));
         computed = 0;
-        for (size_t at = log.find(" computed "); at != std::string::npos; at = log.find(" computed ", at + 1)) ++computed;
+        for (size_t at = log.find(" computed "); at != std::string::npos; at = log.find(" computed ", at + 1))
+            ++computed;
     }
     ::kill(pid, SIGKILL);
     int status = 0;
@@ -113,8 +115,9 @@ TEST_F(SweepTest, KilledThreeTimesThenResumedEqualsUninterrupted) {
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     EXPECT_EQ(run_results(results_), run_results(reference));
     EXPECT_EQ(sql_value(results_ / "kascade.db", "PRAGMA integrity_check"), "ok");
-    EXPECT_EQ(sql_value(results_ / "kascade.db", "SELECT count(*) FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id"
-                                                 " WHERE m.run_id IS NULL"),
+    EXPECT_EQ(sql_value(results_ / "kascade.db",
+                        "SELECT count(*) FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id"
+                        " WHERE m.run_id IS NULL"),
               "0");
     // Every recorded artifact is a complete file; no partial file is recorded or left behind.
     for (const auto& row : sql_rows(results_ / "kascade.db", "SELECT path FROM artifacts")) {
@@ -136,9 +139,9 @@ TEST_F(SweepTest, RerunningOneStageAddsOneScheduleAndOneRun) {
                                         " --policy threshold --threshold 0.42 --max-reuse-dist 3");
     ASSERT_EQ(s.exit_code, 0) << s.err;
     const std::string id = s.out.substr(9, s.out.find('\n') - 9);  // "schedule <id>\n..."
-    const CommandResult e = run_kascade("eval --results " + shell_quote(results_) + " --model " +
-                                        shell_quote(kStoriesBin) + " --text " + shell_quote(kStoriesText) +
-                                        " --ctx 128 --eval-tokens " + std::to_string(kTestTokens) + " --schedule " + id);
+    const CommandResult e = run_kascade(
+        "eval --results " + shell_quote(results_) + " --model " + shell_quote(kStoriesBin) + " --text " +
+        shell_quote(kStoriesText) + " --ctx 128 --eval-tokens " + std::to_string(kTestTokens) + " --schedule " + id);
     ASSERT_EQ(e.exit_code, 0) << e.err;
     EXPECT_EQ(count(results_, "schedules"), schedules + 1);
     EXPECT_EQ(count(results_, "runs"), runs + 1);

@@ -85,7 +85,8 @@ inline std::vector<std::vector<double>> logits(const Model& m, const std::vector
                 double sum = 0;
                 for (int j = 0; j <= t; ++j) sum += s[j] = std::exp(s[j] - s_max);
                 for (int j = 0; j <= t; ++j)
-                    for (int i = 0; i < m.head_dim; ++i) att[h * m.head_dim + i] += s[j] / sum * v[j][kvh * m.head_dim + i];
+                    for (int i = 0; i < m.head_dim; ++i)
+                        att[h * m.head_dim + i] += s[j] / sum * v[j][kvh * m.head_dim + i];
             }
             const auto o = matvec(L.wo, att, m.dim, qd);
             for (int i = 0; i < m.dim; ++i) x[t][i] += o[i];

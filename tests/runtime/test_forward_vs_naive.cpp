@@ -157,7 +157,7 @@ double from_bf16(uint16_t b) {
 /// Writes tensors as a BF16 safetensors file with this test's own writer, and keeps the rounded values for the
 /// naive model.
 class Bf16SafetensorsWriter {
-public:
+  public:
     std::vector<double> add(const std::string& name, std::vector<int64_t> shape, double mean, double stddev,
                             std::mt19937_64& rng) {
         size_t count = 1;
@@ -184,7 +184,7 @@ public:
         out.write(reinterpret_cast<const char*>(data_.data()), static_cast<std::streamsize>(data_.size()));
     }
 
-private:
+  private:
     nlohmann::json header_ = nlohmann::json::object();
     std::vector<uint8_t> data_;
 };

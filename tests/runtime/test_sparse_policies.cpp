@@ -89,7 +89,8 @@ TEST(SparsePolicies, SparsityChangesPerplexityButStaysFinite) {
     options.ctx = 512;
     DenseAttention dense;
     const double ppl_dense = evaluate_perplexity(model, dense, tokens, options).perplexity();
-    KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads), {.tile = 16, .topk = {.tiles = 2}});
+    KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads),
+                             {.tile = 16, .topk = {.tiles = 2}});
     const double ppl = evaluate_perplexity(model, kascade, tokens, options).perplexity();
     EXPECT_TRUE(std::isfinite(ppl));
     EXPECT_NE(ppl, ppl_dense);  // 2 of up to 31 tiles: the sparse pass must not silently be the dense one

@@ -9,29 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include "common/temp_dir.h"
 #include "io/store/results_db.h"
 
 namespace kascade::test {
-
-/// A fresh folder under the system temp dir, removed with everything in it when the object goes away.
-class TempDir {
-  public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "kascade-store-XXXXXX").string();
-        path_ = ::mkdtemp(pattern.data());
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ignored);
-        std::filesystem::remove_all(path_, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-  private:
-    std::filesystem::path path_;
-};
 
 inline ModelRecord sample_model() {
     ModelRecord m;

@@ -19,7 +19,7 @@ using test::kSmolLm2Json;
 using test::kWikiTest;
 
 class SmolLm2TokenizerTest : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() { tok_ = load_tokenizer(kSmolLm2Json).release(); }
     static void TearDownTestSuite() {
         delete tok_;

@@ -64,7 +64,7 @@ std::vector<int32_t> run_c_encode(const Llama2cTokenizer& tok, std::string_view 
 }
 
 class Llama2cTokenizerTest : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() { tok_ = new Llama2cTokenizer(kTok512, read_file(kTok512)); }
     static void TearDownTestSuite() {
         delete tok_;

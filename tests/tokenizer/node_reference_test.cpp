@@ -58,7 +58,7 @@ void expect_same_ids(const std::vector<int32_t>& ours, const std::vector<int32_t
 }
 
 class NodeReferenceTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         const std::string missing = node_reference_missing();
         if (missing.empty()) return;

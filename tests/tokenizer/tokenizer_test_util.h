@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "common/temp_dir.h"
 #include "io/file_util.h"
 
 namespace kascade::test {
@@ -30,36 +31,6 @@ inline std::string head_lines(const std::string& text, std::size_t min_bytes) {
     const std::size_t newline = text.find('\n', min_bytes);
     return text.substr(0, newline == std::string::npos ? text.size() : newline + 1);
 }
-
-/// A fresh directory under the system temp dir, removed with everything in it when the test ends.
-class TempDir {
-public:
-    TempDir() {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = std::filesystem::temp_directory_path() / (std::string("kascade_tok_") + info->test_suite_name() + "_" +
-                                                          info->name() + "_" + std::to_string(::getpid()));
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const std::filesystem::path& path() const { return path_; }
-
-    std::filesystem::path write(std::string_view name, std::string_view contents) const {
-        const std::filesystem::path file = path_ / name;
-        std::ofstream out(file, std::ios::binary);
-        out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-        return file;
-    }
-
-private:
-    std::filesystem::path path_;
-};
 
 /// Wall time of `fn()` in milliseconds.
 template <typename Fn>

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/temp_dir.h"
 #include "io/error.h"
 
 namespace kascade::test {
@@ -23,33 +24,6 @@ namespace kascade::test {
 inline std::filesystem::path shared_dir() {
     return KASCADE_SHARED_DIR;
 }
-
-/// A fresh directory under the system temp dir, named after the running test; removed with everything in it.
-class TempDir {
-  public:
-    TempDir() {
-        static std::atomic<int> counter{0};
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string test_name = info != nullptr ? info->name() : "test";
-        std::replace(test_name.begin(), test_name.end(), '/', '_');  // parameterised tests are named "Case/Param"
-        path_ = std::filesystem::temp_directory_path() /
-                ("kascade_weights_" + test_name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const std::filesystem::path& path() const { return path_; }
-    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
-  private:
-    std::filesystem::path path_;
-};
 
 inline void write_bytes(const std::filesystem::path& path, std::string_view bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
