@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_results_reporter.h"
 #include "kernels/dense_attention.h"
 #include "kernels/sparse_attention.h"
 #include "kernels/tile_mass.h"
@@ -285,6 +286,7 @@ void register_all() {
 }  // namespace kascade
 
 int main(int argc, char** argv) {
+    const auto results_dir = kascade::ResultsDbReporter::take_results_flag(argc, argv);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
@@ -294,7 +296,7 @@ int main(int argc, char** argv) {
     std::string load1;
     if (loadavg >> load1) benchmark::AddCustomContext("loadavg_1min_at_start", load1);
     kascade::register_all();
-    benchmark::RunSpecifiedBenchmarks();
+    kascade::run_benchmarks(results_dir);
     benchmark::Shutdown();
     return 0;
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_results_reporter.h"
 #include "io/weights/model_weights.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/transformer.h"
@@ -159,11 +160,12 @@ void register_all() {
 }  // namespace kascade
 
 int main(int argc, char** argv) {
+    const auto results_dir = kascade::ResultsDbReporter::take_results_flag(argc, argv);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
     kascade::register_all();
-    benchmark::RunSpecifiedBenchmarks();
+    kascade::run_benchmarks(results_dir);
     benchmark::Shutdown();
     return 0;
 }

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKASCADE_BUILD_TESTS=OFF -DKASCADE_BUILD_BENCH=OFF >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)" --target kascade
 export KASCADE_ASSETS="$(scripts/fetch_assets.sh | tail -n 1)"
 build/pipeline/kascade sweep experiments/stories260k-quick.toml --results results

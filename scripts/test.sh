@@ -8,15 +8,17 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --with-test-tools
 
 jobs=$(nproc)
+# The models and texts the tests read: ../shared beside the checkout, else the fetched copy (scripts/fetch_assets.sh).
+assets="$(scripts/fetch_assets.sh | tail -n 1)"
 export KASCADE_REQUIRE_NODE_REFERENCE=1   # the tokenizer cross-check must run, not skip
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKASCADE_SHARED_DIR="$assets" >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [ "${1:-}" != "--quick" ]; then
   # Sanitizers: -O1 keeps them fast enough; benchmarks are not built here.
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKASCADE_SANITIZE=ON \
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKASCADE_SANITIZE=ON -DKASCADE_SHARED_DIR="$assets" \
         -DKASCADE_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \

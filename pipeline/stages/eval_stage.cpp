@@ -1,13 +1,12 @@
 #include "pipeline/stages/eval_stage.h"
 
 #include <omp.h>
-#include <unistd.h>
 
-#include <fstream>
 #include <map>
 
 #include "build_info.h"
 #include "io/error.h"
+#include "io/host_info.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/output_error_probe.h"
 #include "pipeline/runtime/perplexity.h"
@@ -23,20 +22,6 @@ namespace {
 
 constexpr int kDefaultTile = 16;
 
-/// hostname and CPU model: where a run's timings come from.
-std::string machine_description() {
-    char host[256] = {0};
-    ::gethostname(host, sizeof host - 1);
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::string line, cpu = "unknown cpu";
-    while (std::getline(cpuinfo, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            cpu = line.substr(line.find(':') + 2);
-            break;
-        }
-    }
-    return fmt::format("{} ({})", host, cpu);
-}
 
 /// The parameters of a run after defaults are filled in from the schedule, its similarity and its capture.
 struct ResolvedEval {
