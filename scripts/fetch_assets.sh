@@ -40,6 +40,16 @@ check() {
   fi
 }
 
+# The long texts are re-derived from their upstream files; a different cut of the same text still serves the
+# tokenizer round-trip tests, so a checksum difference there is reported, not fatal.
+check_or_warn() {
+  local file="$1" sum="$2"
+  if ! echo "$sum  $file" | sha256sum -c --status; then
+    echo "fetch_assets: note: $file differs from the project's copy (sha256 $sum); perplexity figures on it may" \
+         "differ slightly from the README's" >&2
+  fi
+}
+
 command -v curl >/dev/null || { echo "fetch_assets: needs curl (apt-get install curl)" >&2; exit 1; }
 
 fetch "$hf/karpathy/tinyllamas/resolve/main/stories260K/stories260K.bin" "$dir/models/stories260K/stories260K.bin" \
@@ -67,7 +77,7 @@ if [ ! -f "$wiki" ]; then
   (cd "$dir/data/wikitext-2" && unzip -o -q raw.zip wikitext-2-raw/wiki.test.raw)
   # The non-empty rows, CRLF line endings.
   awk 'NF { sub(/\r$/, ""); printf "%s\r\n", $0 }' "$dir/data/wikitext-2/wikitext-2-raw/wiki.test.raw" > "$wiki.part"
-  check "$wiki.part" 4f3e427e4aff23acff917a8a51aeae21bf12832256e26914c8fc250dcef4103c
+  check_or_warn "$wiki.part" 4f3e427e4aff23acff917a8a51aeae21bf12832256e26914c8fc250dcef4103c
   mv "$wiki.part" "$wiki"
   rm -rf "$dir/data/wikitext-2/raw.zip" "$dir/data/wikitext-2/wikitext-2-raw"
 fi
@@ -78,7 +88,7 @@ if [ ! -f "$moby" ]; then
   # Between the "*** START OF" and "*** END OF" lines of Project Gutenberg's wrapper.
   awk '/^\*\*\* END OF/ { exit } started { print } /^\*\*\* START OF/ { started = 1 }' \
     "$dir/data/moby-dick/gutenberg.txt" > "$moby.part"
-  check "$moby.part" 2975c3faf22ded4b19716486bdee4e24999f6ee9dc36c227ab624faaf154af14
+  check_or_warn "$moby.part" 2975c3faf22ded4b19716486bdee4e24999f6ee9dc36c227ab624faaf154af14
   mv "$moby.part" "$moby"
   rm -f "$dir/data/moby-dick/gutenberg.txt"
 fi
