@@ -21,8 +21,9 @@ nlohmann::json capture_params_json(const CaptureParams& p) {
             {"save_qk", p.save_qk}};
 }
 
-nlohmann::json capture_inputs_json(const LoadedModel& model, const LoadedText& text) {
-    return {{"model", model.model_hash}, {"tokenizer", model.tokenizer_hash}, {"text", text.hash}};
+nlohmann::json capture_inputs_json(const std::string& model_hash, const std::string& tokenizer_hash,
+                                   const std::string& text_hash) {
+    return {{"model", model_hash}, {"tokenizer", tokenizer_hash}, {"text", text_hash}};
 }
 
 void check_params(const CaptureParams& p, const LoadedModel& model, const LoadedText& text) {
@@ -38,13 +39,15 @@ void check_params(const CaptureParams& p, const LoadedModel& model, const Loaded
 
 }  // namespace
 
-std::string capture_key(const LoadedModel& model, const LoadedText& text, const CaptureParams& params) {
-    return content_key("capture", kCaptureFormatVersion, capture_inputs_json(model, text), capture_params_json(params));
+std::string capture_key(const std::string& model_hash, const std::string& tokenizer_hash, const std::string& text_hash,
+                        const CaptureParams& params) {
+    return content_key("capture", kCaptureFormatVersion, capture_inputs_json(model_hash, tokenizer_hash, text_hash),
+                       capture_params_json(params));
 }
 
 StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, const CaptureParams& params, bool force) {
     check_params(params, model, text);
-    const std::string key = capture_key(model, text, params);
+    const std::string key = capture_key(model.model_hash, model.tokenizer_hash, text.hash, params);
     if (!force && ws.has_artifact(key)) return {key, true};
 
     const ModelConfig& c = model.weights.config;
@@ -58,8 +61,8 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
     H5ArtifactWriter writer(ws.artifact_path("capture", key), kCaptureFormatVersion);
     H5Group& root = writer.root();
     const ArtifactHeader header =
-        make_artifact_header("capture", key, capture_inputs_json(model, text), capture_params_json(params),
-                             model.model_hash, text.hash, model.tokenizer_hash);
+        make_artifact_header("capture", key, capture_inputs_json(model.model_hash, model.tokenizer_hash, text.hash),
+                             capture_params_json(params), model.model_hash, text.hash, model.tokenizer_hash);
     write_artifact_header(root, header);
     root.set_attr("token_offset", params.token_offset);
     root.set_attr("n_tokens", n_windows * per_window);

@@ -28,7 +28,8 @@ struct StageResult {
 StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, const CaptureParams& params,
                         bool force = false);
 
-/// The content key run_capture would use, without running anything.
-std::string capture_key(const LoadedModel& model, const LoadedText& text, const CaptureParams& params);
+/// The content key of a capture (pure: a sweep plans with it before loading anything).
+std::string capture_key(const std::string& model_hash, const std::string& tokenizer_hash, const std::string& text_hash,
+                        const CaptureParams& params);
 
 }  // namespace kascade

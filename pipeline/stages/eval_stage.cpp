@@ -22,7 +22,6 @@ namespace {
 
 constexpr int kDefaultTile = 16;
 
-
 /// The parameters of a run after defaults are filled in from the schedule, its similarity and its capture.
 struct ResolvedEval {
     EvalParams params;
@@ -133,6 +132,8 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
         dense_metrics = ws.db().load_run(dense.run_id).metrics;
     }
 
+    std::optional<AttentionSchedule> schedule;
+    if (r.schedule) schedule = attention_schedule_from(*r.schedule);
     std::unique_ptr<AttentionPolicy> policy;
     KascadeAttention* kascade_policy = nullptr;
     StreamingAttention* streaming_policy = nullptr;
@@ -144,12 +145,9 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
         policy = std::move(p);
     } else {
         SparseAttentionOptions options_for_schedule = sparse;
-        AttentionSchedule schedule = AttentionSchedule::oracle(c.n_layers);
-        if (r.schedule) {
-            schedule = attention_schedule_from(*r.schedule);
-            options_for_schedule.pooled_heads = r.schedule->record.head_map == "pooled";
-        }
-        auto p = std::make_unique<KascadeAttention>(std::move(schedule), options_for_schedule);
+        if (r.schedule) options_for_schedule.pooled_heads = r.schedule->record.head_map == "pooled";
+        auto p = std::make_unique<KascadeAttention>(schedule.value_or(AttentionSchedule::oracle(c.n_layers)),
+                                                    options_for_schedule);
         kascade_policy = p.get();
         policy = std::move(p);
     }
@@ -226,12 +224,6 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
     metrics.tokens_per_s = result.tokens_per_second();
     std::map<std::string, double> ms_by_role;
     std::vector<RunLayerRecord> layers(c.n_layers);
-    const AttentionSchedule* schedule = nullptr;
-    AttentionSchedule stored;
-    if (r.schedule) {
-        stored = attention_schedule_from(*r.schedule);
-        schedule = &stored;
-    }
     for (int l = 0; l < c.n_layers; ++l) {
         const std::string role(policy->layer_role(l));
         const double ms = result.stats.layer_attention_ms[l] / n_windows;

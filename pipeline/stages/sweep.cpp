@@ -79,13 +79,7 @@ std::vector<PlannedJob> make_plan(const SweepSpec& spec, const Hashes& h) {
             c.capture = CaptureParams{spec.calib_offset, spec.calib_tokens, ctx, tile, false};
             c.job.label = fmt::format("ctx={} tile={} tokens [{}, {})", ctx, tile, spec.calib_offset,
                                       spec.calib_offset + spec.calib_tokens);
-            c.job.key = content_key("capture", kCaptureFormatVersion,
-                                    {{"model", h.model}, {"tokenizer", h.tokenizer}, {"text", h.text}},
-                                    {{"token_offset", c.capture.token_offset},
-                                     {"n_tokens", c.capture.n_tokens},
-                                     {"ctx", ctx},
-                                     {"tile", tile},
-                                     {"save_qk", false}});
+            c.job.key = capture_key(h.model, h.tokenizer, h.text, c.capture);
             plan.push_back(c);
             for (const TopKRule& topk : spec.topk) {
                 PlannedJob s;
@@ -115,16 +109,22 @@ std::vector<PlannedJob> make_plan(const SweepSpec& spec, const Hashes& h) {
     return plan;
 }
 
-/// Marks the jobs whose keys the results database already holds (read-only; no database is created).
+/// Marks the jobs the stages would reuse: a row with the job's key, and for artifacts their file in place (what
+/// Workspace::has_artifact checks). Read-only; no database is created.
 void mark_stored(const fs::path& results_dir, std::vector<PlannedJob>& plan) {
     const fs::path db_file = results_dir / ResultsDb::kFileName;
     if (!fs::exists(db_file)) return;
     QueryDb db(db_file);
     for (PlannedJob& j : plan) {
-        const std::string sql = j.job.stage == "eval"       ? "SELECT 1 FROM runs WHERE key = '" + j.job.key + "'"
-                                : j.job.stage == "schedule" ? "SELECT 1 FROM schedules WHERE key = '" + j.job.key + "'"
-                                                            : "SELECT 1 FROM artifacts WHERE key = '" + j.job.key + "'";
-        j.job.stored = !db.select(sql).rows.empty();
+        const std::string& key = j.job.key;
+        if (j.job.stage == "eval") {
+            j.job.stored = !db.select("SELECT 1 FROM runs WHERE key = '" + key + "'").rows.empty();
+        } else if (j.job.stage == "schedule") {
+            j.job.stored = !db.select("SELECT 1 FROM schedules WHERE key = '" + key + "'").rows.empty();
+        } else {
+            const QueryResult row = db.select("SELECT path FROM artifacts WHERE key = '" + key + "'");
+            j.job.stored = !row.rows.empty() && fs::exists(results_dir / std::get<std::string>(row.rows[0][0]));
+        }
     }
 }
 

@@ -72,6 +72,21 @@ TEST_F(SweepTest, DryRunListsJobsAndWritesNothing) {
     EXPECT_FALSE(fs::exists(results_));
 }
 
+TEST_F(SweepTest, ADeletedArtifactFileIsComputedAgain) {
+    ASSERT_EQ(sweep(results_).exit_code, 0);
+    const std::string capture = sql_value(results_ / "kascade.db", "SELECT path FROM artifacts WHERE stage = 'capture'");
+    const auto results_before = run_results(results_);
+    fs::remove(results_ / capture);
+    const CommandResult plan = run_kascade("sweep " + shell_quote(toml_) + " --dry-run --results " + shell_quote(results_));
+    ASSERT_EQ(plan.exit_code, 0) << plan.err;
+    EXPECT_NE(plan.out.find("20 jobs, 19 stored, 1 to compute"), std::string::npos) << plan.out;
+    const CommandResult again = sweep(results_);
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_NE(again.out.find("1 jobs computed"), std::string::npos) << again.out;
+    EXPECT_TRUE(fs::exists(results_ / capture));
+    EXPECT_EQ(run_results(results_), results_before);
+}
+
 /// Starts `kascade sweep`, reads its log, and SIGKILLs it once `computed_lines` jobs have been computed.
 void sweep_killed_after(const fs::path& toml, const fs::path& results, int computed_lines) {
     int fds[2];

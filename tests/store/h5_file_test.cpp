@@ -17,16 +17,8 @@ namespace kascade {
 namespace {
 
 namespace fs = std::filesystem;
+using test::error_of;
 using test::TempDir;
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 template <class T>
 std::vector<T> iota_values(std::size_t n, T start) {

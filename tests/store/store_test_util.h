@@ -4,15 +4,27 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/temp_dir.h"
+#include "io/error.h"
 #include "io/store/results_db.h"
 
 namespace kascade::test {
+
+/// The message of the kascade::Error that f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
 
 inline ModelRecord sample_model() {
     ModelRecord m;

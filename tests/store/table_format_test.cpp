@@ -9,16 +9,8 @@
 namespace kascade {
 namespace {
 
+using test::error_of;
 using test::TempDir;
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 // A database with one small table exercising every cell kind: text needing quotes, UTF-8, NULL, REAL, negatives.
 class QueryFormat : public ::testing::Test {
