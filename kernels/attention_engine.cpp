@@ -142,6 +142,7 @@ void query_block_load(QueryBlock& b, const AttnShape& shape, const float* q, int
     b.n_cols = b.group * n_rows;
     b.n_pad = round_up(b.n_cols, kPanel);
     b.min_pos = shape.n_k - shape.n_q + row0;
+    b.window = shape.effective_window();
     const int rs = shape.q_row_stride();
     for (int g = 0; g < b.group; ++g) {
         const int h = kv_head * b.group + g;
@@ -194,6 +195,21 @@ void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0) {
         for (int c = 0; c < b.n_pad; c += kLanes)
             v_store(row + c, v_mask_lt(v_load(row + c), b.pos + c, key0 + kk, kNegInf));
     }
+    // Window mask: key j is hidden from the column at position p when j <= p - window, which can only happen for
+    // keys up to the block's last query - window.
+    if (b.window > 0) {
+        const int n_masked = std::min(n_keys, b.min_pos + b.n_rows - b.window - key0);
+        for (int kk = 0; kk < n_masked; ++kk) {
+            float* row = b.s + kk * b.n_pad;
+            for (int c = 0; c < b.n_pad; c += kLanes)
+                v_store(row + c, v_mask_gt(v_load(row + c), b.pos + c, key0 + kk + b.window - 1, kNegInf));
+        }
+    }
+}
+
+int window_key_begin(int min_pos, int window, int align) {
+    if (window <= 0 || min_pos - window + 1 <= 0) return 0;
+    return (min_pos - window + 1) / align * align;
 }
 
 void query_block_softmax(QueryBlock& b, int n_keys) {
@@ -202,19 +218,22 @@ void query_block_softmax(QueryBlock& b, int n_keys) {
         const vf m_old = v_load(b.m + c);
         vf m_new = m_old;
         for (int kk = 0; kk < n_keys; ++kk) m_new = v_max(m_new, v_load(b.s + kk * n_pad + c));
-        const vf alpha = v_exp2(v_sub(m_old, m_new));
+        // A column that has seen only masked keys (possible with a window) has m_new = -inf: exponentiate against 0
+        // instead so that its probabilities are exp2(-inf) = 0 rather than exp2(-inf - -inf) = NaN.
+        const vf m_ref = v_neginf_to_zero(m_new);
+        const vf alpha = v_exp2(v_sub(m_old, m_ref));
         vf sum0 = v_zero(), sum1 = v_zero();
         int kk = 0;
         for (; kk + 1 < n_keys; kk += 2) {
-            const vf e0 = v_exp2(v_sub(v_load(b.s + kk * n_pad + c), m_new));
-            const vf e1 = v_exp2(v_sub(v_load(b.s + (kk + 1) * n_pad + c), m_new));
+            const vf e0 = v_exp2(v_sub(v_load(b.s + kk * n_pad + c), m_ref));
+            const vf e1 = v_exp2(v_sub(v_load(b.s + (kk + 1) * n_pad + c), m_ref));
             v_store(b.s + kk * n_pad + c, e0);
             v_store(b.s + (kk + 1) * n_pad + c, e1);
             sum0 = v_add(sum0, e0);
             sum1 = v_add(sum1, e1);
         }
         if (kk < n_keys) {
-            const vf e = v_exp2(v_sub(v_load(b.s + kk * n_pad + c), m_new));
+            const vf e = v_exp2(v_sub(v_load(b.s + kk * n_pad + c), m_ref));
             v_store(b.s + kk * n_pad + c, e);
             sum0 = v_add(sum0, e);
         }

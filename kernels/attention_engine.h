@@ -18,7 +18,7 @@
 namespace kascade::detail {
 
 constexpr int kPanel = 16;            ///< query columns per score micro-kernel (two vectors)
-constexpr int kPosPadding = 1 << 30;  ///< position given to padding columns: they see every key, never all-masked
+constexpr int kPosPadding = 1 << 30;  ///< position given to padding columns (never stored; a window masks them)
 
 inline int round_up(int x, int m) {
     return (x + m - 1) / m * m;
@@ -32,6 +32,7 @@ struct QueryBlock {
     int n_cols = 0;          ///< group * n_rows real columns
     int n_pad = 0;           ///< n_cols rounded up to kPanel
     int min_pos = 0;         ///< absolute position of the first query row
+    int window = 0;          ///< AttnShape::effective_window(): 0 = causal mask only
     int max_keys = 0;        ///< capacity of s in key rows
     float* qt = nullptr;     ///< [head_dim][n_pad] queries, transposed and pre-scaled
     float* s = nullptr;      ///< [max_keys][n_pad] scores of the current key block, then probabilities
@@ -53,15 +54,21 @@ size_t query_block_floats(int head_dim, int group, int max_rows, int max_keys);
 QueryBlock query_block_bind(float* scratch, int head_dim, int group, int max_rows, int max_keys);
 
 /// Starts a work item: query rows row0..row0+n_rows-1 of the group of `kv_head`, multiplied by `prescale`;
-/// resets m = -inf, l = 0 and (if with_output) o = 0.
+/// resets m = -inf, l = 0 and (if with_output) o = 0. Takes the window from shape.
 void query_block_load(QueryBlock& b, const AttnShape& shape, const float* q, int kv_head, int row0, int n_rows,
                       float prescale, bool with_output);
 
-/// s = K[key0 .. key0+n_keys) . qt with the causal mask (score -inf where the key is after the column's query).
-/// k points at key row key0 of the KV head.
+/// s = K[key0 .. key0+n_keys) . qt with the causal and window masks (score -inf where the key is after the column's
+/// query or at or before query - window). k points at key row key0 of the KV head.
+/// With a window a block may hide every key from some column; the softmax below handles such columns.
 void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0);
 
-/// Online softmax update with the scores in s: new running max, s <- exp2(s - m), l <- l * alpha + row sums.
+/// First key the window (0 = none) can show to query rows starting at position min_pos, rounded down to a multiple
+/// of `align`: keys before it are outside the window of every row, so the kernels skip them.
+int window_key_begin(int min_pos, int window, int align);
+
+/// Online softmax update with the scores in s: new running max, s <- exp2(s - m), l <- l * alpha + row sums. A column
+/// that has seen only masked keys so far keeps m = -inf, l = 0 (its probabilities are 0, not NaN).
 void query_block_softmax(QueryBlock& b, int n_keys);
 
 /// s <- exp2(s - m_fixed[c]): exact probabilities when the final log2-sum-exp per column is already known.
@@ -88,7 +95,7 @@ struct PrefillOutputs {
 };
 void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, const PrefillOutputs& outputs);
 
-/// A run of consecutive keys of one KV head.
+/// A run of consecutive keys of one KV head (decode: the single query's window is applied by clipping the runs).
 struct KeyRange {
     int start = 0;
     int len = 0;

@@ -66,6 +66,20 @@ inline vf v_mask_lt(vf a, const int* pos, int limit, float fill) {
     return _mm256_blendv_ps(a, _mm256_set1_ps(fill), m);
 }
 
+/// Lanes where `pos` (8 ints) > `limit` take `fill`, the others keep `a`: the sliding-window mask (the key is at or
+/// before query position - window).
+inline vf v_mask_gt(vf a, const int* pos, int limit, float fill) {
+    const __m256i p = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pos));
+    const __m256 m = _mm256_castsi256_ps(_mm256_cmpgt_epi32(p, _mm256_set1_epi32(limit)));
+    return _mm256_blendv_ps(a, _mm256_set1_ps(fill), m);
+}
+
+/// Lanes equal to -inf become 0, the others keep `a`.
+inline vf v_neginf_to_zero(vf a) {
+    const __m256 m = _mm256_cmp_ps(a, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
+    return _mm256_andnot_ps(m, a);
+}
+
 /// 2^x for x <= ~0 with relative error ~2e-7; x < -126 (including -inf) gives exactly 0. Cephes exp2f polynomial on
 /// the reduced argument f = x - round(x) in [-0.5, 0.5], scaled by 2^round(x) through the exponent bits.
 inline vf v_exp2(vf x) {
@@ -157,6 +171,16 @@ inline vf v_fma(vf a, vf b, vf c) {
 inline vf v_mask_lt(vf a, const int* pos, int limit, float fill) {
     for (int j = 0; j < kLanes; ++j)
         if (pos[j] < limit) a.x[j] = fill;
+    return a;
+}
+inline vf v_mask_gt(vf a, const int* pos, int limit, float fill) {
+    for (int j = 0; j < kLanes; ++j)
+        if (pos[j] > limit) a.x[j] = fill;
+    return a;
+}
+inline vf v_neginf_to_zero(vf a) {
+    for (float& e : a.x)
+        if (e == -INFINITY) e = 0.0f;
     return a;
 }
 inline vf v_exp2(vf a) {

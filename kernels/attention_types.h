@@ -7,9 +7,14 @@
 // Query row i sits at absolute position n_k - n_q + i and attends causally to keys 0..(its position).
 // GQA: query head h reads KV head h / (n_q_heads / n_kv_heads).
 //
+// Sliding window (AttnShape::window = w > 0, Mistral's and Qwen2's sliding_window): a query at position p attends
+// only keys j with p - w < j <= p, exactly w keys including itself once p >= w - 1. This is Hugging Face's mask
+// `kv_idx > q_idx - sliding_window` (with the causal `kv_idx <= q_idx`). w = 0, or any w >= n_k, changes nothing.
+//
 // Tiles: key tile j holds keys [j*tile, min((j+1)*tile, n_k)); a query at position p belongs to query tile p / tile.
-// For a query tile qt the *candidate* key tiles are 0..qt-1 (strictly before it); the diagonal tile qt is always
-// attended, causally.
+// For a query tile qt the *candidate* key tiles are those strictly before it (kt < qt) that hold at least one key
+// inside the window of at least one query of the tile: first_window_tile(qt, tile, w) .. qt-1 (0 .. qt-1 without a
+// window). The diagonal tile qt is always attended, causally (and, like every tile, only inside each row's window).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,10 @@ struct AttnShape {
     int n_k = 0;        ///< keys in the cache (n_k >= n_q); the queries are the last n_q positions
     int kv_stride = 0;  ///< rows per head in k and v (>= n_k)
     float scale = 0;    ///< softmax scale, usually 1/sqrt(head_dim)
+    int window = 0;     ///< sliding window in keys (query at p sees p - window < j <= p); 0 = no window
+
+    /// The window that can cut anything: 0 when there is none or it covers every key (window >= n_k).
+    int effective_window() const { return window > 0 && window < n_k ? window : 0; }
 
     int group_size() const { return n_q_heads / n_kv_heads; }
     int q_row_stride() const { return n_q_heads * head_dim; }
@@ -34,16 +43,27 @@ inline int tile_count(int n, int tile) {
     return (n + tile - 1) / tile;
 }
 
+/// First key tile holding a key inside the window of some query of query tile q_tile (queries at positions
+/// q_tile*tile ..): the window of the tile's first query starts lowest, at q_tile*tile - window + 1. 0 without a
+/// window (window == 0).
+inline int first_window_tile(int q_tile, int tile, int window) {
+    if (window <= 0) return 0;
+    const int64_t first_key = static_cast<int64_t>(q_tile) * tile - window + 1;
+    return first_key <= 0 ? 0 : static_cast<int>(first_key / tile);
+}
+
 /// Attention mass pooled per (KV head, query tile, key tile): the sum, over the query heads of the GQA group and the
 /// query rows of the tile, of the post-softmax probabilities of the keys in the key tile (or, for the pre-softmax
-/// ablation, the max raw score). Key tiles after the diagonal are 0. Every query row contributes exactly 1 per query
-/// head to the post-softmax sum, so a query tile's row sums to (query heads per group) x (rows in the tile).
+/// ablation, the max raw score over the keys inside the rows' windows). Key tiles after the diagonal or wholly outside
+/// the window of every query of the tile are 0. Every query row contributes exactly 1 per query head to the
+/// post-softmax sum, so a query tile's row sums to (query heads per group) x (rows in the tile).
 struct TileMass {
     int n_kv_heads = 0;
     int n_q_tiles = 0;
     int n_k_tiles = 0;
     int tile = 0;
     std::vector<float> mass;  ///< [n_kv_heads][n_q_tiles][n_k_tiles]
+    int window = 0;           ///< AttnShape::effective_window() of the pooled layer: top-k selects only inside it
 
     float* row(int kv_head, int q_tile) {
         return mass.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * n_k_tiles;
@@ -54,14 +74,17 @@ struct TileMass {
 };
 
 /// How many key tiles a query tile keeps: a fixed number of tiles, or a percentage of the causal context with a
-/// floor of k_min_tokens (the paper's k = max(k_min, p% of context)). Always capped by the candidates available.
+/// floor of k_min_tokens (the paper's k = max(k_min, p% of context)). Always capped by the candidates available
+/// (inside the window, if the layer has one).
 struct TopKRule {
     int tiles = 0;           ///< > 0: keep this many key tiles
     float pct = 0;           ///< > 0 (and tiles == 0): keep pct% of the keys visible to the tile's last query
+                             ///< (min(window, (q_tile + 1) * tile) with a window)
     int k_min_tokens = 128;  ///< floor for the pct rule, in tokens
 };
 
-/// Selected key tiles per (KV head, query tile), strictly before the diagonal, ascending tile index.
+/// Selected key tiles per (KV head, query tile), strictly before the diagonal, ascending tile index. A layer that
+/// reads a selection made under another window attends only the keys of those tiles inside its own window.
 struct TileSelection {
     int n_kv_heads = 0;
     int n_q_tiles = 0;

@@ -28,21 +28,22 @@ int dense_query_rows(int group) {
 }
 
 /// Pools the per-(key sub-tile, column) partial sums of one work item into mass rows. partial[kt][c] was summed
-/// with the running max snap[block][c]; w rescales it to the final softmax (exp2(snap - m) / l).
-void pool_block_mass(const QueryBlock& b, int kv_head, int row0, int key_block, int tile, int n_vis,
+/// with the running max snap[block][c]; w rescales it to the final softmax (exp2(snap - m) / l). Key blocks before
+/// key_begin were skipped (outside every row's window): their mass stays 0.
+void pool_block_mass(const QueryBlock& b, int kv_head, int row0, int key_block, int tile, int key_begin, int n_vis,
                      const float* partial, const float* snap, float* w, TileMass* mass) {
     const int n_blocks = tile_count(n_vis, key_block);
     const int tiles_per_block = key_block / tile;
     const int q_tile0 = row0 / tile;
     const int n_local_tiles = tile_count(b.n_rows, tile);
-    for (int blk = 0; blk < n_blocks; ++blk) {
+    for (int blk = key_begin / key_block; blk < n_blocks; ++blk) {
         for (int c = 0; c < b.n_cols; ++c) w[c] = std::exp2(snap[blk * b.n_pad + c] - b.m[c]) / b.l[c];
         const int kt_end = std::min(tile_count(n_vis, tile), (blk + 1) * tiles_per_block);
         for (int kt = blk * tiles_per_block; kt < kt_end; ++kt) {
             const float* pk = partial + static_cast<int64_t>(kt) * b.n_pad;
             for (int lt = 0; lt < n_local_tiles; ++lt) {
                 const int qt = q_tile0 + lt;
-                if (kt > qt) continue;
+                if (kt > qt || kt < first_window_tile(qt, tile, b.window)) continue;
                 const int i1 = std::min(b.n_rows, (lt + 1) * tile);
                 double sum = 0;
                 for (int g = 0; g < b.group; ++g)
@@ -120,6 +121,7 @@ void check_attn_shape(const AttnShape& s) {
     KASCADE_KERNEL_ASSERT(s.head_dim > 0 && s.head_dim % kLanes == 0);
     KASCADE_KERNEL_ASSERT(s.n_q >= 1 && s.n_q <= s.n_k && s.n_k <= s.kv_stride);
     KASCADE_KERNEL_ASSERT(std::isfinite(s.scale) && s.scale > 0);
+    KASCADE_KERNEL_ASSERT(s.window >= 0);
 }
 
 void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, const PrefillOutputs& outputs) {
@@ -144,6 +146,7 @@ void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, 
         mass->n_k_tiles = n_k_tiles;
         mass->tile = tile;
         mass->mass.assign(static_cast<size_t>(n_kv) * mass->n_q_tiles * n_k_tiles, 0.0f);
+        mass->window = shape.effective_window();
     }
     const int n_blocks = tile_count(shape.n_q, rows);
     const int n_items = n_kv * n_blocks;
@@ -171,7 +174,9 @@ void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, 
             query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, outputs.v != nullptr);
             const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
             const int n_vis = shape.n_k - shape.n_q + row0 + n_rows;  // keys visible to the block's last row
-            for (int key0 = 0, blk = 0; key0 < n_vis; key0 += key_block, ++blk) {
+            const int key_begin = window_key_begin(b.min_pos, b.window, key_block);
+            for (int key0 = key_begin; key0 < n_vis; key0 += key_block) {
+                const int blk = key0 / key_block;
                 const int n_keys = std::min(key_block, n_vis - key0);
                 query_block_scores(b, k + head_off + static_cast<int64_t>(key0) * d, n_keys, key0);
                 query_block_softmax(b, n_keys);
@@ -183,7 +188,8 @@ void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, 
                 }
             }
             query_block_store(b, shape, kv_head, row0, outputs.out, outputs.lse);
-            if (mass != nullptr) pool_block_mass(b, kv_head, row0, key_block, tile, n_vis, partial, snap, w, mass);
+            if (mass != nullptr)
+                pool_block_mass(b, kv_head, row0, key_block, tile, key_begin, n_vis, partial, snap, w, mass);
         }
     }
 }
@@ -321,7 +327,9 @@ void attn_dense_prefill(const AttnShape& shape, const float* q, const float* k, 
 
 void attn_dense_decode(const AttnShape& shape, const float* q, const float* k, const float* v, float* out) {
     detail::check_attn_shape(shape);
-    std::vector<detail::KeyRange> ranges(shape.n_kv_heads, detail::KeyRange{0, shape.n_k});
+    const int window = shape.effective_window();
+    const int key_begin = window > 0 ? shape.n_k - window : 0;
+    std::vector<detail::KeyRange> ranges(shape.n_kv_heads, detail::KeyRange{key_begin, shape.n_k - key_begin});
     std::vector<int> range_begin(shape.n_kv_heads + 1);
     for (int h = 0; h <= shape.n_kv_heads; ++h) range_begin[h] = h;
     detail::decode_pass(shape, q, k, v, ranges.data(), range_begin.data(), out);

@@ -67,11 +67,16 @@ void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const
             const int32_t* list = selection.list(src, qt);
             const int count = selection.size(src, qt);
             KASCADE_KERNEL_ASSERT(count >= 0 && count <= selection.max_k);
+            // Keys before the first row's window are outside every row's window (a selection made under another
+            // layer's window may hold such tiles): runs are clipped to it, the rest of the window is masked.
+            const int key_begin = detail::window_key_begin(row0, b.window, 1);
             for (int i = 0; i < count;) {
                 KASCADE_KERNEL_ASSERT(list[i] >= 0 && list[i] < qt && (i == 0 || list[i] > list[i - 1]));
                 int j = i + 1;
                 while (j < count && j - i < run_tiles && list[j] == list[j - 1] + 1) ++j;
-                attend(list[i] * tile, (j - i) * tile);
+                const int run_begin = std::max(list[i] * tile, key_begin);
+                const int run_end = (list[j - 1] + 1) * tile;
+                if (run_begin < run_end) attend(run_begin, run_end - run_begin);
                 i = j;
             }
             attend(row0, n_rows);  // the diagonal tile, causally masked
@@ -86,8 +91,20 @@ void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const 
     KASCADE_KERNEL_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
     KASCADE_KERNEL_ASSERT(tiles != nullptr || max_k == 0);
     const int last_tile = (shape.n_k - 1) / tile;
+    const int window = shape.effective_window();
+    const int key_begin = window > 0 ? shape.n_k - window : 0;  // the query's window: keys key_begin .. n_k-1
     std::vector<detail::KeyRange> ranges;
     std::vector<int> range_begin(shape.n_kv_heads + 1, 0);
+    // Appends keys [start, end) clipped to the window, merged with the previous range when adjacent.
+    const auto add_keys = [&](int h, int start, int end) {
+        start = std::max(start, key_begin);
+        if (start >= end) return;
+        if (static_cast<int>(ranges.size()) > range_begin[h] && ranges.back().start + ranges.back().len == start) {
+            ranges.back().len += end - start;
+        } else {
+            ranges.push_back({start, end - start});
+        }
+    };
     for (int h = 0; h < shape.n_kv_heads; ++h) {
         // head_map values are only known to be in range of the caller's selection, which we cannot see here.
         const int src = head_map ? head_map[h] : h;
@@ -98,18 +115,9 @@ void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const 
         KASCADE_KERNEL_ASSERT(n >= 0 && n <= max_k);
         for (int i = 0; i < n; ++i) {
             KASCADE_KERNEL_ASSERT(list[i] >= 0 && list[i] < last_tile && (i == 0 || list[i] > list[i - 1]));
-            if (i > 0 && list[i] == list[i - 1] + 1) {
-                ranges.back().len += tile;
-            } else {
-                ranges.push_back({list[i] * tile, tile});
-            }
+            add_keys(h, list[i] * tile, (list[i] + 1) * tile);
         }
-        const int key0 = last_tile * tile;
-        if (n > 0 && list[n - 1] == last_tile - 1) {
-            ranges.back().len += shape.n_k - key0;
-        } else {
-            ranges.push_back({key0, shape.n_k - key0});
-        }
+        add_keys(h, last_tile * tile, shape.n_k);
     }
     range_begin[shape.n_kv_heads] = static_cast<int>(ranges.size());
     detail::decode_pass(shape, q, k, v, ranges.data(), range_begin.data(), out);

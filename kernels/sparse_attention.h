@@ -1,6 +1,7 @@
 // kernels/sparse_attention.h: exact attention over a chosen subset of key tiles (Kascade anchor and reuse layers).
 // Each query row attends to the selected key tiles of its (KV head, query tile) plus its own diagonal tile
-// (causally), with an exact softmax over exactly those keys. Layouts: kernels/attention_types.h.
+// (causally), with an exact softmax over exactly those keys. With shape.window a key outside the query's window is
+// never attended, even inside a selected or the diagonal tile. Layouts: kernels/attention_types.h.
 #pragma once
 
 #include <cstdint>

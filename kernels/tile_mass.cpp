@@ -26,6 +26,7 @@ void init_mass(const AttnShape& shape, int tile, TileMass* mass) {
     mass->n_k_tiles = tile_count(shape.n_k, tile);
     mass->tile = tile;
     mass->mass.assign(static_cast<size_t>(mass->n_kv_heads) * mass->n_q_tiles * mass->n_k_tiles, 0.0f);
+    mass->window = shape.effective_window();
 }
 
 // Second pass over Q.K with known row statistics: post-softmax mass (kMax false, needs lse) or the max scaled score
@@ -71,7 +72,7 @@ void pool_pass(const AttnShape& shape, int tile, const float* q, const float* k,
             const int n_vis = row0 + n_rows;
             const int q_tile0 = row0 / tile;
             const int n_local_tiles = tile_count(n_rows, tile);
-            for (int key0 = 0; key0 < n_vis; key0 += block) {
+            for (int key0 = detail::window_key_begin(row0, b.window, block); key0 < n_vis; key0 += block) {
                 const int n_keys = std::min(block, n_vis - key0);
                 detail::query_block_scores(b, k + head_off + static_cast<int64_t>(key0) * d, n_keys, key0);
                 if (kMax) {
@@ -85,7 +86,9 @@ void pool_pass(const AttnShape& shape, int tile, const float* q, const float* k,
                     const float* pk = partial + static_cast<int64_t>(t) * b.n_pad;
                     for (int lt = 0; lt < n_local_tiles; ++lt) {
                         const int qt = q_tile0 + lt;
-                        if (kt > qt) continue;
+                        // Tiles wholly outside the window of every row of the query tile stay 0 (and a max over
+                        // only masked scores would be -inf).
+                        if (kt > qt || kt < first_window_tile(qt, tile, b.window)) continue;
                         const int i1 = std::min(n_rows, (lt + 1) * tile);
                         double acc = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
                         for (int g = 0; g < group; ++g)

@@ -1,5 +1,6 @@
 // kernels/tile_mass.h: pooling of attention per (KV head, query tile, key tile), the signal an anchor layer uses to
-// choose its top-k key tiles. Prefill shapes only (n_q == n_k).
+// choose its top-k key tiles. Prefill shapes only (n_q == n_k). With shape.window every variant sees only the keys
+// inside each row's window (post-softmax mass is 0 outside it) and records the window in TileMass::window.
 #pragma once
 
 #include "kernels/attention_types.h"

@@ -23,16 +23,32 @@ int position(const AttnShape& s, int i) {
     return s.n_k - s.n_q + i;
 }
 
-// Probabilities of one causal row over keys 0..position (double softmax).
-std::vector<double> causal_row(const AttnShape& s, const float* q, const float* k, int h, int i) {
+// The mask of attention_types.h: causal, and with a window w > 0 also j > p - w (Hugging Face's sliding window).
+bool visible(const AttnShape& s, int i, int j) {
+    const int p = position(s, i);
+    return j <= p && (s.window == 0 || j > p - s.window);
+}
+
+// Probabilities of one row over keys 0..position (double softmax over the visible keys, 0 for the others).
+std::vector<double> visible_row(const AttnShape& s, const float* q, const float* k, int h, int i) {
     const int n = position(s, i) + 1;
-    std::vector<double> p(n);
+    std::vector<double> p(n, 0.0);
     double mx = -std::numeric_limits<double>::infinity();
-    for (int j = 0; j < n; ++j) mx = std::max(mx, p[j] = score(s, q, k, h, i, j));
+    for (int j = 0; j < n; ++j)
+        if (visible(s, i, j)) mx = std::max(mx, p[j] = score(s, q, k, h, i, j));
     double sum = 0;
-    for (int j = 0; j < n; ++j) sum += p[j] = std::exp(p[j] - mx);
+    for (int j = 0; j < n; ++j)
+        if (visible(s, i, j)) sum += p[j] = std::exp(p[j] - mx);
     for (double& x : p) x /= sum;
     return p;
+}
+
+// Whether key tile kt holds a key visible to some query of query tile qt (prefill: positions qt*tile ..).
+bool tile_in_window(int qt, int kt, int tile, int window) {
+    for (int p = qt * tile; p < (qt + 1) * tile; ++p)
+        for (int j = kt * tile; j < (kt + 1) * tile; ++j)
+            if (j <= p && (window == 0 || j > p - window)) return true;
+    return false;
 }
 
 bool in_list(const int32_t* list, int count, int t) {
@@ -72,7 +88,7 @@ std::vector<double> masked_attention(const AttnShape& s, const float* q, const f
 std::vector<double> dense_attention(const AttnShape& s, const float* q, const float* k, const float* v,
                                     std::vector<double>* lse) {
     return masked_attention(
-        s, q, k, v, [&](int, int i, int j) { return j <= position(s, i); }, lse);
+        s, q, k, v, [&](int, int i, int j) { return visible(s, i, j); }, lse);
 }
 
 std::vector<double> sparse_prefill(const AttnShape& s, int tile, const float* q, const float* k, const float* v,
@@ -81,17 +97,18 @@ std::vector<double> sparse_prefill(const AttnShape& s, int tile, const float* q,
         const int kvh = h / s.group_size();
         const int src = head_map ? head_map[kvh] : kvh;
         const int qt = i / tile;
-        if (j / tile == qt) return j <= i;
-        return in_list(sel.list(src, qt), sel.size(src, qt), j / tile);
+        if (!visible(s, i, j)) return false;
+        return j / tile == qt || in_list(sel.list(src, qt), sel.size(src, qt), j / tile);
     });
 }
 
 std::vector<double> sparse_decode(const AttnShape& s, int tile, const float* q, const float* k, const float* v,
                                   const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map) {
     const int last_tile = (s.n_k - 1) / tile;
-    return masked_attention(s, q, k, v, [&](int h, int, int j) {
+    return masked_attention(s, q, k, v, [&](int h, int i, int j) {
         const int kvh = h / s.group_size();
         const int src = head_map ? head_map[kvh] : kvh;
+        if (!visible(s, i, j)) return false;
         if (j / tile == last_tile) return true;
         return in_list(tiles + static_cast<int64_t>(src) * max_k, count[src], j / tile);
     });
@@ -103,7 +120,7 @@ std::vector<double> tile_mass_post_softmax(const AttnShape& s, int tile, const f
     for (int h = 0; h < s.n_q_heads; ++h) {
         const int kvh = h / s.group_size();
         for (int i = 0; i < s.n_q; ++i) {
-            const std::vector<double> p = causal_row(s, q, k, h, i);
+            const std::vector<double> p = visible_row(s, q, k, h, i);
             double* row = mass.data() + (static_cast<size_t>(kvh) * nqt + i / tile) * nkt;
             for (size_t j = 0; j < p.size(); ++j) row[j / tile] += p[j];
         }
@@ -119,7 +136,8 @@ std::vector<double> tile_max_score(const AttnShape& s, int tile, const float* q,
         const int kvh = h / s.group_size();
         for (int i = 0; i < s.n_q; ++i) {
             double* row = best.data() + (static_cast<size_t>(kvh) * nqt + i / tile) * nkt;
-            for (int j = 0; j <= position(s, i); ++j) row[j / tile] = std::max(row[j / tile], score(s, q, k, h, i, j));
+            for (int j = 0; j <= position(s, i); ++j)
+                if (visible(s, i, j)) row[j / tile] = std::max(row[j / tile], score(s, q, k, h, i, j));
         }
     }
     for (double& x : best)
@@ -127,17 +145,25 @@ std::vector<double> tile_max_score(const AttnShape& s, int tile, const float* q,
     return best;
 }
 
-int topk_budget(const TopKRule& rule, int q_tile, int tile) {
+std::vector<int> candidate_tiles(int q_tile, int tile, int window) {
+    std::vector<int> cand;
+    for (int kt = 0; kt < q_tile; ++kt)
+        if (window == 0 || tile_in_window(q_tile, kt, tile, window)) cand.push_back(kt);
+    return cand;
+}
+
+int topk_budget(const TopKRule& rule, int q_tile, int tile, int window) {
     int tiles = 0;
     if (rule.tiles > 0) {
         tiles = rule.tiles;
     } else if (rule.pct > 0) {
-        const int64_t visible = static_cast<int64_t>(q_tile + 1) * tile;
-        int64_t tokens = static_cast<int64_t>(std::floor(static_cast<double>(rule.pct) * visible / 100.0));
+        int64_t context = static_cast<int64_t>(q_tile + 1) * tile;
+        if (window > 0 && window < context) context = window;
+        int64_t tokens = static_cast<int64_t>(std::floor(static_cast<double>(rule.pct) * context / 100.0));
         if (tokens < rule.k_min_tokens) tokens = rule.k_min_tokens;
         tiles = static_cast<int>((tokens + tile - 1) / tile);
     }
-    return std::min(tiles, q_tile);
+    return std::min(tiles, static_cast<int>(candidate_tiles(q_tile, tile, window).size()));
 }
 
 TileSelection select_topk(const TileMass& scores, const TopKRule& rule) {
@@ -145,16 +171,16 @@ TileSelection select_topk(const TileMass& scores, const TopKRule& rule) {
     sel.n_kv_heads = scores.n_kv_heads;
     sel.n_q_tiles = scores.n_q_tiles;
     sel.tile = scores.tile;
-    for (int qt = 0; qt < scores.n_q_tiles; ++qt) sel.max_k = std::max(sel.max_k, topk_budget(rule, qt, scores.tile));
+    for (int qt = 0; qt < scores.n_q_tiles; ++qt)
+        sel.max_k = std::max(sel.max_k, topk_budget(rule, qt, scores.tile, scores.window));
     sel.count.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles, 0);
     sel.tiles.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles * sel.max_k, -1);
     for (int h = 0; h < scores.n_kv_heads; ++h) {
         for (int qt = 0; qt < scores.n_q_tiles; ++qt) {
-            std::vector<int> cand(qt);
-            for (int t = 0; t < qt; ++t) cand[t] = t;
+            std::vector<int> cand = candidate_tiles(qt, scores.tile, scores.window);
             const float* row = scores.row(h, qt);
             std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) { return row[a] > row[b]; });
-            const int kk = topk_budget(rule, qt, scores.tile);
+            const int kk = topk_budget(rule, qt, scores.tile, scores.window);
             std::vector<int> keep(cand.begin(), cand.begin() + kk);
             std::sort(keep.begin(), keep.end());
             std::copy(keep.begin(), keep.end(), sel.list(h, qt));

@@ -19,28 +19,36 @@ using KeyPredicate = std::function<bool(int h, int i, int j)>;
 std::vector<double> masked_attention(const AttnShape& shape, const float* q, const float* k, const float* v,
                                      const KeyPredicate& allowed, std::vector<double>* lse = nullptr);
 
-/// Causal attention: row i (position n_k - n_q + i) sees keys 0..its position.
+/// Causal attention: row i (position p = n_k - n_q + i) sees keys 0..p, and with shape.window = w only p - w < j.
 std::vector<double> dense_attention(const AttnShape& shape, const float* q, const float* k, const float* v,
                                     std::vector<double>* lse = nullptr);
 
-/// Sparse prefill: the selected tiles of the row's (mapped KV head, query tile) plus the causal diagonal tile.
+/// Sparse prefill: the selected tiles of the row's (mapped KV head, query tile) plus the causal diagonal tile, only
+/// the keys inside the row's window.
 std::vector<double> sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                                    const TileSelection& selection, const int32_t* head_map);
 
-/// Sparse decode: the listed tiles per (mapped) KV head plus the query's own tile.
+/// Sparse decode: the listed tiles per (mapped) KV head plus the query's own tile, inside the query's window.
 std::vector<double> sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                                   const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map);
 
-/// Post-softmax mass [n_kv_heads][n_q_tiles][n_k_tiles] (n_q == n_k), summed over the group's heads and tile rows.
+/// Post-softmax mass [n_kv_heads][n_q_tiles][n_k_tiles] (n_q == n_k), summed over the group's heads and tile rows;
+/// the softmax is over each row's visible (causal, in-window) keys.
 std::vector<double> tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k);
 
-/// Max scaled raw score per (KV head, query tile, key tile) over visible keys; 0 for key tiles after the diagonal.
+/// Max scaled raw score per (KV head, query tile, key tile) over visible keys; 0 for key tiles with none (after the
+/// diagonal or outside every row's window).
 std::vector<double> tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k);
 
-/// Budget of query tile qt, written out from the rule's definition.
-int topk_budget(const TopKRule& rule, int q_tile, int tile);
+/// Key tiles before query tile q_tile holding a key some query of the tile sees (window 0 = none), found by trying
+/// every (query, key) pair.
+std::vector<int> candidate_tiles(int q_tile, int tile, int window);
 
-/// Top-k by a full stable sort of the candidates (score descending, tile ascending); lists ascending.
+/// Budget of query tile qt, written out from the rule's definition and capped by candidate_tiles().
+int topk_budget(const TopKRule& rule, int q_tile, int tile, int window = 0);
+
+/// Top-k by a full stable sort of the candidates under scores.window (score descending, tile ascending); lists
+/// ascending.
 TileSelection select_topk(const TileMass& scores, const TopKRule& rule);
 
 /// Recall and Jaccard from explicit sets, exactly as tile_similarity.h defines them.

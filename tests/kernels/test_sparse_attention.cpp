@@ -1,5 +1,6 @@
 // tests/kernels/test_sparse_attention.cpp: tile-sparse prefill and decode against the double-precision masked
-// reference: random selections (own layer and through a KV-head map), every tile selected (= dense), thread counts.
+// reference: random selections (own layer and through a KV-head map), every tile selected (= dense), sliding windows
+// (keys outside the window are never attended, even in a selected or the diagonal tile), thread counts.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -151,11 +152,149 @@ TEST(SparseAttention, DecodeWithEveryTileEqualsDense) {
     }
 }
 
+// Windowed layers: the random selections ignore the window on purpose (as an anchor with another window may hand a
+// reuse layer tiles outside its own), so keys outside the row's window sit in selected and diagonal tiles alike.
+TEST(SparseAttention, PrefillWithWindowMatchesMaskedReference) {
+    for (int d : {64, 128}) {
+        for (int group : {1, 4}) {
+            for (int t : {1, 31, 33, 129, 300}) {
+                for (int w : {1, 7, 33, 100}) {
+                    if (w >= t || (t == 300 && d == 128)) continue;
+                    const int tile = (t + w) % 2 == 0 ? 16 : 32;
+                    const SparseCase c{2, group, d, t, tile, 6};
+                    SCOPED_TRACE(c.name("sparse_prefill_window") + " window=" + std::to_string(w));
+                    auto in = reference::random_inputs(2 * group, 2, d, t, t, 55);
+                    in.shape.window = w;
+                    const TileSelection own = random_selection(2, t, tile, c.max_k, 56);
+                    const TileSelection anchor = random_selection(3, t, tile, -1, 57);  // every tile
+                    const int32_t head_map[2] = {2, 0};
+                    for (const auto& [sel, map] : {std::pair{&own, static_cast<const int32_t*>(nullptr)},
+                                                   std::pair{&anchor, static_cast<const int32_t*>(head_map)}}) {
+                        SCOPED_TRACE(map ? "head_map, every tile" : "own selection");
+                        const std::vector<double> ref =
+                            reference::sparse_prefill(in.shape, tile, in.q.data(), in.k.data(), in.v.data(), *sel, map);
+                        std::vector<float> out(in.q.size());
+                        attn_sparse_prefill(in.shape, tile, in.q.data(), in.k.data(), in.v.data(), *sel, map,
+                                            out.data());
+                        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(SparseAttention, PrefillWithWindowAndEveryTileEqualsDenseWindowed) {
+    for (const auto& [t, w] : {std::pair{129, 33}, std::pair{300, 7}, std::pair{333, 100}}) {
+        SCOPED_TRACE("sparse_prefill_all_window(T=" + std::to_string(t) + ",window=" + std::to_string(w) + ")");
+        auto in = reference::random_inputs(6, 2, 64, t, t, 63);
+        in.shape.window = w;
+        const TileSelection all = random_selection(2, t, 16, -1, 0);
+        std::vector<float> sparse(in.q.size()), dense(in.q.size());
+        attn_sparse_prefill(in.shape, 16, in.q.data(), in.k.data(), in.v.data(), all, nullptr, sparse.data());
+        attn_dense_prefill(in.shape, in.q.data(), in.k.data(), in.v.data(), dense.data());
+        EXPECT_LT(reference::max_abs_diff(sparse.data(), dense.data(), sparse.size()), kTolerance);
+    }
+}
+
+TEST(SparseAttention, DecodeWithWindowMatchesMaskedReference) {
+    for (int d : {64, 128}) {
+        for (int group : {1, 4}) {
+            for (int t : {1, 31, 33, 129, 1000, 5000}) {
+                for (int w : {1, 7, 100, 1500}) {
+                    if (w >= t) continue;
+                    const int tile = (t + w + d) % 3 == 0 ? 32 : 16;
+                    const SparseCase c{2, group, d, t, tile, 40};
+                    SCOPED_TRACE(c.name("sparse_decode_window") + " window=" + std::to_string(w));
+                    auto in = reference::random_inputs(2 * group, 2, d, 1, t, 73);
+                    in.shape.window = w;
+                    // Tiles anywhere before the query's tile, inside the window or not; half the heads take all.
+                    const TileSelection some = random_selection(3, t, tile, c.max_k, 74);
+                    const TileSelection all = random_selection(3, t, tile, -1, 0);
+                    const int qt = (t - 1) / tile;
+                    const int max_k = std::max(some.max_k, all.max_k);
+                    std::vector<int32_t> tiles(3 * std::max(1, max_k)), count;
+                    for (int h = 0; h < 3; ++h) {
+                        const TileSelection& sel = h == 1 ? all : some;
+                        count.push_back(sel.size(h, qt));
+                        std::copy(sel.list(h, qt), sel.list(h, qt) + sel.size(h, qt), tiles.begin() + h * max_k);
+                    }
+                    const int32_t head_map[2] = {2, 1};
+                    const std::vector<double> ref =
+                        reference::sparse_decode(in.shape, tile, in.q.data(), in.k.data(), in.v.data(), tiles.data(),
+                                                 count.data(), max_k, head_map);
+                    std::vector<float> out(in.q.size());
+                    attn_sparse_decode(in.shape, tile, in.q.data(), in.k.data(), in.v.data(), tiles.data(),
+                                       count.data(), max_k, head_map, out.data());
+                    EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+                }
+            }
+        }
+    }
+}
+
+TEST(SparseAttention, WindowCoveringEveryKeyEqualsNoWindow) {
+    for (int t : {1, 31, 33, 129, 300}) {
+        SCOPED_TRACE("sparse_window_covering(T=" + std::to_string(t) + ")");
+        auto in = reference::random_inputs(8, 2, 64, t, t, 83);
+        auto dec = reference::random_inputs(8, 2, 64, 1, t, 84);
+        const TileSelection sel = random_selection(2, t, 16, 5, 85);
+        const int qt = (t - 1) / 16;
+        std::vector<int32_t> tiles(2 * std::max(1, sel.max_k)), count;
+        for (int h = 0; h < 2; ++h) {
+            count.push_back(sel.size(h, qt));
+            std::copy(sel.list(h, qt), sel.list(h, qt) + sel.size(h, qt), tiles.begin() + h * std::max(1, sel.max_k));
+        }
+        const auto run = [&](std::vector<float>& p, std::vector<float>& d) {
+            attn_sparse_prefill(in.shape, 16, in.q.data(), in.k.data(), in.v.data(), sel, nullptr, p.data());
+            attn_sparse_decode(dec.shape, 16, dec.q.data(), dec.k.data(), dec.v.data(), tiles.data(), count.data(),
+                               std::max(1, sel.max_k), nullptr, d.data());
+        };
+        std::vector<float> p0(in.q.size()), d0(dec.q.size());
+        run(p0, d0);
+        for (int w : {t, t + 3}) {
+            in.shape.window = dec.shape.window = w;
+            std::vector<float> p(in.q.size()), d(dec.q.size());
+            run(p, d);
+            EXPECT_EQ(p, p0) << "window " << w;
+            EXPECT_EQ(d, d0) << "window " << w;
+        }
+    }
+}
+
 TEST(SparseAttention, ThreadCountDoesNotChangeResults) {
     const auto in = reference::random_inputs(8, 2, 64, 600, 600, 91);
     const auto dec = reference::random_inputs(8, 2, 64, 1, 20000, 92);
     const TileSelection sel = random_selection(2, 600, 32, 10, 93);
     const TileSelection dsel = random_selection(2, 20000, 16, 300, 94);
+    const int qt = (20000 - 1) / 16;
+    std::vector<int32_t> tiles, count;
+    for (int h = 0; h < 2; ++h) {
+        count.push_back(dsel.size(h, qt));
+        tiles.insert(tiles.end(), dsel.list(h, qt), dsel.list(h, qt) + dsel.max_k);
+    }
+    const int saved = omp_get_max_threads();
+    std::vector<float> p1(in.q.size()), p2(in.q.size()), d1(dec.q.size()), d2(dec.q.size());
+    omp_set_num_threads(1);
+    attn_sparse_prefill(in.shape, 32, in.q.data(), in.k.data(), in.v.data(), sel, nullptr, p1.data());
+    attn_sparse_decode(dec.shape, 16, dec.q.data(), dec.k.data(), dec.v.data(), tiles.data(), count.data(), dsel.max_k,
+                       nullptr, d1.data());
+    omp_set_num_threads(2);
+    attn_sparse_prefill(in.shape, 32, in.q.data(), in.k.data(), in.v.data(), sel, nullptr, p2.data());
+    attn_sparse_decode(dec.shape, 16, dec.q.data(), dec.k.data(), dec.v.data(), tiles.data(), count.data(), dsel.max_k,
+                       nullptr, d2.data());
+    omp_set_num_threads(saved);
+    EXPECT_EQ(p1, p2);
+    EXPECT_EQ(d1, d2);
+}
+
+TEST(SparseAttention, ThreadCountDoesNotChangeWindowedResults) {
+    auto in = reference::random_inputs(8, 2, 64, 600, 600, 95);
+    auto dec = reference::random_inputs(8, 2, 64, 1, 20000, 96);
+    in.shape.window = 100;
+    dec.shape.window = 4000;
+    const TileSelection sel = random_selection(2, 600, 32, 10, 97);
+    const TileSelection dsel = random_selection(2, 20000, 16, 600, 98);
     const int qt = (20000 - 1) / 16;
     std::vector<int32_t> tiles, count;
     for (int h = 0; h < 2; ++h) {

@@ -1,5 +1,6 @@
 // tests/kernels/test_topk_tiles.cpp: the top-k budget rule and the tile selection, against the full-sort reference,
-// with integer-valued scores so that ties are exact and the tie rule (lower tile index wins) is exercised.
+// with integer-valued scores so that ties are exact and the tie rule (lower tile index wins) is exercised; with a
+// sliding window, candidates and budgets against a brute-force reference.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -41,6 +42,31 @@ TEST(TopkTiles, BudgetFollowsTheRule) {
             }
 }
 
+TEST(TopkTiles, WindowLimitsCandidatesAndBudget) {
+    // Query tile 10 of 16-token tiles starts at position 160; a 40-key window reaches back to key 121 (tile 7), so
+    // its candidates are tiles 7, 8, 9.
+    EXPECT_EQ(first_window_tile(10, 16, 40), 7);
+    EXPECT_EQ(first_window_tile(10, 16, 0), 0);
+    EXPECT_EQ(first_window_tile(10, 16, 161), 0);                      // reaches key 0
+    EXPECT_EQ(first_window_tile(10, 16, 1), 10);                       // one key: only the diagonal
+    EXPECT_EQ(topk_tile_budget(TopKRule{12, 0, 128}, 10, 16, 40), 3);  // capped by the 3 candidates
+    EXPECT_EQ(topk_tile_budget(TopKRule{2, 0, 128}, 10, 16, 40), 2);
+    EXPECT_EQ(topk_tile_budget(TopKRule{12, 0, 128}, 10, 16, 1), 0);      // no candidate
+    EXPECT_EQ(topk_tile_budget(TopKRule{0, 50, 0}, 10, 16, 40), 2);       // 50% of the 40 keys in the window: 20 -> 2
+    EXPECT_EQ(topk_tile_budget(TopKRule{0, 50, 0}, 10, 16, 0), 6);        // 50% of 176 visible: 88 tokens -> 6 tiles
+    EXPECT_EQ(topk_tile_budget(TopKRule{0, 10, 128}, 100, 32, 1000), 4);  // floor 128 tokens = 4 of 32 candidates
+    for (int tile : {16, 32})
+        for (int qt = 0; qt < 40; ++qt)
+            for (int w : {1, 7, 16, 33, 100, 1000})
+                for (const TopKRule& rule : {TopKRule{3, 0, 128}, TopKRule{0, 10, 32}, TopKRule{0, 40, 0}}) {
+                    SCOPED_TRACE("budget(tile=" + std::to_string(tile) + ",qt=" + std::to_string(qt) +
+                                 ",window=" + std::to_string(w) + ")");
+                    ASSERT_EQ(first_window_tile(qt, tile, w),
+                              qt - static_cast<int>(reference::candidate_tiles(qt, tile, w).size()));
+                    ASSERT_EQ(topk_tile_budget(rule, qt, tile, w), reference::topk_budget(rule, qt, tile, w));
+                }
+}
+
 TEST(TopkTiles, SelectionMatchesReferenceWithTies) {
     for (int tile : {16, 32, 64}) {
         for (int t : {1, 17, 512, 1000, 3000}) {
@@ -62,6 +88,34 @@ TEST(TopkTiles, SelectionMatchesReferenceWithTies) {
                         const std::vector<int32_t> b(ref.list(h, qt), ref.list(h, qt) + ref.size(h, qt));
                         ASSERT_EQ(a, b) << "kv_head " << h << " q_tile " << qt;
                         for (int32_t x : a) ASSERT_LT(x, qt) << "selected a tile at or after the diagonal";
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(TopkTiles, WindowedSelectionMatchesReference) {
+    for (int tile : {16, 32}) {
+        for (int t : {31, 33, 129, 1000}) {
+            for (int w : {1, 7, 33, 100, 500}) {
+                if (w >= t) continue;
+                for (const TopKRule& rule : {TopKRule{3, 0, 128}, TopKRule{0, 25, 32}, TopKRule{1000, 0, 0}}) {
+                    SCOPED_TRACE("topk_window(T=" + std::to_string(t) + ",tile=" + std::to_string(tile) +
+                                 ",window=" + std::to_string(w) + ",tiles=" + std::to_string(rule.tiles) + ")");
+                    TileMass scores = integer_scores(2, t, tile, 4, 5 + t + w);
+                    scores.window = w;
+                    const TileSelection got = select_topk_tiles(scores, rule);
+                    const TileSelection ref = reference::select_topk(scores, rule);
+                    ASSERT_EQ(got.max_k, ref.max_k);
+                    ASSERT_EQ(got.count, ref.count);
+                    for (int h = 0; h < got.n_kv_heads; ++h) {
+                        for (int qt = 0; qt < got.n_q_tiles; ++qt) {
+                            const std::vector<int32_t> a(got.list(h, qt), got.list(h, qt) + got.size(h, qt));
+                            const std::vector<int32_t> b(ref.list(h, qt), ref.list(h, qt) + ref.size(h, qt));
+                            ASSERT_EQ(a, b) << "kv_head " << h << " q_tile " << qt;
+                            for (int32_t x : a) ASSERT_GE(x, first_window_tile(qt, tile, w)) << "outside the window";
+                        }
                     }
                 }
             }
