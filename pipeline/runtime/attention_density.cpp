@@ -3,10 +3,20 @@
 #include <algorithm>
 
 namespace kascade {
+namespace {
+
+/// First key inside the window of the query at position p (0 without a window).
+int window_start(int p, int window) {
+    return window > 0 ? std::max(0, p - window + 1) : 0;
+}
+
+}  // namespace
 
 LayerDensity dense_prefill_density(const AttnShape& shape) {
     const double n = shape.n_q;
-    const double per_head = n * (n + 1) / 2;
+    const double w = shape.effective_window();
+    // Rows 0..w-1 see p + 1 keys, the n - w rows after them exactly w.
+    const double per_head = w > 0 ? w * (w + 1) / 2 + (n - w) * w : n * (n + 1) / 2;
     return {per_head * shape.n_q_heads, per_head * shape.n_q_heads};
 }
 
@@ -17,13 +27,35 @@ LayerDensity sparse_prefill_density(const AttnShape& shape, int tile, const Tile
     const int n = shape.n_q;
     const int n_tiles = tile_count(n, tile);
     const int group = shape.group_size();
+    const int window = shape.effective_window();
+    // Keys [begin, end) that the query at position p attends.
+    const auto seen = [&](int p, int begin, int end) {
+        return static_cast<double>(std::max(0, end - std::max(begin, window_start(p, window))));
+    };
     for (int h = 0; h < shape.n_kv_heads; ++h) {
         const int source = head_map != nullptr ? head_map[h] : h;
         for (int qt = 0; qt < n_tiles; ++qt) {
-            const double rows = std::min(tile, n - qt * tile);
-            const double selected = static_cast<double>(selection.size(source, qt)) * tile;
-            // Row r of the tile (0-based) sees r + 1 keys of its own tile.
-            d.attended_keys += group * (rows * selected + rows * (rows + 1) / 2);
+            const int p0 = qt * tile;
+            const int rows = std::min(tile, n - p0);
+            // The last row's window starts latest: a tile starting at or after it is wholly seen by every row.
+            const int last_start = window_start(p0 + rows - 1, window);
+            double keys = 0;
+            const int32_t* list = selection.list(source, qt);
+            for (int i = 0; i < selection.size(source, qt); ++i) {
+                const int kt = list[i];
+                if (kt * tile >= last_start) {
+                    keys += static_cast<double>(rows) * tile;
+                } else {
+                    for (int p = p0; p < p0 + rows; ++p) keys += seen(p, kt * tile, (kt + 1) * tile);
+                }
+            }
+            // The diagonal tile: row r (0-based) sees r + 1 keys of it, fewer if its window starts inside the tile.
+            if (p0 >= last_start) {
+                keys += static_cast<double>(rows) * (rows + 1) / 2;
+            } else {
+                for (int p = p0; p < p0 + rows; ++p) keys += seen(p, p0, p + 1);
+            }
+            d.attended_keys += group * keys;
         }
     }
     return d;

@@ -1,5 +1,6 @@
 // pipeline/runtime/attention_density.h: counting how many keys a sparse layer actually attends, against the keys
-// dense causal attention would have used, summed over query heads and query rows.
+// dense causal attention would have used (inside the layer's sliding window, if it has one), summed over query heads
+// and query rows.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@ namespace kascade {
 
 struct LayerDensity {
     double attended_keys = 0;
-    double causal_keys = 0;
+    double causal_keys = 0;  ///< keys dense attention sees: causal and, with a window, inside it
 
     double ratio() const { return causal_keys > 0 ? attended_keys / causal_keys : 1.0; }
     void add(const LayerDensity& o) {
@@ -19,11 +20,13 @@ struct LayerDensity {
     }
 };
 
-/// Dense causal prefill of `shape` (n_q == n_k): every query head row p sees p + 1 keys.
+/// Dense prefill of `shape` (n_q == n_k): every query head row p sees min(p + 1, window) keys (p + 1 without a
+/// window), and attends all of them (density 1).
 LayerDensity dense_prefill_density(const AttnShape& shape);
 
-/// Sparse prefill: each row sees its query tile's selected key tiles (all full, being before the diagonal) plus
-/// the causal part of its own tile. head_map as in attn_sparse_prefill (null = identity).
+/// Sparse prefill: each row sees the keys of its query tile's selected key tiles and the causal part of its own tile
+/// that lie inside its window (all of them without one). head_map as in attn_sparse_prefill (null = identity). The
+/// selection may come from a layer with another window: only the keys this layer actually attends count.
 LayerDensity sparse_prefill_density(const AttnShape& shape, int tile, const TileSelection& selection,
                                     const int32_t* head_map);
 

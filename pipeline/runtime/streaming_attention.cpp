@@ -9,23 +9,29 @@
 
 namespace kascade {
 
-TileSelection streaming_selection(int n_tokens, int tile, const TopKRule& rule) {
+TileSelection streaming_selection(int n_tokens, int tile, const TopKRule& rule, int window) {
     TileSelection s;
     s.n_kv_heads = 1;
     s.n_q_tiles = tile_count(n_tokens, tile);
     s.tile = tile;
     s.max_k = 0;
-    for (int qt = 0; qt < s.n_q_tiles; ++qt) s.max_k = std::max(s.max_k, topk_tile_budget(rule, qt, tile));
+    for (int qt = 0; qt < s.n_q_tiles; ++qt) s.max_k = std::max(s.max_k, topk_tile_budget(rule, qt, tile, window));
     s.max_k = std::max(s.max_k, 1);
     s.count.assign(s.n_q_tiles, 0);
     s.tiles.assign(static_cast<size_t>(s.n_q_tiles) * s.max_k, 0);
     for (int qt = 0; qt < s.n_q_tiles; ++qt) {
-        const int budget = topk_tile_budget(rule, qt, tile);
+        const int budget = topk_tile_budget(rule, qt, tile, window);
         int32_t* list = s.list(0, qt);
         int n = 0;
-        if (budget > 0) list[n++] = 0;
-        // The window: tiles qt-(budget-1) .. qt-1, skipping tile 0 which is already the sink.
-        for (int kt = std::max(1, qt - (budget - 1)); kt < qt; ++kt) list[n++] = kt;
+        if (first_window_tile(qt, tile, window) == 0) {
+            if (budget > 0) list[n++] = 0;
+            // The recent tiles qt-(budget-1) .. qt-1, skipping tile 0 which is already the sink.
+            for (int kt = std::max(1, qt - (budget - 1)); kt < qt; ++kt) list[n++] = kt;
+        } else {
+            // The sink is outside the window: the recent tiles qt-budget .. qt-1 (all candidates, budget being
+            // capped by their number).
+            for (int kt = qt - budget; kt < qt; ++kt) list[n++] = kt;
+        }
         s.count[qt] = n;
     }
     return s;
@@ -44,9 +50,10 @@ void StreamingAttention::attend(const AttentionCall& call) {
         density_[0].add(dense_prefill_density(shape));
         return;
     }
-    if (selection_tokens_ != shape.n_q) {
-        selection_ = streaming_selection(shape.n_q, options_.tile, options_.topk);
+    if (selection_tokens_ != shape.n_q || selection_window_ != shape.effective_window()) {
+        selection_ = streaming_selection(shape.n_q, options_.tile, options_.topk, shape.effective_window());
         selection_tokens_ = shape.n_q;
+        selection_window_ = shape.effective_window();
     }
     shared_head_map_.assign(shape.n_kv_heads, 0);
     attn_sparse_prefill(shape, options_.tile, call.q, call.k, call.v, selection_, shared_head_map_.data(), call.out);

@@ -12,8 +12,11 @@
 namespace kascade {
 
 /// The streaming tile set of every query tile: key tile 0 (the sink) and the most recent budget-1 tiles before the
-/// diagonal, where budget = topk_tile_budget(rule, q_tile, tile). One set shared by all KV heads.
-TileSelection streaming_selection(int n_tokens, int tile, const TopKRule& rule);
+/// diagonal, where budget = topk_tile_budget(rule, q_tile, tile, window). With a window (AttnShape::
+/// effective_window(), 0 = none) only candidate tiles inside it are chosen: when tile 0 is outside the window of every
+/// query of the tile there is no sink and the whole budget goes to the most recent tiles. One set shared by all KV
+/// heads.
+TileSelection streaming_selection(int n_tokens, int tile, const TopKRule& rule, int window = 0);
 
 class StreamingAttention : public AttentionPolicy {
   public:
@@ -26,8 +29,9 @@ class StreamingAttention : public AttentionPolicy {
   private:
     SparseAttentionOptions options_;
     std::vector<LayerDensity> density_;
-    TileSelection selection_;  ///< for the last sequence length seen
+    TileSelection selection_;  ///< for the last sequence length and window seen
     int selection_tokens_ = -1;
+    int selection_window_ = -1;
     std::vector<int32_t> shared_head_map_;
 };
 

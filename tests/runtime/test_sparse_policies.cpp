@@ -1,10 +1,14 @@
 // tests/runtime/test_sparse_policies.cpp: the Kascade, oracle and streaming policies inside the real stories260K
-// forward pass: exactness when nothing is skipped, and key counts against hand-derived budgets.
+// forward pass: exactness when nothing is skipped, and key counts against hand-derived budgets; with sliding windows,
+// the policies on random layers against dense windowed attention and hand-derived windowed densities.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "io/weights/model_weights.h"
 #include "kernels/topk_tiles.h"
@@ -107,6 +111,119 @@ TEST(SparsePolicies, StreamingSelectionIsSinkPlusRecentWindow) {
     EXPECT_EQ(tiles_of(3), (std::vector<int32_t>{0, 1, 2}));
     EXPECT_EQ(tiles_of(4), (std::vector<int32_t>{0, 2, 3}));
     EXPECT_EQ(tiles_of(6), (std::vector<int32_t>{0, 4, 5}));
+}
+
+/// One layer's random inputs: q [n][hq][d], k and v [hkv][n][d], uniform in [-2, 2).
+struct LayerInputs {
+    AttnShape shape;
+    std::vector<float> q, k, v;
+};
+
+LayerInputs random_layer(int n, int n_q_heads, int n_kv_heads, int head_dim, int window, uint64_t seed) {
+    LayerInputs in;
+    in.shape = {.n_q_heads = n_q_heads,
+                .n_kv_heads = n_kv_heads,
+                .head_dim = head_dim,
+                .n_q = n,
+                .n_k = n,
+                .kv_stride = n,
+                .scale = 1.0f / std::sqrt(static_cast<float>(head_dim)),
+                .window = window};
+    in.q.resize(static_cast<size_t>(n) * n_q_heads * head_dim);
+    in.k.resize(static_cast<size_t>(n) * n_kv_heads * head_dim);
+    in.v.resize(in.k.size());
+    std::mt19937_64 gen(seed);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    for (auto* x : {&in.q, &in.k, &in.v})
+        for (float& e : *x) e = dist(gen);
+    return in;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+    return std::isfinite(worst) ? worst : INFINITY;
+}
+
+// Windows per layer differ, and layer 2 reuses the tiles of anchor layer 1 chosen under a wider window.
+constexpr int kWindows[] = {100, 100, 37, 100, 53};
+
+/// Runs every layer of `policy` on its own random inputs and compares the output with dense windowed attention.
+void expect_dense_windowed(AttentionPolicy& policy, int n, const char* what) {
+    DenseAttention dense;
+    for (int layer = 0; layer < 5; ++layer) {
+        const LayerInputs in = random_layer(n, 6, 2, 64, kWindows[layer], 100 + layer);
+        std::vector<float> out(in.q.size()), ref(in.q.size());
+        policy.attend({layer, in.shape, in.q.data(), in.k.data(), in.v.data(), out.data()});
+        dense.attend({layer, in.shape, in.q.data(), in.k.data(), in.v.data(), ref.data()});
+        EXPECT_LT(max_abs_diff(out, ref), 2e-5) << what << " layer " << layer << " window " << kWindows[layer];
+    }
+}
+
+TEST(SparsePolicies, WindowedPoliciesWithEveryCandidateEqualDenseWindowed) {
+    for (int n : {129, 300}) {
+        SCOPED_TRACE("T=" + std::to_string(n));
+        const SparseAttentionOptions options{.tile = 16, .topk = {.tiles = 1000}};
+        KascadeAttention kascade(reuse_schedule(5, 2), options);
+        expect_dense_windowed(kascade, n, "kascade");
+        KascadeAttention oracle(AttentionSchedule::oracle(5), options);
+        expect_dense_windowed(oracle, n, "oracle");
+        StreamingAttention streaming(5, options);
+        expect_dense_windowed(streaming, n, "streaming");
+        for (const auto* density : {&kascade.layer_density(), &oracle.layer_density(), &streaming.layer_density()}) {
+            for (int l = 0; l < 5; ++l) {
+                EXPECT_EQ((*density)[l].ratio(), 1.0) << "layer " << l;
+                // Rows 0..w-1 see p + 1 keys, the others w, for each of the 6 query heads.
+                const double w = kWindows[l];
+                EXPECT_EQ((*density)[l].causal_keys, 6 * (w * (w + 1) / 2 + (n - w) * w)) << "layer " << l;
+            }
+        }
+    }
+}
+
+TEST(SparsePolicies, WindowedDensityCountsOnlyKeysInsideTheWindow) {
+    // 20 tokens, tiles of 8, window 5, one KV head with two query heads. Query tile 1 (rows 8..15) keeps key tile 0;
+    // query tile 2 (rows 16..19) keeps key tile 0, which lies wholly outside the window of all its rows.
+    const AttnShape shape{
+        .n_q_heads = 2, .n_kv_heads = 1, .head_dim = 8, .n_q = 20, .n_k = 20, .kv_stride = 20, .scale = 1, .window = 5};
+    TileSelection sel;
+    sel.n_kv_heads = 1;
+    sel.n_q_tiles = 3;
+    sel.max_k = 1;
+    sel.tile = 8;
+    sel.count = {0, 1, 1};
+    sel.tiles = {0, 0, 0};
+    // Row p sees keys p-4..p. Tile 0: rows 0..7 see 1,2,3,4,5,5,5,5 = 30 of their own tile. Tile 1: rows 8..11
+    // see 4,3,2,1 keys of tile 0 (= 10) and 1,2,3,4,5,5,5,5 of their own (= 30). Tile 2: nothing of tile 0, and
+    // 1,2,3,4 of their own (= 10). Per query head 30 + 40 + 10 = 80 of the 1+2+3+4+16*5 = 90 windowed causal keys.
+    const LayerDensity d = sparse_prefill_density(shape, 8, sel, nullptr);
+    EXPECT_EQ(d.attended_keys, 2 * 80.0);
+    EXPECT_EQ(d.causal_keys, 2 * 90.0);
+    EXPECT_EQ(dense_prefill_density(shape).attended_keys, 2 * 90.0);
+}
+
+TEST(SparsePolicies, StreamingWithWindowMovesTheSinkBudgetToRecentTiles) {
+    // 40 tokens, tiles of 8, window 12, one tile of budget. Query tile t starts at 8t; its first row reaches back to
+    // key 8t - 11: tile 0 for t <= 2 (the sink), tile 1 for t = 3, tile 2 for t = 4.
+    const TileSelection s = streaming_selection(40, 8, {.tiles = 1}, 12);
+    ASSERT_EQ(s.n_q_tiles, 5);
+    auto tiles_of = [&](int qt) { return std::vector<int32_t>(s.list(0, qt), s.list(0, qt) + s.size(0, qt)); };
+    EXPECT_EQ(tiles_of(0), (std::vector<int32_t>{}));
+    EXPECT_EQ(tiles_of(1), (std::vector<int32_t>{0}));
+    EXPECT_EQ(tiles_of(2), (std::vector<int32_t>{0}));
+    EXPECT_EQ(tiles_of(3), (std::vector<int32_t>{2}));
+    EXPECT_EQ(tiles_of(4), (std::vector<int32_t>{3}));
+
+    // Through the policy (layer 1; layer 0 is dense). Row p sees keys p-11..p. Own tile: rows see 1..8 keys (36 per
+    // query tile). Selected tiles: query tile 1, rows 8..15, see 8,8,8,8,7,6,5,4 keys of tile 0 (54); query tile 2,
+    // rows 16..18, see 3,2,1 keys of tile 0 (6); query tiles 3 and 4 see 8,8,8,8,7,6,5,4 of tiles 2 and 3 (54 each).
+    // Per query head 5 * 36 + 54 + 6 + 54 + 54 = 348, of 1+..+12 + 28 * 12 = 414 windowed causal keys.
+    StreamingAttention streaming(2, {.tile = 8, .topk = {.tiles = 1}});
+    const LayerInputs in = random_layer(40, 4, 2, 8, 12, 7);
+    std::vector<float> out(in.q.size());
+    streaming.attend({1, in.shape, in.q.data(), in.k.data(), in.v.data(), out.data()});
+    EXPECT_EQ(streaming.layer_density()[1].attended_keys, 4 * 348.0);
+    EXPECT_EQ(streaming.layer_density()[1].causal_keys, 4 * 414.0);
 }
 
 }  // namespace
