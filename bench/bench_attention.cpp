@@ -26,6 +26,7 @@
 #include "kernels/sparse_attention.h"
 #include "kernels/tile_mass.h"
 #include "kernels/topk_tiles.h"
+#include "pipeline/runtime/kascade_attention.h"
 
 namespace kascade {
 namespace {
@@ -182,13 +183,13 @@ void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill 
             });
             break;
         case Prefill::kAnchor: {
-            // Scores-only pass with pooling, top-k, then the layer's own output over the selected tiles.
+            // Exactly what the Kascade policy runs for an anchor layer: a scores-only pass with pooling, top-k, then
+            // the layer's own output over the selected tiles.
+            const SparseAttentionOptions options{.tile = kTile, .topk = TopKRule{0, pct, 128}};
             TileSelection sel;
             seconds = timed_loop(state, group, false, [&] {
-                attn_tile_mass(in.shape, kTile, in.q.data(), in.k.data(), &mass);
-                sel = select_topk_tiles(mass, TopKRule{0, pct, 128});
-                attn_sparse_prefill(in.shape, kTile, in.q.data(), in.k.data(), in.v.data(), sel, nullptr,
-                                    in.out.data());
+                anchor_select_and_attend(in.shape, in.q.data(), in.k.data(), in.v.data(), options, &mass, &sel,
+                                         in.out.data());
             });
             density = sparse_pairs(sel, n) / causal_pairs(n);
             flops = dense_flops / 2 + dense_flops * density;

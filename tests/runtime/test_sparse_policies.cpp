@@ -113,6 +113,28 @@ TEST(SparsePolicies, StreamingSelectionIsSinkPlusRecentWindow) {
     EXPECT_EQ(tiles_of(6), (std::vector<int32_t>{0, 4, 5}));
 }
 
+TEST(SparsePolicies, PooledHeadsSelectFromTheSummedMassForEveryHead) {
+    TileMass mass;
+    mass.n_kv_heads = 2;
+    mass.n_q_tiles = mass.n_k_tiles = 4;
+    mass.tile = 16;
+    mass.mass.assign(2 * 4 * 4, 0.0f);
+    const float head0[] = {5, 0, 1}, head1[] = {0, 4, 3};  // query tile 3, candidate tiles 0..2
+    std::copy(head0, head0 + 3, mass.row(0, 3));
+    std::copy(head1, head1 + 3, mass.row(1, 3));
+    const TileSelection own = select_layer_tiles(mass, {.tile = 16, .topk = {.tiles = 2}});
+    const TileSelection pooled = select_layer_tiles(mass, {.tile = 16, .topk = {.tiles = 2}, .pooled_heads = true});
+    auto tiles_of = [](const TileSelection& s, int h) {
+        return std::vector<int32_t>(s.list(h, 3), s.list(h, 3) + s.size(h, 3));
+    };
+    EXPECT_EQ(tiles_of(own, 0), (std::vector<int32_t>{0, 2}));
+    EXPECT_EQ(tiles_of(own, 1), (std::vector<int32_t>{1, 2}));
+    // Summed 5, 4, 4: tile 0, then the tie between 1 and 2 goes to the lower index; the same set for both heads.
+    ASSERT_EQ(pooled.n_kv_heads, 2);
+    EXPECT_EQ(tiles_of(pooled, 0), (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(tiles_of(pooled, 1), (std::vector<int32_t>{0, 1}));
+}
+
 /// One layer's random inputs: q [n][hq][d], k and v [hkv][n][d], uniform in [-2, 2).
 struct LayerInputs {
     AttnShape shape;
