@@ -16,13 +16,15 @@ void tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, co
 void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                                   float* out, TileMass* mass);
 
-/// Log-sum-exp of each row only (no V): the cheap first pass of an anchor layer that does not need dense output.
+/// Log-sum-exp of each row only (no V), e.g. as the first pass before tile_mass_post_softmax when no dense output is
+/// needed (attn_tile_mass does both in one pass and is what anchor layers run).
 void attn_row_lse(const AttnShape& shape, const float* q, const float* k, float* lse);
 
 /// Post-softmax mass in one pass over Q.K and no V work at all: the cheapest way for an anchor layer that computes
-/// its own output sparsely to get its pooling signal. Each query block keeps, per key tile, the partial sum of
-/// exp2(score - running max) together with that running max, and rescales them once the row statistics are final.
-/// lse (optional) as in attn_dense_prefill.
+/// its own output sparsely to get its pooling signal (the Kascade anchor step runs it). It matches the double
+/// reference to the same tolerance as the two-pass tile_mass_post_softmax (tests/kernels/test_tile_mass.cpp). Each
+/// query block keeps, per key tile, the partial sum of exp2(score - running max) together with that running max, and
+/// rescales them once the row statistics are final. lse (optional) as in attn_dense_prefill.
 void attn_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* mass,
                     float* lse = nullptr);
 
