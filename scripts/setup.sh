@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config git
           libhdf5-dev hdf5-tools libsqlite3-dev sqlite3 libsqlitecpp-dev libeigen3-dev libcli11-dev
-          nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libxxhash-dev libpcre2-dev
+          nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libxxhash-dev libpcre2-dev libutf8proc-dev
           libgtest-dev libbenchmark-dev curl unzip ca-certificates)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,11 +1,41 @@
-// io/tokenizer/hf_normalizer.cpp: Prepend / Replace / Sequence normalizers of tokenizer.json.
+// io/tokenizer/hf_normalizer.cpp: Prepend / Replace / Unicode normal form / Sequence normalizers of tokenizer.json.
 #include "io/tokenizer/hf_normalizer.h"
 
+#include <cstdlib>
+
+#include <utf8proc.h>
 #include <nlohmann/json.hpp>
 
 #include "io/error.h"
 
 namespace kascade {
+
+namespace {
+
+/// The utf8proc_map options of a Unicode normal form (those utf8proc_NFC() and friends use), or 0 if `type` is
+/// not one.
+int unicode_form_options(std::string_view type) {
+    if (type == "NFC") return UTF8PROC_STABLE | UTF8PROC_COMPOSE;
+    if (type == "NFD") return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
+    if (type == "NFKC") return UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+    if (type == "NFKD") return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+    return 0;
+}
+
+std::string unicode_normal_form(const std::string& text, int options, std::string_view where, std::string_view form) {
+    if (text.empty()) return text;
+    utf8proc_uint8_t* normalized = nullptr;
+    // Without UTF8PROC_NULLTERM the length is given, so NUL bytes in the text are characters like any other.
+    const utf8proc_ssize_t length =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                     &normalized, static_cast<utf8proc_option_t>(options));
+    KASCADE_CHECK(length >= 0, "{}: the {} normalizer cannot read the text: {}", where, form, utf8proc_errmsg(length));
+    std::string out(reinterpret_cast<const char*>(normalized), static_cast<std::size_t>(length));
+    std::free(normalized);
+    return out;
+}
+
+}  // namespace
 
 std::unique_ptr<Pcre2Regex> compile_hf_pattern(const nlohmann::json& pattern, std::string_view where,
                                                const std::string& field) {
@@ -20,7 +50,7 @@ std::unique_ptr<Pcre2Regex> compile_hf_pattern(const nlohmann::json& pattern, st
     KASCADE_FAIL("{}: {}.pattern must have a \"String\" or \"Regex\" text, found {}", where, field, pattern.dump());
 }
 
-HfNormalizer::HfNormalizer(const nlohmann::json& config, std::string_view where) {
+HfNormalizer::HfNormalizer(const nlohmann::json& config, std::string_view where) : where_(where) {
     add_steps(config, where, "normalizer");
 }
 
@@ -46,8 +76,11 @@ void HfNormalizer::add_steps(const nlohmann::json& config, std::string_view wher
                       where, field);
         steps_.push_back({Step::Kind::kReplace, config["content"].get<std::string>(),
                           compile_hf_pattern(config.value("pattern", nlohmann::json()), where, field)});
+    } else if (const int options = unicode_form_options(type); options != 0) {
+        steps_.push_back({Step::Kind::kUnicodeForm, type, nullptr, options});
     } else {
-        KASCADE_FAIL("{}: {}.type '{}' is not supported (supported: Sequence, Prepend, Replace)", where, field, type);
+        KASCADE_FAIL("{}: {}.type '{}' is not supported (supported: Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD)",
+                     where, field, type);
     }
 }
 
@@ -57,6 +90,10 @@ std::string HfNormalizer::apply(std::string_view text) const {
         if (step.kind == Step::Kind::kPrepend) {
             // Hugging Face prepends only to non-empty text.
             if (!current.empty()) current.insert(0, step.content);
+            continue;
+        }
+        if (step.kind == Step::Kind::kUnicodeForm) {
+            current = unicode_normal_form(current, step.utf8proc_options, where_, step.content);
             continue;
         }
         std::string replaced;
@@ -75,7 +112,7 @@ std::string HfNormalizer::apply(std::string_view text) const {
 
 bool HfNormalizer::produces(std::string_view content) const {
     for (const Step& step : steps_) {
-        if (step.content == content) return true;
+        if (step.kind != Step::Kind::kUnicodeForm && step.content == content) return true;
     }
     return false;
 }

@@ -2,6 +2,8 @@
 #include "io/tokenizer/hf_tokenizer.h"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -97,7 +99,7 @@ HfTokenizer::HfTokenizer(const std::filesystem::path& path, std::string_view jso
         // A field of the wrong JSON type that load() reads without its own check (e.g. a number for a string).
         KASCADE_FAIL("{}: unexpected tokenizer.json structure: {}", name_, e.what());
     }
-    find_bos_eos(path);
+    read_tokenizer_config(path);
 }
 
 void HfTokenizer::load(const json& root) {
@@ -131,6 +133,7 @@ void HfTokenizer::load(const json& root) {
         vocab_.try_emplace(token, id.get<int32_t>());
         max_id = std::max(max_id, id.get<int32_t>());
     }
+    normalizer_ = std::make_unique<HfNormalizer>(field_or_null(root, "normalizer"), name_);
     std::vector<std::pair<std::string, int32_t>> added;
     const json& added_tokens = field_or_null(root, "added_tokens");
     KASCADE_CHECK(added_tokens.is_null() || added_tokens.is_array(), "{}: added_tokens must be an array", name_);
@@ -142,14 +145,22 @@ void HfTokenizer::load(const json& root) {
             "{}: added_tokens[{}] must have an integer 'id' and a string 'content', found {}", name_, i, t.dump());
         const auto id = t["id"].get<int32_t>();
         std::string content = t["content"].get<std::string>();
-        added_.add(content, id, t.value("lstrip", false), t.value("rstrip", false));
+        const bool lstrip = t.value("lstrip", false);
+        const bool rstrip = t.value("rstrip", false);
+        // A "normalized" token is looked for in the normalized text, as the normalizer makes it: with Llama 2's
+        // normalizer "<s>" is found only as "▁<s>", after a space or at the start. Hugging Face's default is
+        // normalized unless special.
+        if (t.value("normalized", !t.value("special", false)) && !normalizer_->is_identity()) {
+            normalized_added_.add(normalizer_->apply(content), id, lstrip, rstrip);
+        } else {
+            raw_added_.add(content, id, lstrip, rstrip);
+        }
         vocab_.try_emplace(content, id);
         max_id = std::max(max_id, id);
         added.emplace_back(std::move(content), id);
     }
     KASCADE_CHECK(max_id >= 0, "{}: model.vocab is empty", name_);
 
-    normalizer_ = std::make_unique<HfNormalizer>(field_or_null(root, "normalizer"), name_);
     pre_tokenizer_ = std::make_unique<HfPreTokenizer>(field_or_null(root, "pre_tokenizer"), name_);
     const json& decoder = field_or_null(root, "decoder");
     if (pre_tokenizer_->has_byte_level() || has_type(decoder, "ByteLevel")) {
@@ -196,13 +207,7 @@ void HfTokenizer::load(const json& root) {
         const json& m = merges[rank];
         std::string left, right;
         if (m.is_string()) {
-            // The older format "left right"; token strings never contain a plain space in these vocabularies.
-            const std::string line = m.get<std::string>();
-            const std::size_t space = line.find(' ');
-            KASCADE_CHECK(space != std::string::npos && line.find(' ', space + 1) == std::string::npos,
-                          "{}: model.merges[{}] = '{}' is not two tokens separated by one space", name_, rank, line);
-            left = line.substr(0, space);
-            right = line.substr(space + 1);
+            std::tie(left, right) = split_merge_line(m.get<std::string>(), rank);
         } else {
             KASCADE_CHECK(m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(),
                           "{}: model.merges[{}] = {} is neither \"left right\" nor [\"left\", \"right\"]", name_, rank,
@@ -222,6 +227,35 @@ void HfTokenizer::load(const json& root) {
     }
 }
 
+std::pair<std::string, std::string> HfTokenizer::split_merge_line(std::string_view line, std::size_t rank) const {
+    const std::size_t first_space = line.find(' ');
+    KASCADE_CHECK(first_space != std::string_view::npos,
+                  "{}: model.merges[{}] = '{}' is not two tokens separated by a space", name_, rank, line);
+    if (line.find(' ', first_space + 1) == std::string_view::npos) {
+        return {std::string(line.substr(0, first_space)), std::string(line.substr(first_space + 1))};
+    }
+    // Tokens may contain spaces themselves (Llama 2 has " ", "  ", "▁ ": SentencePiece pieces that its
+    // normalizer makes unreachable), so "   " is " " + " ". The separator is the one space whose two sides are
+    // vocabulary tokens that together make a vocabulary token, which is how the merge was written. Hugging Face's
+    // Rust reader refuses such lines (it splits on every space); its JavaScript one keeps the first two fields of
+    // that split (empty strings: a rule that never applies), which gives the same ids as this reading on Llama 2,
+    // where no token with a space is ever formed.
+    std::vector<std::size_t> separators;
+    for (std::size_t at = first_space; at != std::string_view::npos; at = line.find(' ', at + 1)) {
+        const std::string_view left = line.substr(0, at);
+        const std::string_view right = line.substr(at + 1);
+        if (!left.empty() && !right.empty() && token_id(left) >= 0 && token_id(right) >= 0 &&
+            token_id(std::string(left) + std::string(right)) >= 0) {
+            separators.push_back(at);
+        }
+    }
+    KASCADE_CHECK(separators.size() == 1,
+                  "{}: model.merges[{}] = '{}' has several spaces and {} ways to read it as two vocabulary tokens "
+                  "that make a vocabulary token (expected exactly one; write it as [\"left\", \"right\"])",
+                  name_, rank, line, separators.size());
+    return {std::string(line.substr(0, separators[0])), std::string(line.substr(separators[0] + 1))};
+}
+
 HfTokenizer::~HfTokenizer() = default;
 
 std::string_view HfTokenizer::kind() const {
@@ -233,21 +267,32 @@ int32_t HfTokenizer::token_id(std::string_view token) const {
     return it == vocab_.end() ? -1 : it->second;
 }
 
-void HfTokenizer::find_bos_eos(const std::filesystem::path& path) {
+void HfTokenizer::read_tokenizer_config(const std::filesystem::path& tokenizer_path) {
     std::string bos, eos;
-    const std::filesystem::path config_path = path.parent_path() / "tokenizer_config.json";
+    const std::filesystem::path config_path = tokenizer_path.parent_path() / "tokenizer_config.json";
+    const std::string config_name = config_path.string();
     std::error_code ec;
     if (std::filesystem::is_regular_file(config_path, ec)) {
         json config;
         try {
             config = json::parse(read_file(config_path));
         } catch (const json::parse_error& e) {
-            KASCADE_FAIL("{}: not valid JSON: {}", config_path.string(), e.what());
+            KASCADE_FAIL("{}: not valid JSON: {}", config_name, e.what());
         }
-        if (config.is_object()) {
-            bos = special_token_content(field_or_null(config, "bos_token"));
-            eos = special_token_content(field_or_null(config, "eos_token"));
-        }
+        KASCADE_CHECK(config.is_object(), "{}: expected a JSON object at the top level, found {}", config_name,
+                      config.type_name());
+        bos = special_token_content(field_or_null(config, "bos_token"));
+        eos = special_token_content(field_or_null(config, "eos_token"));
+        // null is what transformers writes for "not set", like an absent field.
+        auto flag = [&](const char* key) -> std::optional<bool> {
+            const json& value = field_or_null(config, key);
+            if (value.is_null()) return std::nullopt;
+            KASCADE_CHECK(value.is_boolean(), "{}: {} = {} must be true, false or null", config_name, key,
+                          value.dump());
+            return value.get<bool>();
+        };
+        adds_bos_token_ = flag("add_bos_token");
+        adds_eos_token_ = flag("add_eos_token");
     }
     auto first_known = [this](std::initializer_list<std::string_view> names) {
         for (const std::string_view name : names) {
@@ -267,21 +312,29 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text) const {
     // Words repeat a lot in text; their BPE result is reused within one call (no shared state across threads).
     std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
     std::vector<std::string> words;
-    for (const AddedVocabulary::Segment& segment : added_.split(text)) {
+    for (const AddedVocabulary::Segment& segment : raw_added_.split(text)) {
         if (segment.id >= 0) {
             ids.push_back(segment.id);
             continue;
         }
-        words.clear();
-        pre_tokenizer_->split(normalizer_->apply(segment.text), segment.text.data() == text.data(), words);
-        for (const std::string& word : words) {
-            auto it = cache.find(word);
-            if (it == cache.end()) {
-                std::vector<int32_t> word_ids;
-                encode_word(word, word_ids);
-                it = cache.emplace(word, std::move(word_ids)).first;
+        const std::string normalized = normalizer_->apply(segment.text);
+        for (const AddedVocabulary::Segment& piece : normalized_added_.split(normalized)) {
+            if (piece.id >= 0) {
+                ids.push_back(piece.id);
+                continue;
             }
-            ids.insert(ids.end(), it->second.begin(), it->second.end());
+            words.clear();
+            const bool at_text_start = segment.text.data() == text.data() && piece.text.data() == normalized.data();
+            pre_tokenizer_->split(piece.text, at_text_start, words);
+            for (const std::string& word : words) {
+                auto it = cache.find(word);
+                if (it == cache.end()) {
+                    std::vector<int32_t> word_ids;
+                    encode_word(word, word_ids);
+                    it = cache.emplace(word, std::move(word_ids)).first;
+                }
+                ids.insert(ids.end(), it->second.begin(), it->second.end());
+            }
         }
     }
     return ids;

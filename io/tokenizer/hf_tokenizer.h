@@ -5,9 +5,11 @@
 #include <array>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -20,16 +22,17 @@
 
 namespace kascade {
 
-/// Encoding follows Hugging Face tokenizers: added tokens are cut out of the raw text first (leftmost-longest);
-/// every other segment goes through the normalizer and the pre-tokenizer, and each resulting word through BPE
-/// (merges lowest rank first, leftmost on ties). The family is told from the JSON: a ByteLevel pre-tokenizer or
-/// decoder means byte-level; a Metaspace pre-tokenizer or decoder, a "▁" normalizer, or a ByteFallback decoder
-/// means SentencePiece-style. Decoding follows the family's standard decoder (ByteLevel; or Replace "▁" -> " ",
+/// Encoding follows Hugging Face tokenizers: added tokens that are not "normalized" are cut out of the raw text
+/// first (leftmost-longest); every other segment goes through the normalizer, the "normalized" added tokens (as
+/// the normalizer writes them) are cut out of the result, and the rest goes through the pre-tokenizer and each word
+/// through BPE (merges lowest rank first, leftmost on ties). The family is told from the JSON: a ByteLevel
+/// pre-tokenizer or decoder means byte-level; a Metaspace pre-tokenizer or decoder, a "▁" normalizer, or a ByteFallback
+/// decoder means SentencePiece-style. Decoding follows the family's standard decoder (ByteLevel; or Replace "▁" -> " ",
 /// ByteFallback, Fuse and Strip of one leading space), added tokens giving their content.
 class HfTokenizer final : public Tokenizer {
   public:
     /// Parses the text of a tokenizer.json; `path` names the file in errors and locates tokenizer_config.json
-    /// (for bos_token / eos_token) beside it.
+    /// beside it (bos_token, eos_token, add_bos_token, add_eos_token; other fields are not read).
     HfTokenizer(const std::filesystem::path& path, std::string_view json_text);
     ~HfTokenizer() override;
 
@@ -42,6 +45,8 @@ class HfTokenizer final : public Tokenizer {
     /// (BOS) and </s> / <|end_of_text|> / <|endoftext|> (EOS) if present.
     int bos_id() const override { return bos_id_; }
     int eos_id() const override { return eos_id_; }
+    std::optional<bool> adds_bos_token() const override { return adds_bos_token_; }
+    std::optional<bool> adds_eos_token() const override { return adds_eos_token_; }
     std::string_view kind() const override;
 
     /// The id of a vocabulary or added token string (as stored in the JSON), or -1.
@@ -57,15 +62,18 @@ class HfTokenizer final : public Tokenizer {
     using StringMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
     void load(const nlohmann::json& root);
+    /// The two tokens of a merge written as "left right" (the older format); `rank` is its index, for errors.
+    std::pair<std::string, std::string> split_merge_line(std::string_view line, std::size_t rank) const;
     void encode_word(std::string_view word, std::vector<int32_t>& out) const;
-    void find_bos_eos(const std::filesystem::path& path);
+    void read_tokenizer_config(const std::filesystem::path& tokenizer_path);
 
     std::string name_;  ///< the file, for error messages
     Family family_ = Family::kByteLevel;
     StringMap vocab_;                      ///< model.vocab and added tokens
     std::vector<std::string> token_text_;  ///< per id: the bytes it decodes to
     BpePairTable merges_;
-    AddedVocabulary added_;
+    AddedVocabulary raw_added_;         ///< added tokens looked for in the raw text
+    AddedVocabulary normalized_added_;  ///< "normalized" added tokens, looked for in each normalized segment
     std::unique_ptr<HfNormalizer> normalizer_;
     std::unique_ptr<HfPreTokenizer> pre_tokenizer_;
     std::array<int32_t, 256> byte_ids_{};  ///< byte-level: each byte's token; SentencePiece: <0xXX> or -1
@@ -75,6 +83,8 @@ class HfTokenizer final : public Tokenizer {
     bool ignore_merges_ = false;
     int32_t bos_id_ = -1;
     int32_t eos_id_ = -1;
+    std::optional<bool> adds_bos_token_;
+    std::optional<bool> adds_eos_token_;
 };
 
 }  // namespace kascade

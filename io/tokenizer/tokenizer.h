@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,8 +30,15 @@ class Tokenizer {
     virtual std::string decode_piece(int32_t prev, int32_t id) const = 0;
 
     virtual int vocab_size() const = 0;
-    virtual int bos_id() const = 0;             ///< -1 if none
-    virtual int eos_id() const = 0;             ///< -1 if none
+    virtual int bos_id() const = 0;  ///< -1 if none
+    virtual int eos_id() const = 0;  ///< -1 if none
+
+    /// Whether the model expects BOS before / EOS after an encoded text, where the tokenizer's files say so: a
+    /// Hugging Face tokenizer_config.json's add_bos_token / add_eos_token. nullopt if nothing says (no such file
+    /// or field, or a llama2.c tokenizer): callers then follow the model's config (see sequence_start_token()).
+    virtual std::optional<bool> adds_bos_token() const { return std::nullopt; }
+    virtual std::optional<bool> adds_eos_token() const { return std::nullopt; }
+
     virtual std::string_view kind() const = 0;  ///< "llama2c-bin", "hf-bpe-bytelevel", "hf-bpe-sentencepiece"
 };
 

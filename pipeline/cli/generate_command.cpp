@@ -8,6 +8,7 @@
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/runtime/sampler.h"
+#include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/transformer.h"
 
 namespace kascade::cli {
@@ -30,13 +31,13 @@ void run_generate(const GenerateArgs& args) {
                   "tokenizer has {} tokens but model \"{}\" only {} (vocab_size): they do not belong together",
                   tokenizer->vocab_size(), args.model.model, c.vocab_size);
 
-    // The sequence starts with BOS (if the model has one) and the prompt; -n more tokens are generated after it.
-    // From BOS alone this is exactly llama2.c's `steps`, so `-n 256` reproduces its published output.
+    // The sequence starts with BOS (see sequence_start_token()) and the prompt; -n more tokens are generated after
+    // it. From BOS alone this is exactly llama2.c's `steps`, so `-n 256` reproduces its published output.
     std::vector<int32_t> sequence;
-    if (c.bos_token_id >= 0) sequence.push_back(c.bos_token_id);
+    if (const int32_t start = sequence_start_token(c, tokenizer.get()); start >= 0) sequence.push_back(start);
     const std::vector<int32_t> prompt = tokenizer->encode(args.prompt);
     sequence.insert(sequence.end(), prompt.begin(), prompt.end());
-    KASCADE_CHECK(!sequence.empty(), "nothing to start from: the model has no BOS token and the prompt is empty");
+    KASCADE_CHECK(!sequence.empty(), "nothing to start from: the sequence starts without BOS and the prompt is empty");
     const int max_positions = static_cast<int>(sequence.size()) + args.steps;
     KASCADE_CHECK(
         max_positions <= c.max_seq_len,

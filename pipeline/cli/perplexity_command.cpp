@@ -10,6 +10,7 @@
 #include "pipeline/runtime/corpus_tokens.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/runtime/sequence_start.h"
 
 namespace kascade::cli {
 
@@ -26,15 +27,15 @@ void run_perplexity(const PerplexityArgs& args) {
     const auto tokenizer = load_tokenizer_for(args.model);
     const std::string text = read_text_file(args.text);
     const ModelConfig& c = weights.config;
-    const std::vector<int32_t> tokens =
-        tokenize_corpus(*tokenizer, text, c.bos_token_id >= 0 ? c.bos_token_id : c.eos_token_id);
+    const std::vector<int32_t> tokens = tokenize_corpus(*tokenizer, text, document_boundary_token(c, tokenizer.get()));
+    const int32_t start = sequence_start_token(c, tokenizer.get());
     Transformer model(weights);
     // Fail before any work if the windows cannot be made (ctx too large, offset past the end, ...).
     const auto windows =
-        make_windows(static_cast<int64_t>(tokens.size()), args.options, c.bos_token_id >= 0, model.max_positions());
+        make_windows(static_cast<int64_t>(tokens.size()), args.options, start >= 0, model.max_positions());
     DenseAttention attention;
     ProgressLine progress("perplexity", static_cast<int64_t>(windows.size()), "windows");
-    const PerplexityResult r = evaluate_perplexity(model, attention, tokens, args.options,
+    const PerplexityResult r = evaluate_perplexity(model, attention, tokens, start, args.options,
                                                    [&](int done, const PerplexityResult&) { progress.update(done); });
     progress.finish();
     if (args.json) {
@@ -64,7 +65,8 @@ void register_perplexity_command(CLI::App& app) {
     auto args = std::make_shared<PerplexityArgs>();
     CLI::App* cmd = app.add_subcommand("perplexity", "Dense perplexity of a model on a text file");
     cmd->footer(
-        "Scores non-overlapping windows of --ctx positions (BOS + ctx-1 text tokens where the model has BOS).\n"
+        "Scores non-overlapping windows of --ctx positions (BOS + ctx-1 text tokens where the model has BOS and\n"
+        "the tokenizer_config.json beside a tokenizer.json does not set add_bos_token to false).\n"
         "Examples:\n"
         "  kascade perplexity --model models/stories260K/stories260K.bin --text wiki.test.raw --ctx 512 "
         "--max-tokens 16384\n"

@@ -49,10 +49,10 @@ double PerplexityResult::perplexity() const {
 }
 
 PerplexityResult evaluate_perplexity(const Transformer& model, AttentionPolicy& policy,
-                                     std::span<const int32_t> text_tokens, const PerplexityOptions& options,
-                                     const WindowCallback& on_window) {
+                                     std::span<const int32_t> text_tokens, int32_t start_token,
+                                     const PerplexityOptions& options, const WindowCallback& on_window) {
     const ModelConfig& c = model.config();
-    const int bos = c.bos_token_id;
+    const int bos = start_token;
     const std::vector<TokenWindow> windows =
         make_windows(static_cast<int64_t>(text_tokens.size()), options, bos >= 0, model.max_positions());
     PerplexityResult result;

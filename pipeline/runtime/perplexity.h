@@ -1,9 +1,9 @@
 // pipeline/runtime/perplexity.h: perplexity over non-overlapping windows of a token stream.
 //
-// The text tokens [offset, offset + max_tokens) are cut into consecutive windows. Where the model has a BOS token a
-// window is BOS + (ctx - 1) text tokens, so every text token in the window is predicted and scored; without one a
-// window is ctx text tokens and its first token is context only. The result is the mean negative log-likelihood
-// (nats) over all scored tokens and exp of it.
+// The text tokens [offset, offset + max_tokens) are cut into consecutive windows. Where the model reads BOS first
+// (sequence_start_token()) a window is BOS + (ctx - 1) text tokens, so every text token in the window is predicted and
+// scored; without one a window is ctx text tokens and its first token is context only. The result is the mean negative
+// log-likelihood (nats) over all scored tokens and exp of it.
 #pragma once
 
 #include <cstdint>
@@ -49,8 +49,9 @@ struct PerplexityResult {
 /// Called after each window with the number of windows done.
 using WindowCallback = std::function<void(int windows_done, const PerplexityResult& so_far)>;
 
+/// `start_token`: the token before each window's text (BOS), -1 for none; see sequence_start_token().
 PerplexityResult evaluate_perplexity(const Transformer& model, AttentionPolicy& policy,
-                                     std::span<const int32_t> text_tokens, const PerplexityOptions& options,
-                                     const WindowCallback& on_window = {});
+                                     std::span<const int32_t> text_tokens, int32_t start_token,
+                                     const PerplexityOptions& options, const WindowCallback& on_window = {});
 
 }  // namespace kascade

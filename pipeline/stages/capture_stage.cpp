@@ -6,6 +6,7 @@
 #include "pipeline/runtime/capture_attention.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/runtime/sequence_start.h"
 #include "pipeline/stages/artifact_provenance.h"
 #include "pipeline/stages/content_key.h"
 
@@ -51,7 +52,8 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
     if (!force && ws.has_artifact(key)) return {key, true};
 
     const ModelConfig& c = model.weights.config;
-    const bool has_bos = c.bos_token_id >= 0;
+    const int32_t start = sequence_start_token(c, model.tokenizer.get());
+    const bool has_bos = start >= 0;
     const int64_t per_window = has_bos ? params.ctx - 1 : params.ctx;
     const int64_t n_windows = params.n_tokens / per_window;
     KASCADE_CHECK(n_windows >= 1, "calib-tokens={} is less than one window of {} tokens (ctx {})", params.n_tokens,
@@ -100,7 +102,7 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
     ProgressLine progress("capture", n_windows, "windows");
     for (int64_t w = 0; w < n_windows; ++w) {
         const TokenWindow window{params.token_offset + w * per_window, params.token_offset + (w + 1) * per_window};
-        const std::vector<int32_t> input = window_input(text.tokens, window, c.bos_token_id);
+        const std::vector<int32_t> input = window_input(text.tokens, window, start);
         cache.clear();
         runtime.forward(input, cache, capture, hidden.data());
         for (int l = 0; l < c.n_layers; ++l) {

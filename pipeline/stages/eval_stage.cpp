@@ -11,6 +11,7 @@
 #include "pipeline/runtime/output_error_probe.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/streaming_attention.h"
 #include "pipeline/stages/content_key.h"
 #include "pipeline/stages/schedule_stage.h"
@@ -154,11 +155,13 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
 
     const std::string started_at = utc_now();
     const double start = omp_get_wtime();
+    const int32_t start_token = sequence_start_token(c, model.tokenizer.get());
     const auto windows =
-        make_windows(static_cast<int64_t>(text.tokens.size()), options, c.bos_token_id >= 0, runtime.max_positions());
+        make_windows(static_cast<int64_t>(text.tokens.size()), options, start_token >= 0, runtime.max_positions());
     ProgressLine progress(fmt::format("eval {}", r.params.method), static_cast<int64_t>(windows.size()), "windows");
-    const PerplexityResult result = evaluate_perplexity(
-        runtime, *policy, text.tokens, options, [&](int done, const PerplexityResult&) { progress.update(done); });
+    const PerplexityResult result =
+        evaluate_perplexity(runtime, *policy, text.tokens, start_token, options,
+                            [&](int done, const PerplexityResult&) { progress.update(done); });
     progress.finish();
 
     // Per-layer output error on the first window, outside the timed pass.
@@ -167,7 +170,7 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
         OutputErrorProbe probe(*policy, c.n_layers);
         PerplexityOptions first = options;
         first.max_tokens = windows[0].end - windows[0].begin;
-        evaluate_perplexity(runtime, probe, text.tokens, first);
+        evaluate_perplexity(runtime, probe, text.tokens, start_token, first);
         for (int l = 0; l < c.n_layers; ++l) out_error[l] = probe.relative_error(l);
     }
     const double wall_s = omp_get_wtime() - start;

@@ -8,6 +8,7 @@
 #include "io/file_util.h"
 #include "io/text_file.h"
 #include "pipeline/runtime/corpus_tokens.h"
+#include "pipeline/runtime/sequence_start.h"
 
 namespace kascade {
 
@@ -103,7 +104,7 @@ LoadedText& Workspace::text(const fs::path& path, const LoadedModel& model) {
     const std::string contents = read_text_file(path);
     t->hash = hash_hex(contents);
     const ModelConfig& c = model.weights.config;
-    t->tokens = tokenize_corpus(*model.tokenizer, contents, c.bos_token_id >= 0 ? c.bos_token_id : c.eos_token_id);
+    t->tokens = tokenize_corpus(*model.tokenizer, contents, document_boundary_token(c, model.tokenizer.get()));
     TextRecord record;
     record.hash = t->hash;
     record.path = fs::absolute(path).lexically_normal().string();

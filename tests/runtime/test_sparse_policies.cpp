@@ -51,11 +51,11 @@ TEST(SparsePolicies, TopKCoveringEveryTileReproducesDensePerplexity) {
     PerplexityOptions options;
     options.ctx = 512;
     DenseAttention dense;
-    const double ppl_dense = evaluate_perplexity(model, dense, tokens, options).perplexity();
+    const double ppl_dense = evaluate_perplexity(model, dense, tokens, w.config.bos_token_id, options).perplexity();
     for (int tile : {16, 32}) {
         SparseAttentionOptions sparse{.tile = tile, .topk = {.tiles = 1000}};
         KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads), sparse);
-        const double ppl = evaluate_perplexity(model, kascade, tokens, options).perplexity();
+        const double ppl = evaluate_perplexity(model, kascade, tokens, w.config.bos_token_id, options).perplexity();
         EXPECT_LT(std::abs(ppl - ppl_dense) / ppl_dense, 1e-6) << "tile " << tile;
         for (const LayerDensity& d : kascade.layer_density()) EXPECT_EQ(d.ratio(), 1.0);
     }
@@ -69,7 +69,7 @@ TEST(SparsePolicies, OracleAttendsExactlyTheBudget) {
     PerplexityOptions options;
     options.ctx = n;
     KascadeAttention oracle(AttentionSchedule::oracle(w.config.n_layers), {.tile = tile, .topk = {.tiles = k_tiles}});
-    evaluate_perplexity(model, oracle, tokens, options);
+    evaluate_perplexity(model, oracle, tokens, w.config.bos_token_id, options);
     // Per query head, row p of tile p/16 sees min(4, p/16) full earlier tiles and p%16 + 1 keys of its own tile.
     double expected = 0, causal = 0;
     for (int p = 0; p < n; ++p) {
@@ -92,10 +92,10 @@ TEST(SparsePolicies, SparsityChangesPerplexityButStaysFinite) {
     PerplexityOptions options;
     options.ctx = 512;
     DenseAttention dense;
-    const double ppl_dense = evaluate_perplexity(model, dense, tokens, options).perplexity();
+    const double ppl_dense = evaluate_perplexity(model, dense, tokens, w.config.bos_token_id, options).perplexity();
     KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads),
                              {.tile = 16, .topk = {.tiles = 2}});
-    const double ppl = evaluate_perplexity(model, kascade, tokens, options).perplexity();
+    const double ppl = evaluate_perplexity(model, kascade, tokens, w.config.bos_token_id, options).perplexity();
     EXPECT_TRUE(std::isfinite(ppl));
     EXPECT_NE(ppl, ppl_dense);  // 2 of up to 31 tiles: the sparse pass must not silently be the dense one
     EXPECT_LT(kascade.layer_density()[2].ratio(), 0.5);

@@ -65,9 +65,12 @@ TEST(HfTokenizerBadInput, MergeNamesUnknownToken) {
 
 TEST(HfTokenizerBadInput, UnsupportedComponents) {
     const std::string normalizer = load_error(
-        R"({"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFKC"}]},
+        R"({"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "BertNormalizer"}]},
             "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})");
-    EXPECT_NE(normalizer.find("normalizer.normalizers[0].type 'NFKC'"), std::string::npos) << normalizer;
+    EXPECT_NE(normalizer.find("normalizer.normalizers[1].type 'BertNormalizer' is not supported (supported: "
+                              "Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD)"),
+              std::string::npos)
+        << normalizer;
     const std::string family = load_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})");
     EXPECT_NE(family.find("cannot tell which BPE family"), std::string::npos) << family;
     const std::string regex = load_error(

@@ -129,5 +129,53 @@ TEST(SentencePieceBpe, MetaspacePreTokenizer) {
     EXPECT_EQ(tok->decode(tok->encode("ab c hi")), "ab c hi");
 }
 
+TEST(SentencePieceBpe, NormalizedAddedTokensAreFoundAsTheNormalizerWritesThem) {
+    // As in Llama 2's file: <s> is "normalized", so it is looked for as "▁<s>" in the normalized text.
+    json config = llama2_style(true);
+    config["added_tokens"][1]["normalized"] = true;
+    test::TempDir dir;
+    const auto tok = load_json(dir, config);
+    EXPECT_EQ(tok->encode("<s>ab"), (std::vector<int32_t>{1, 264}));   // "▁<s>" | "ab" -> a+b
+    EXPECT_EQ(tok->encode("ab <s>"), (std::vector<int32_t>{265, 1}));  // "▁ab" | "▁<s>"
+    // Glued to a word it is text: "▁ab<s>" -> ▁ab, then < s > by byte fallback (3 + byte).
+    EXPECT_EQ(tok->encode("ab<s>"), (std::vector<int32_t>{265, 3 + '<', 3 + 's', 3 + '>'}));
+    // </s> is not normalized: found in the raw text wherever it is.
+    EXPECT_EQ(tok->encode("ab</s>"), (std::vector<int32_t>{265, 2}));
+}
+
+/// Vocabulary a=0 " "=1 "  "=2 "a "=3 "a   "=4 with merges written as strings whose tokens hold spaces, and no
+/// normalizer or pre-tokenizer, so that spaces reach BPE as they are.
+json tokens_with_spaces(const json& merges) {
+    return {
+        {"decoder", {{"type", "ByteFallback"}}},
+        {"model",
+         {{"type", "BPE"}, {"vocab", {{"a", 0}, {" ", 1}, {"  ", 2}, {"a ", 3}, {"a   ", 4}}}, {"merges", merges}}}};
+}
+
+TEST(SentencePieceBpe, MergesOfTokensThatContainSpaces) {
+    // "a  " can only be "a" + " " (the other split leaves an empty side), "   " only " " + " ", and "a    " only
+    // "a " + "  " (neither "   " nor "a  " is a token).
+    test::TempDir dir;
+    const auto tok = load_json(dir, tokens_with_spaces({"a  ", "   ", "a    "}));
+    // "a" + 3 spaces: a+" " (rank 0), then " "+" " (rank 1), then "a "+"  " (rank 2) -> "a   ".
+    EXPECT_EQ(tok->encode("a   "), (std::vector<int32_t>{4}));
+    EXPECT_EQ(tok->encode("  a"), (std::vector<int32_t>{2, 0}));
+}
+
+TEST(SentencePieceBpe, AmbiguousMergeWithSpacesIsRefused) {
+    // "a a a" could be "a" + "a a" or "a a" + "a"; with both results in the vocabulary nothing tells which.
+    json config = tokens_with_spaces({"a a a"});
+    config["model"]["vocab"] = {{"a", 0}, {"a a", 1}, {"aa a", 2}, {"a aa", 3}};
+    test::TempDir dir;
+    try {
+        load_json(dir, config);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("model.merges[0] = 'a a a' has several spaces and 2 ways"), std::string::npos)
+            << message;
+    }
+}
+
 }  // namespace
 }  // namespace kascade

@@ -21,6 +21,8 @@ inline std::filesystem::path shared_path(std::string_view relative) {
 
 inline const std::filesystem::path kTok512 = shared_path("models/stories260K/tok512.bin");
 inline const std::filesystem::path kSmolLm2Json = shared_path("models/smollm2-135m-tokenizer/tokenizer.json");
+/// Llama 2's tokenizer.json, with the tokenizer_config.json (add_bos_token true) beside it.
+inline const std::filesystem::path kLlama2Json = shared_path("models/tokenizers/llama-2/tokenizer.json");
 inline const std::filesystem::path kTinyStories = shared_path("data/tinystories/TinyStories-valid.head.txt");
 inline const std::filesystem::path kWikiTest = shared_path("data/wikitext-2/wiki.test.raw");
 inline const std::filesystem::path kMobyDick = shared_path("data/moby-dick/pg2701.txt");
