@@ -85,29 +85,34 @@ inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_co
     }
 }
 
-/// out[k] = canonical sum of the 16 lanes of v[k], k < 8: lane l + lane l+8, then l + l+4, l + l+2, l + l+1. Built
-/// from two-source permutes (index >= 16 picks from the second operand).
-inline void reduce8(const __m512* v, float* out) {
+/// out[k] = canonical sum of the 16 lanes of v[k], k < count (a multiple of 8): lane l + lane l+8, then l + l+4,
+/// l + l+2, l + l+1. Built from two-source permutes (index >= 16 picks from the second operand). Not inlined: the
+/// compiler would hoist the permute indices out of the micro-kernel loops into registers the accumulators need.
+[[gnu::noinline]] inline void reduce_lanes(const __m512* vectors, int count, float* sums) {
     const auto add_permuted = [](__m512 a, __m512 b, __m512i first, __m512i second) {
         return _mm512_add_ps(_mm512_permutex2var_ps(a, first, b), _mm512_permutex2var_ps(a, second, b));
     };
     // r[i] = [v[2i] partials 0..7, v[2i+1] partials 0..7]
     const __m512i low8 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
     const __m512i high8 = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    __m512 r[4];
-    for (int i = 0; i < 4; ++i) r[i] = add_permuted(v[2 * i], v[2 * i + 1], low8, high8);
-    // s[i] quarter q = 4 partials of v[4i + q]
-    const __m512i low4 = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-    const __m512i high4 = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-    const __m512 s0 = add_permuted(r[0], r[1], low4, high4), s1 = add_permuted(r[2], r[3], low4, high4);
-    // z quarter q = [v[q] p0, v[q] p1, v[q+4] p0, v[q+4] p1]
-    const __m512i low2 = _mm512_setr_epi32(0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-    const __m512i high2 = _mm512_setr_epi32(2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
-    const __m512 z = add_permuted(s0, s1, low2, high2);
-    // lane k < 8 = v[k]: z[4k] + z[4k+1] for k < 4, z[4(k-4)+2] + z[4(k-4)+3] for k >= 4
-    const __m512i even = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-    const __m512i odd = _mm512_setr_epi32(1, 5, 9, 13, 3, 7, 11, 15, 0, 0, 0, 0, 0, 0, 0, 0);
-    _mm512_mask_storeu_ps(out, 0x00ff, add_permuted(z, z, even, odd));
+    for (int group = 0; group < count; group += 8) {
+        const __m512* v = vectors + group;
+        float* out = sums + group;
+        __m512 r[4];
+        for (int i = 0; i < 4; ++i) r[i] = add_permuted(v[2 * i], v[2 * i + 1], low8, high8);
+        // s[i] quarter q = 4 partials of v[4i + q]
+        const __m512i low4 = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+        const __m512i high4 = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+        const __m512 s0 = add_permuted(r[0], r[1], low4, high4), s1 = add_permuted(r[2], r[3], low4, high4);
+        // z quarter q = [v[q] p0, v[q] p1, v[q+4] p0, v[q+4] p1]
+        const __m512i low2 = _mm512_setr_epi32(0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+        const __m512i high2 = _mm512_setr_epi32(2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+        const __m512 z = add_permuted(s0, s1, low2, high2);
+        // lane k < 8 = v[k]: z[4k] + z[4k+1] for k < 4, z[4(k-4)+2] + z[4(k-4)+3] for k >= 4
+        const __m512i even = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m512i odd = _mm512_setr_epi32(1, 5, 9, 13, 3, 7, 11, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+        _mm512_mask_storeu_ps(out, 0x00ff, add_permuted(z, z, even, odd));
+    }
 }
 
 /// Reduces acc[MR][kPanelRows] into out[MR][kPanelRows].
@@ -121,7 +126,7 @@ inline void reduce_tile(const __m512 (&acc)[MR][kPanelRows], float* out) {
         for (int j = 0; j < kPanelRows; ++j) flat[r * kPanelRows + j] = acc[r][j];
     for (int k = kCount; k < (kCount + 7) / 8 * 8; ++k) flat[k] = _mm512_setzero_ps();
     float buffer[(kCount + 7) / 8 * 8];
-    for (int k = 0; k < kCount; k += 8) reduce8(flat + k, buffer + k);
+    reduce_lanes(flat, (kCount + 7) / 8 * 8, buffer);
     std::memcpy(out, buffer, sizeof(float) * kCount);
 }
 
@@ -165,7 +170,9 @@ void dot_tile_fp32_body(const float* x, size_t x_stride, int cols, float* out, L
         for (int r = 0; r < MR; ++r) xv[r] = _mm512_maskz_loadu_ps(mask, x + r * x_stride + c);
 #pragma GCC unroll 6
         for (int j = 0; j < kPanelRows; ++j) {
-            const __m512 wv = load_w(j, c, mask);
+            __m512 wv = load_w(j, c, mask);
+            // Keeps wv in a register: GCC otherwise folds the load into each of the MR FMAs (MR loads instead of 1).
+            __asm__("" : "+v"(wv));
 #pragma GCC unroll 4
             for (int r = 0; r < MR; ++r) acc[r][j] = _mm512_fmadd_ps(xv[r], wv, acc[r][j]);
         }
