@@ -85,6 +85,21 @@ inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_co
     }
 }
 
+/// A decode (one activation row) streams the weights from memory, and the six rows of a panel read side by side do
+/// not look sequential to the hardware prefetcher: so the tile prefetches the next panel (the bytes after this one
+/// in the matrix) at the pace it consumes its own, `step_cols` columns of `elem`-byte weights per step. Prefetches
+/// past the matrix are harmless (they never fault); batched tiles reuse their panel from cache and skip this.
+template <int MR>
+inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c, int step_cols) {
+    if constexpr (MR == 1) {
+        const uintptr_t next = reinterpret_cast<uintptr_t>(panel) +
+                               (kPanelRows * static_cast<size_t>(cols) + kPanelRows * static_cast<size_t>(c)) * elem;
+        for (size_t offset = 0; offset < kPanelRows * step_cols * elem; offset += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(next + offset), _MM_HINT_T0);
+        }
+    }
+}
+
 /// out[k] = canonical sum of the 16 lanes of v[k], k < count (a multiple of 8): lane l + lane l+8, then l + l+4,
 /// l + l+2, l + l+1. Built from two-source permutes (index >= 16 picks from the second operand). Not inlined: the
 /// compiler would hoist the permute indices out of the micro-kernel loops into registers the accumulators need.
@@ -140,6 +155,7 @@ void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, 
         for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm512_setzero_ps();
     const int full = cols / 32 * 32;
     auto step = [&](int c, __mmask32 mask) {
+        prefetch_next_panel<MR>(w[0], cols, 2, c, 32);
         __m512bh xv[MR];
 #pragma GCC unroll 4
         for (int r = 0; r < MR; ++r) xv[r] = reinterpret_cast<__m512bh>(_mm512_load_si512(x + r * x_stride + c));
@@ -157,7 +173,8 @@ void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, 
 
 /// Shared body of the F32 and F16 tiles: `load_w(j, c, mask)` gives 16 fp32 weights of row j from column c.
 template <int MR, typename LoadW>
-void dot_tile_fp32_body(const float* x, size_t x_stride, int cols, float* out, LoadW load_w) {
+void dot_tile_fp32_body(const float* x, size_t x_stride, int cols, float* out, const void* panel, size_t elem,
+                        LoadW load_w) {
     __m512 acc[MR][kPanelRows];
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r)
@@ -165,6 +182,7 @@ void dot_tile_fp32_body(const float* x, size_t x_stride, int cols, float* out, L
         for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm512_setzero_ps();
     const int full = cols / 16 * 16;
     auto step = [&](int c, __mmask16 mask) {
+        prefetch_next_panel<MR>(panel, cols, elem, c, 16);
         __m512 xv[MR];
 #pragma GCC unroll 4
         for (int r = 0; r < MR; ++r) xv[r] = _mm512_maskz_loadu_ps(mask, x + r * x_stride + c);
@@ -184,13 +202,13 @@ void dot_tile_fp32_body(const float* x, size_t x_stride, int cols, float* out, L
 
 template <int MR>
 void dot_tile_f32(const float* x, size_t x_stride, const float* const* w, int cols, float* out) {
-    dot_tile_fp32_body<MR>(x, x_stride, cols, out,
+    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 4,
                            [w](int j, int c, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, w[j] + c); });
 }
 
 template <int MR>
 void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    dot_tile_fp32_body<MR>(x, x_stride, cols, out, [w](int j, int c, __mmask16 mask) {
+    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2, [w](int j, int c, __mmask16 mask) {
         return _mm512_maskz_cvtph_ps(mask, _mm256_maskz_loadu_epi16(mask, w[j] + c));
     });
 }
