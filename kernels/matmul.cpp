@@ -149,7 +149,7 @@ void compute_tile(const Problem& p, const MatmulTarget& t, int r0, int row0, flo
 void compute_panel(const Problem& p, const MatmulTarget& t, int row0, int r_begin, int r_end) {
     const int panel_rows = std::min(mm::kPanelRows, t.w.rows - row0);
     const size_t y_stride = t.y_stride > 0 ? t.y_stride : t.w.rows;
-    float out[mm::kTileRows * mm::kPanelRows];
+    float out[mm::kTileOutputs];
     for (int r0 = r_begin; r0 < r_end; r0 += mm::kTileRows) {
         const int tile_rows = std::min(mm::kTileRows, r_end - r0);
         [&]<int... MR>(std::integer_sequence<int, MR...>) {

@@ -100,49 +100,52 @@ inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c,
     }
 }
 
-/// out[k] = canonical sum of the 16 lanes of v[k], k < count (a multiple of 8): lane l + lane l+8, then l + l+4,
-/// l + l+2, l + l+1. Built from two-source permutes (index >= 16 picks from the second operand). Not inlined: the
-/// compiler would hoist the permute indices out of the micro-kernel loops into registers the accumulators need.
+/// sums[k] = canonical sum of the 16 lanes of vectors[k], k < count (a multiple of 8): lane l + lane l+8, then
+/// l + l+4, l + l+2, l + l+1. (The all-ones masked forms of the shuffles are the plain instructions; they avoid GCC
+/// 12's false "uninitialized" warning in the unmasked intrinsics.) Not inlined: the compiler would otherwise keep
+/// the permute index in a register the micro-kernel's accumulators need.
 [[gnu::noinline]] inline void reduce_lanes(const __m512* vectors, int count, float* sums) {
-    const auto add_permuted = [](__m512 a, __m512 b, __m512i first, __m512i second) {
-        return _mm512_add_ps(_mm512_permutex2var_ps(a, first, b), _mm512_permutex2var_ps(a, second, b));
-    };
-    // r[i] = [v[2i] partials 0..7, v[2i+1] partials 0..7]
-    const __m512i low8 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-    const __m512i high8 = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    // v[q] is in lane 4q of t, v[q+4] in lane 4q+1
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
     for (int group = 0; group < count; group += 8) {
         const __m512* v = vectors + group;
-        float* out = sums + group;
         __m512 r[4];
-        for (int i = 0; i < 4; ++i) r[i] = add_permuted(v[2 * i], v[2 * i + 1], low8, high8);
-        // s[i] quarter q = 4 partials of v[4i + q]
-        const __m512i low4 = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-        const __m512i high4 = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-        const __m512 s0 = add_permuted(r[0], r[1], low4, high4), s1 = add_permuted(r[2], r[3], low4, high4);
-        // z quarter q = [v[q] p0, v[q] p1, v[q+4] p0, v[q+4] p1]
-        const __m512i low2 = _mm512_setr_epi32(0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-        const __m512i high2 = _mm512_setr_epi32(2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
-        const __m512 z = add_permuted(s0, s1, low2, high2);
-        // lane k < 8 = v[k]: z[4k] + z[4k+1] for k < 4, z[4(k-4)+2] + z[4(k-4)+3] for k >= 4
-        const __m512i even = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-        const __m512i odd = _mm512_setr_epi32(1, 5, 9, 13, 3, 7, 11, 15, 0, 0, 0, 0, 0, 0, 0, 0);
-        _mm512_mask_storeu_ps(out, 0x00ff, add_permuted(z, z, even, odd));
+        for (int i = 0; i < 4; ++i) {  // r[i] = [v[2i] partials 0..7 | v[2i+1] partials 0..7]
+            const __m512 a = v[2 * i], b = v[2 * i + 1];
+            r[i] = _mm512_add_ps(_mm512_mask_shuffle_f32x4(a, 0xffff, a, b, 0x44),
+                                 _mm512_mask_shuffle_f32x4(a, 0xffff, a, b, 0xee));
+        }
+        __m512 s[2];
+        for (int i = 0; i < 2; ++i) {  // 128-bit quarter q of s[i] = 4 partials of v[4i + q]
+            const __m512 a = r[2 * i], b = r[2 * i + 1];
+            s[i] = _mm512_add_ps(_mm512_mask_shuffle_f32x4(a, 0xffff, a, b, 0x88),
+                                 _mm512_mask_shuffle_f32x4(a, 0xffff, a, b, 0xdd));
+        }
+        // quarter q of z = [v[q] p0, v[q] p1, v[q+4] p0, v[q+4] p1]
+        const __m512d s0 = _mm512_castps_pd(s[0]), s1 = _mm512_castps_pd(s[1]);
+        const __m512 z = _mm512_add_ps(_mm512_castpd_ps(_mm512_mask_unpacklo_pd(s0, 0xff, s0, s1)),
+                                       _mm512_castpd_ps(_mm512_mask_unpackhi_pd(s0, 0xff, s0, s1)));
+        // quarter q of t = [v[q], v[q+4], v[q], v[q+4]]
+        const __m512 t =
+            _mm512_add_ps(_mm512_mask_shuffle_ps(z, 0xffff, z, z, 0x88), _mm512_mask_shuffle_ps(z, 0xffff, z, z, 0xdd));
+        _mm512_mask_storeu_ps(sums + group, 0x00ff, _mm512_mask_permutexvar_ps(t, 0xffff, order, t));
     }
 }
 
-/// Reduces acc[MR][kPanelRows] into out[MR][kPanelRows].
+/// Floats a micro-tile writes to its output buffer: kTileRows x kPanelRows results, rounded up to whole 8-groups.
+constexpr int kTileOutputs = (kTileRows * kPanelRows + 7) / 8 * 8;
+
+/// Reduces acc[MR][kPanelRows] into out[MR][kPanelRows] (out has room for kTileOutputs floats).
 template <int MR>
 inline void reduce_tile(const __m512 (&acc)[MR][kPanelRows], float* out) {
-    constexpr int kCount = MR * kPanelRows;
-    __m512 flat[(kCount + 7) / 8 * 8];
+    constexpr int kCount = (MR * kPanelRows + 7) / 8 * 8;
+    __m512 flat[kCount];
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 6
         for (int j = 0; j < kPanelRows; ++j) flat[r * kPanelRows + j] = acc[r][j];
-    for (int k = kCount; k < (kCount + 7) / 8 * 8; ++k) flat[k] = _mm512_setzero_ps();
-    float buffer[(kCount + 7) / 8 * 8];
-    reduce_lanes(flat, (kCount + 7) / 8 * 8, buffer);
-    std::memcpy(out, buffer, sizeof(float) * kCount);
+    for (int k = MR * kPanelRows; k < kCount; ++k) flat[k] = _mm512_setzero_ps();
+    reduce_lanes(flat, kCount, out);
 }
 
 /// out[r][j] = x row r . w row j over `cols` BF16 pairs; x rows (stride x_stride) are padded and 64-byte aligned.
@@ -219,6 +222,7 @@ constexpr const char* kPathName = "avx2";
 constexpr int kTileRows = 2;
 constexpr int kPanelRows = 4;  ///< 2 x 4 accumulators + inputs fit the 16 ymm registers
 constexpr int kActBf16Cols = 8;
+constexpr int kTileOutputs = kTileRows * kPanelRows;  ///< floats a micro-tile writes
 /// Converted activations for BF16 weights: fp32 values already rounded to BF16, so only weights are widened.
 using ActBf16 = float;
 
@@ -321,6 +325,7 @@ constexpr const char* kPathName = "scalar";
 constexpr int kTileRows = 1;
 constexpr int kPanelRows = 4;
 constexpr int kActBf16Cols = 8;
+constexpr int kTileOutputs = kTileRows * kPanelRows;
 using ActBf16 = float;
 
 inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_cols) {
