@@ -1,0 +1,162 @@
+// bench/machine_limits.h: the machine's practical limits, measured in the running process so that a benchmark can
+// state its speed as a share of them (bench_matmul, bench_forward):
+//   fp32 GEMM peak   a 2048^3 product, the faster of Eigen (one row block per thread, as pipeline/runtime/linear.cpp
+//                    runs it) and kascade's matmul with F32 weights
+//   BF16 GEMM peak   a 2048^3 product by kascade's matmul with BF16 weights (vdpbf16ps where available)
+//   memory bandwidth a streaming read of 1 GiB (far beyond the L3) by all threads
+// Each figure is the best of a few repetitions after a warm-up: a peak, not a typical value. All use
+// omp_get_max_threads() threads. Header-only: bench/ builds every .cpp as its own program.
+#pragma once
+
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "kernels/matmul.h"
+
+namespace kascade::machine_limits {
+
+constexpr int kGemmSize = 2048;
+constexpr size_t kStreamBytes = size_t{1} << 30;
+constexpr int kRepetitions = 5;
+
+/// Best wall time of `reps` runs of body() after one warm-up run, in seconds.
+template <typename Body>
+double best_seconds(int reps, Body&& body) {
+    body();
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        body();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+}
+
+/// Deterministic values in [-1, 1).
+inline std::vector<float> uniform_floats(size_t count, uint64_t seed) {
+    std::vector<float> v(count);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (float& e : v) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        e = static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
+    }
+    return v;
+}
+
+/// A weight matrix [rows][cols] of the given type with values in [-1, 1) (BF16/F16 rounded from fp32).
+struct OwnedMatrix {
+    std::vector<uint8_t> bytes;
+    MatrixView view;
+
+    OwnedMatrix(MatrixType type, int rows, int cols, uint64_t seed) {
+        const size_t count = static_cast<size_t>(rows) * cols;
+        const std::vector<float> values = uniform_floats(count, seed);
+        bytes.resize(count * matrix_type_size(type));
+        if (type == MatrixType::F32) {
+            std::memcpy(bytes.data(), values.data(), bytes.size());
+        } else {
+            auto* out = reinterpret_cast<uint16_t*>(bytes.data());
+            for (size_t k = 0; k < count; ++k)
+                out[k] = type == MatrixType::BF16 ? bf16_bits(values[k]) : f16_bits(values[k]);
+        }
+        view = MatrixView{type, bytes.data(), rows, cols};
+    }
+
+    /// Truncating conversions: any value of the type will do for timing.
+    static uint16_t bf16_bits(float x) {
+        uint32_t u;
+        std::memcpy(&u, &x, 4);
+        return static_cast<uint16_t>(u >> 16);
+    }
+    /// |x| < 1 as a normal or zero half (exponent clamped at 2^-14), truncated.
+    static uint16_t f16_bits(float x) {
+        uint32_t u;
+        std::memcpy(&u, &x, 4);
+        const uint32_t sign = (u >> 16) & 0x8000u;
+        const int exponent = static_cast<int>((u >> 23) & 0xff) - 127 + 15;
+        if (exponent <= 0) return static_cast<uint16_t>(sign);
+        return static_cast<uint16_t>(sign | (exponent << 10) | ((u >> 13) & 0x3ffu));
+    }
+};
+
+/// y = x W^T, fp32, Eigen, one block of rows of x per thread with Eigen itself single-threaded (pipeline/runtime/
+/// linear.cpp's scheme).
+inline void eigen_matmul(const float* x, int n, const float* w, int rows, int cols, float* y) {
+    using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Eigen::setNbThreads(1);
+#pragma omp parallel
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int r0 = static_cast<int>(static_cast<long>(n) * t / nt),
+                  r1 = static_cast<int>(static_cast<long>(n) * (t + 1) / nt);
+        if (r0 < r1) {
+            Eigen::Map<const RowMatrix> xm(x + static_cast<size_t>(r0) * cols, r1 - r0, cols);
+            Eigen::Map<const RowMatrix> wm(w, rows, cols);
+            Eigen::Map<RowMatrix> ym(y + static_cast<size_t>(r0) * rows, r1 - r0, rows);
+            ym.noalias() = xm * wm.transpose();
+        }
+    }
+}
+
+/// GFLOP/s of a size^3 fp32 product by Eigen.
+inline double eigen_fp32_gemm_gflops(int size = kGemmSize) {
+    const std::vector<float> x = uniform_floats(static_cast<size_t>(size) * size, 1),
+                             w = uniform_floats(static_cast<size_t>(size) * size, 2);
+    std::vector<float> y(static_cast<size_t>(size) * size);
+    const double seconds =
+        best_seconds(kRepetitions, [&] { eigen_matmul(x.data(), size, w.data(), size, size, y.data()); });
+    return 2.0 * size * size * static_cast<double>(size) / seconds * 1e-9;
+}
+
+/// GFLOP/s of a size^3 product by kascade's matmul with weights of the given type.
+inline double matmul_gemm_gflops(MatrixType type, int size = kGemmSize) {
+    const OwnedMatrix w(type, size, size, 3);
+    const std::vector<float> x = uniform_floats(static_cast<size_t>(size) * size, 4);
+    std::vector<float> y(static_cast<size_t>(size) * size);
+    const double seconds = best_seconds(kRepetitions, [&] { matmul(x.data(), size, w.view, nullptr, y.data()); });
+    return 2.0 * size * size * static_cast<double>(size) / seconds * 1e-9;
+}
+
+/// GB/s of a streaming read of `bytes` by all threads (each reads a contiguous share; pages first touched by the
+/// thread that reads them).
+inline double memory_read_gbps(size_t bytes = kStreamBytes) {
+    const size_t count = bytes / sizeof(uint64_t);
+    std::unique_ptr<uint64_t[]> buffer(new uint64_t[count]);
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < count; ++k) buffer[k] = k;
+    uint64_t checksum = 0;
+    const double seconds = best_seconds(kRepetitions, [&] {
+        uint64_t sum = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+        for (size_t k = 0; k < count; ++k) sum += buffer[k];
+        checksum += sum;
+    });
+    // The checksum is used so that the reads cannot be optimised away.
+    return checksum == 0 ? 0.0 : static_cast<double>(bytes) / seconds * 1e-9;
+}
+
+struct MachineLimits {
+    double fp32_gemm_gflops = 0;  ///< best of Eigen and matmul(F32)
+    double bf16_gemm_gflops = 0;  ///< matmul(BF16)
+    double memory_gbps = 0;       ///< streaming read bandwidth
+    int threads = 0;
+};
+
+/// All three limits (about 5 s on 2 cores).
+inline MachineLimits measure() {
+    MachineLimits limits;
+    limits.fp32_gemm_gflops = std::max(eigen_fp32_gemm_gflops(), matmul_gemm_gflops(MatrixType::F32));
+    limits.bf16_gemm_gflops = matmul_gemm_gflops(MatrixType::BF16);
+    limits.memory_gbps = memory_read_gbps();
+    limits.threads = omp_get_max_threads();
+    return limits;
+}
+
+}  // namespace kascade::machine_limits

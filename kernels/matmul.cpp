@@ -1,0 +1,236 @@
+#include "kernels/matmul.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "kernels/kernel_assert.h"
+#include "kernels/matmul_simd.h"
+
+namespace kascade {
+
+namespace mm = detail::matmul;
+
+const char* matrix_type_name(MatrixType type) {
+    switch (type) {
+        case MatrixType::F32:
+            return "f32";
+        case MatrixType::BF16:
+            return "bf16";
+        case MatrixType::F16:
+            return "f16";
+    }
+    return "?";
+}
+
+size_t matrix_type_size(MatrixType type) {
+    return type == MatrixType::F32 ? 4 : 2;
+}
+
+const char* matmul_path() {
+    return mm::kPathName;
+}
+
+namespace {
+
+/// Products below this many multiply-adds run on the calling thread: a parallel region costs a few microseconds,
+/// and far more when the other cores are busy.
+constexpr double kParallelMinMacs = 1 << 20;
+/// Bytes of activations one work unit sweeps per weight panel (an L2-sized block: each panel's weights stay in L1
+/// while the block's activation rows stream from L2).
+constexpr size_t kActivationBlockBytes = 512 << 10;
+/// Bytes of weights per work unit, read once from memory and then kept in L2 across the unit's activation blocks.
+constexpr size_t kWeightGroupBytes = 192 << 10;
+/// Work units per thread, enough for dynamic scheduling to even out the threads (also when another process takes a
+/// core for a while).
+constexpr int kUnitsPerThread = 8;
+
+/// 64-byte aligned scratch buffer for the converted activations.
+template <typename T>
+struct AlignedBuffer {
+    struct Free {
+        void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
+    };
+    std::unique_ptr<T[], Free> data;
+    explicit AlignedBuffer(size_t count)
+        : data(static_cast<T*>(::operator new[](std::max<size_t>(count, 1) * sizeof(T), std::align_val_t(64)))) {}
+};
+
+/// The weight rows of all targets cut into panels of kPanelRows rows (a panel never straddles two targets).
+struct PanelIndex {
+    std::vector<int> first_panel;  ///< per target, then the total
+
+    explicit PanelIndex(std::span<const MatmulTarget> targets) {
+        first_panel.reserve(targets.size() + 1);
+        int total = 0;
+        for (const MatmulTarget& t : targets) {
+            first_panel.push_back(total);
+            total += (t.w.rows + mm::kPanelRows - 1) / mm::kPanelRows;
+        }
+        first_panel.push_back(total);
+    }
+    int count() const { return first_panel.back(); }
+    /// Target of global panel p.
+    int target_of(int p) const {
+        return static_cast<int>(std::upper_bound(first_panel.begin(), first_panel.end(), p) - first_panel.begin()) - 1;
+    }
+};
+
+/// Work units: groups of consecutive panels x blocks of activation rows, group-major, so that consecutive units
+/// reuse the group's weights from L2.
+struct WorkPlan {
+    int panels_per_group = 1;
+    int rows_per_block = 1;  ///< a multiple of kTileRows
+    int groups = 0, blocks = 0;
+
+    WorkPlan(int n, int panels, size_t activation_row_bytes, size_t panel_bytes, int threads) {
+        const int tiles = (n + mm::kTileRows - 1) / mm::kTileRows;
+        int tiles_per_block =
+            std::clamp(static_cast<int>(kActivationBlockBytes / activation_row_bytes / mm::kTileRows), 1, tiles);
+        blocks = (tiles + tiles_per_block - 1) / tiles_per_block;
+        panels_per_group = std::max<int>(1, static_cast<int>(kWeightGroupBytes / std::max<size_t>(panel_bytes, 1)));
+        const int wanted_units = kUnitsPerThread * threads;
+        if (threads > 1) {
+            const int wanted_groups = (wanted_units + blocks - 1) / blocks;
+            panels_per_group = std::clamp(panels / wanted_groups, 1, panels_per_group);
+            groups = (panels + panels_per_group - 1) / panels_per_group;
+            // Few weight rows (e.g. a 7-row matrix): split the activation rows further.
+            if (groups * blocks < wanted_units) blocks = std::min(tiles, (wanted_units + groups - 1) / groups);
+        }
+        groups = (panels + panels_per_group - 1) / panels_per_group;
+        tiles_per_block = (tiles + blocks - 1) / blocks;
+        blocks = (tiles + tiles_per_block - 1) / tiles_per_block;
+        rows_per_block = tiles_per_block * mm::kTileRows;
+    }
+    int units() const { return groups * blocks; }
+};
+
+/// What a call computes: the shared inputs and the targets.
+struct Problem {
+    const float* x;             ///< [n][cols] fp32 activations (F32 and F16 weights)
+    const mm::ActBf16* x_bf16;  ///< [n][padded_cols] activations rounded to BF16 (BF16 weights), or null
+    size_t bf16_stride;
+    int n, cols;
+    std::span<const MatmulTarget> targets;
+};
+
+/// Rows [r0, r0 + MR) of x against the panel starting at weight row `row0` of target t (rows past the matrix
+/// repeat its last row and are discarded).
+template <int MR>
+void compute_tile(const Problem& p, const MatmulTarget& t, int r0, int row0, float* out) {
+    const MatrixView& w = t.w;
+    const int last_row = w.rows - 1;
+    const size_t elem = matrix_type_size(w.type);
+    const void* rows[mm::kPanelRows];
+    for (int j = 0; j < mm::kPanelRows; ++j) {
+        rows[j] = static_cast<const char*>(w.data) + static_cast<size_t>(std::min(row0 + j, last_row)) * w.cols * elem;
+    }
+    switch (w.type) {
+        case MatrixType::BF16:
+            mm::dot_tile_bf16<MR>(p.x_bf16 + static_cast<size_t>(r0) * p.bf16_stride, p.bf16_stride,
+                                  reinterpret_cast<const uint16_t* const*>(rows), p.cols, out);
+            break;
+        case MatrixType::F16:
+            mm::dot_tile_f16<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols,
+                                 reinterpret_cast<const uint16_t* const*>(rows), p.cols, out);
+            break;
+        case MatrixType::F32:
+            mm::dot_tile_f32<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols,
+                                 reinterpret_cast<const float* const*>(rows), p.cols, out);
+            break;
+    }
+}
+
+/// y rows [r_begin, r_end) x weight rows [row0, row0 + kPanelRows) of target t.
+void compute_panel(const Problem& p, const MatmulTarget& t, int row0, int r_begin, int r_end) {
+    const int panel_rows = std::min(mm::kPanelRows, t.w.rows - row0);
+    const size_t y_stride = t.y_stride > 0 ? t.y_stride : t.w.rows;
+    float out[mm::kTileOutputs];
+    for (int r0 = r_begin; r0 < r_end; r0 += mm::kTileRows) {
+        const int tile_rows = std::min(mm::kTileRows, r_end - r0);
+        [&]<int... MR>(std::integer_sequence<int, MR...>) {
+            ((tile_rows == MR + 1 ? compute_tile<MR + 1>(p, t, r0, row0, out) : void()), ...);
+        }
+        (std::make_integer_sequence<int, mm::kTileRows>());
+        for (int r = 0; r < tile_rows; ++r) {
+            float* y = t.y + static_cast<size_t>(r0 + r) * y_stride + row0;
+            const float* o = out + r * mm::kPanelRows;
+            if (t.bias != nullptr) {
+                for (int j = 0; j < panel_rows; ++j) y[j] = o[j] + t.bias[row0 + j];
+            } else {
+                for (int j = 0; j < panel_rows; ++j) y[j] = o[j];
+            }
+        }
+    }
+}
+
+void compute_unit(const Problem& p, const PanelIndex& panels, const WorkPlan& plan, int unit) {
+    const int group = unit / plan.blocks, block = unit % plan.blocks;
+    const int p_begin = group * plan.panels_per_group;
+    const int p_end = std::min(panels.count(), p_begin + plan.panels_per_group);
+    const int r_begin = block * plan.rows_per_block;
+    const int r_end = std::min(p.n, r_begin + plan.rows_per_block);
+    int t = panels.target_of(p_begin);
+    for (int panel = p_begin; panel < p_end; ++panel) {
+        while (panel >= panels.first_panel[t + 1]) ++t;
+        compute_panel(p, p.targets[t], (panel - panels.first_panel[t]) * mm::kPanelRows, r_begin, r_end);
+    }
+}
+
+}  // namespace
+
+void matmul(const float* x, int n, std::span<const MatmulTarget> targets) {
+    KASCADE_KERNEL_ASSERT(n >= 0);
+    if (n == 0 || targets.empty()) return;
+    const int cols = targets[0].w.cols;
+    KASCADE_KERNEL_ASSERT(cols > 0 && x != nullptr);
+    bool any_bf16 = false;
+    double macs = 0;
+    size_t max_panel_bytes = 0;
+    for (const MatmulTarget& t : targets) {
+        KASCADE_KERNEL_ASSERT(t.w.cols == cols && t.w.rows >= 0);
+        KASCADE_KERNEL_ASSERT(t.w.rows == 0 || (t.w.data != nullptr && t.y != nullptr));
+        KASCADE_KERNEL_ASSERT(t.y_stride == 0 || t.y_stride >= t.w.rows);
+        any_bf16 = any_bf16 || t.w.type == MatrixType::BF16;
+        macs += static_cast<double>(n) * cols * t.w.rows;
+        max_panel_bytes = std::max(max_panel_bytes, mm::kPanelRows * cols * matrix_type_size(t.w.type));
+    }
+    const PanelIndex panels(targets);
+    if (panels.count() == 0) return;
+
+    const int padded_cols = (cols + mm::kActBf16Cols - 1) / mm::kActBf16Cols * mm::kActBf16Cols;
+    std::unique_ptr<AlignedBuffer<mm::ActBf16>> x_bf16;
+    if (any_bf16) x_bf16 = std::make_unique<AlignedBuffer<mm::ActBf16>>(static_cast<size_t>(n) * padded_cols);
+    const Problem problem{x,      any_bf16 ? x_bf16->data.get() : nullptr, static_cast<size_t>(padded_cols), n, cols,
+                          targets};
+
+    const int threads = macs < kParallelMinMacs ? 1 : omp_get_max_threads();
+    const size_t activation_row_bytes = any_bf16 ? padded_cols * sizeof(mm::ActBf16) : cols * sizeof(float);
+    const WorkPlan plan(n, panels.count(), activation_row_bytes, max_panel_bytes, threads);
+
+#pragma omp parallel num_threads(threads)
+    {
+        if (any_bf16) {
+#pragma omp for schedule(static)
+            for (int r = 0; r < n; ++r) {
+                mm::round_row_bf16(x + static_cast<size_t>(r) * cols, cols,
+                                   x_bf16->data.get() + static_cast<size_t>(r) * padded_cols, padded_cols);
+            }
+        }
+        // Units are independent (each output element is computed whole by one unit), so their assignment to
+        // threads does not change any result.
+#pragma omp for schedule(dynamic, 1)
+        for (int unit = 0; unit < plan.units(); ++unit) compute_unit(problem, panels, plan, unit);
+    }
+}
+
+void matmul(const float* x, int n, const MatrixView& w, const float* bias, float* y) {
+    const MatmulTarget target{w, bias, y, 0};
+    matmul(x, n, std::span<const MatmulTarget>(&target, 1));
+}
+
+}  // namespace kascade

@@ -1,0 +1,372 @@
+// kernels/matmul_simd.h: internal micro-kernels of kernels/matmul.cpp (not a public API), one set per instruction
+// path, chosen at compile time:
+//   AVX512-BF16  (-march with avx512f/bw/bf16): vdpbf16ps on BF16 pairs, 16 fp32 lanes; FMA for F32/F16 weights.
+//   AVX2 + FMA + F16C: BF16 widened to fp32 by a 16-bit shift, 8 fp32 lanes.
+//   portable scalar: 8 partial sums in plain C++, the same lane pattern as the AVX2 path.
+// Every path exposes the same interface: a micro-tile computes the kTileRows x kPanelRows dot products of kTileRows
+// activation rows with kPanelRows weight rows, each as lane-wise partial sums over the input features, combined by
+// the same pairwise tree (lane l + lane l + L/2, then l + L/4, ...). The tree does not depend on the tile's size or
+// on which slot of the tile an element has, which is what makes the result independent of the batch size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512BF16__)
+#define KASCADE_MATMUL_AVX512BF16 1
+#include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define KASCADE_MATMUL_AVX2 1
+#include <immintrin.h>
+#else
+#define KASCADE_MATMUL_SCALAR 1
+#endif
+
+namespace kascade::detail::matmul {
+
+/// BF16 bits of x rounded to nearest, ties to even; NaN stays a (quiet) NaN of the same sign.
+inline uint16_t bf16_from_float(float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return static_cast<uint16_t>(u >> 16);
+}
+
+inline float float_from_bf16(uint16_t h) {
+    const uint32_t u = static_cast<uint32_t>(h) << 16;
+    float x;
+    std::memcpy(&x, &u, 4);
+    return x;
+}
+
+/// IEEE half to float, exact (every half is a float).
+inline float float_from_f16(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    uint32_t u;
+    if (exponent == 0x1f) {
+        u = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent != 0) {
+        u = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else {  // zero or subnormal: mantissa * 2^-24, exact in float
+        const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+        return sign ? -magnitude : magnitude;
+    }
+    float x;
+    std::memcpy(&x, &u, 4);
+    return x;
+}
+
+#if KASCADE_MATMUL_AVX512BF16
+
+constexpr const char* kPathName = "avx512bf16";
+constexpr int kTileRows = 4;      ///< activation rows per micro-tile (MR)
+constexpr int kPanelRows = 6;     ///< weight rows per micro-tile (NR); 4 x 6 accumulators + 4 inputs + 1 weight fit
+constexpr int kActBf16Cols = 32;  ///< converted BF16 activation rows are zero-padded to a multiple of this
+/// Converted activations for BF16 weights: BF16 bits, consumed in pairs by vdpbf16ps.
+using ActBf16 = uint16_t;
+
+inline __mmask16 mask16(int remaining) {
+    return remaining >= 16 ? __mmask16(0xffff) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
+}
+inline __mmask32 mask32(int remaining) {
+    return remaining >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << remaining) - 1);
+}
+
+/// One activation row rounded to BF16 (RNE), zero-padded to `padded_cols` (a multiple of kActBf16Cols); `out` is
+/// 64-byte aligned.
+inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_cols) {
+    for (int c = 0; c < padded_cols; c += 32) {
+        const __m512 lo = _mm512_maskz_loadu_ps(mask16(cols - c), x + c);
+        const __m512 hi = _mm512_maskz_loadu_ps(mask16(cols - c - 16), x + c + 16);
+        _mm512_store_si512(out + c, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+    }
+}
+
+/// A decode (one activation row) streams the weights from memory, and the six rows of a panel read side by side do
+/// not look sequential to the hardware prefetcher: so the tile prefetches the next panel (the bytes after this one
+/// in the matrix) at the pace it consumes its own, `step_cols` columns of `elem`-byte weights per step. Prefetches
+/// past the matrix are harmless (they never fault); batched tiles reuse their panel from cache and skip this.
+template <int MR>
+inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c, int step_cols) {
+    if constexpr (MR == 1) {
+        const uintptr_t next = reinterpret_cast<uintptr_t>(panel) +
+                               (kPanelRows * static_cast<size_t>(cols) + kPanelRows * static_cast<size_t>(c)) * elem;
+        for (size_t offset = 0; offset < kPanelRows * step_cols * elem; offset += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(next + offset), _MM_HINT_T0);
+        }
+    }
+}
+
+/// sums[k] = canonical sum of the 16 lanes of vectors[k], k < count (a multiple of 8): lane l + lane l+8, then
+/// l + l+4, l + l+2, l + l+1. (The all-ones masked forms of the shuffles are the plain instructions; they avoid GCC
+/// 12's false "uninitialized" warning in the unmasked intrinsics.) Not inlined: the compiler would otherwise keep
+/// the permute index in a register the micro-kernel's accumulators need.
+[[gnu::noinline]] inline void reduce_lanes(const __m512* vectors, int count, float* sums) {
+    // v[q] is in lane 4q of t, v[q+4] in lane 4q+1
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (int group = 0; group < count; group += 8) {
+        const __m512* v = vectors + group;
+        __m512 r[4];
+        for (int i = 0; i < 4; ++i) {  // r[i] = [v[2i] partials 0..7 | v[2i+1] partials 0..7]
+            const __m512 a = v[2 * i], b = v[2 * i + 1];
+            r[i] = _mm512_add_ps(_mm512_mask_shuffle_f32x4(a, 0xffff, a, b, 0x44),
+                                 _mm512_mask_shuffle_f32x4(a, 0xffff, a, b, 0xee));
+        }
+        __m512 s[2];
+        for (int i = 0; i < 2; ++i) {  // 128-bit quarter q of s[i] = 4 partials of v[4i + q]
+            const __m512 a = r[2 * i], b = r[2 * i + 1];
+            s[i] = _mm512_add_ps(_mm512_mask_shuffle_f32x4(a, 0xffff, a, b, 0x88),
+                                 _mm512_mask_shuffle_f32x4(a, 0xffff, a, b, 0xdd));
+        }
+        // quarter q of z = [v[q] p0, v[q] p1, v[q+4] p0, v[q+4] p1]
+        const __m512d s0 = _mm512_castps_pd(s[0]), s1 = _mm512_castps_pd(s[1]);
+        const __m512 z = _mm512_add_ps(_mm512_castpd_ps(_mm512_mask_unpacklo_pd(s0, 0xff, s0, s1)),
+                                       _mm512_castpd_ps(_mm512_mask_unpackhi_pd(s0, 0xff, s0, s1)));
+        // quarter q of t = [v[q], v[q+4], v[q], v[q+4]]
+        const __m512 t =
+            _mm512_add_ps(_mm512_mask_shuffle_ps(z, 0xffff, z, z, 0x88), _mm512_mask_shuffle_ps(z, 0xffff, z, z, 0xdd));
+        _mm512_mask_storeu_ps(sums + group, 0x00ff, _mm512_mask_permutexvar_ps(t, 0xffff, order, t));
+    }
+}
+
+/// Floats a micro-tile writes to its output buffer: kTileRows x kPanelRows results, rounded up to whole 8-groups.
+constexpr int kTileOutputs = (kTileRows * kPanelRows + 7) / 8 * 8;
+
+/// Reduces acc[MR][kPanelRows] into out[MR][kPanelRows] (out has room for kTileOutputs floats).
+template <int MR>
+inline void reduce_tile(const __m512 (&acc)[MR][kPanelRows], float* out) {
+    constexpr int kCount = (MR * kPanelRows + 7) / 8 * 8;
+    __m512 flat[kCount];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 6
+        for (int j = 0; j < kPanelRows; ++j) flat[r * kPanelRows + j] = acc[r][j];
+    for (int k = MR * kPanelRows; k < kCount; ++k) flat[k] = _mm512_setzero_ps();
+    reduce_lanes(flat, kCount, out);
+}
+
+/// out[r][j] = x row r . w row j over `cols` BF16 pairs; x rows (stride x_stride) are padded and 64-byte aligned.
+template <int MR>
+void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    __m512 acc[MR][kPanelRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 6
+        for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm512_setzero_ps();
+    const int full = cols / 32 * 32;
+    auto step = [&](int c, __mmask32 mask) {
+        prefetch_next_panel<MR>(w[0], cols, 2, c, 32);
+        __m512bh xv[MR];
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; ++r) xv[r] = reinterpret_cast<__m512bh>(_mm512_load_si512(x + r * x_stride + c));
+#pragma GCC unroll 6
+        for (int j = 0; j < kPanelRows; ++j) {
+            const __m512bh wv = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, w[j] + c));
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; ++r) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], xv[r], wv);
+        }
+    };
+    for (int c = 0; c < full; c += 32) step(c, mask32(32));
+    if (full < cols) step(full, mask32(cols - full));
+    reduce_tile<MR>(acc, out);
+}
+
+/// Shared body of the F32 and F16 tiles: `load_w(j, c, mask)` gives 16 fp32 weights of row j from column c.
+template <int MR, typename LoadW>
+void dot_tile_fp32_body(const float* x, size_t x_stride, int cols, float* out, const void* panel, size_t elem,
+                        LoadW load_w) {
+    __m512 acc[MR][kPanelRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 6
+        for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm512_setzero_ps();
+    const int full = cols / 16 * 16;
+    auto step = [&](int c, __mmask16 mask) {
+        prefetch_next_panel<MR>(panel, cols, elem, c, 16);
+        __m512 xv[MR];
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; ++r) xv[r] = _mm512_maskz_loadu_ps(mask, x + r * x_stride + c);
+#pragma GCC unroll 6
+        for (int j = 0; j < kPanelRows; ++j) {
+            __m512 wv = load_w(j, c, mask);
+            // Keeps wv in a register: GCC otherwise folds the load into each of the MR FMAs (MR loads instead of 1).
+            __asm__("" : "+v"(wv));
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; ++r) acc[r][j] = _mm512_fmadd_ps(xv[r], wv, acc[r][j]);
+        }
+    };
+    for (int c = 0; c < full; c += 16) step(c, mask16(16));
+    if (full < cols) step(full, mask16(cols - full));
+    reduce_tile<MR>(acc, out);
+}
+
+template <int MR>
+void dot_tile_f32(const float* x, size_t x_stride, const float* const* w, int cols, float* out) {
+    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 4,
+                           [w](int j, int c, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, w[j] + c); });
+}
+
+template <int MR>
+void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2, [w](int j, int c, __mmask16 mask) {
+        return _mm512_maskz_cvtph_ps(mask, _mm256_maskz_loadu_epi16(mask, w[j] + c));
+    });
+}
+
+#elif KASCADE_MATMUL_AVX2
+
+constexpr const char* kPathName = "avx2";
+constexpr int kTileRows = 2;
+constexpr int kPanelRows = 4;  ///< 2 x 4 accumulators + inputs fit the 16 ymm registers
+constexpr int kActBf16Cols = 8;
+constexpr int kTileOutputs = kTileRows * kPanelRows;  ///< floats a micro-tile writes
+/// Converted activations for BF16 weights: fp32 values already rounded to BF16, so only weights are widened.
+using ActBf16 = float;
+
+inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_cols) {
+    for (int c = 0; c < cols; ++c) out[c] = float_from_bf16(bf16_from_float(x[c]));
+    for (int c = cols; c < padded_cols; ++c) out[c] = 0.0f;
+}
+
+inline __m256i mask8(int remaining) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(remaining), lane);
+}
+
+/// out[k] = canonical sum of the 8 lanes of v[k], k < 8: lane l + l+4, then l + l+2, then l + l+1.
+inline void reduce8(const __m256* v, float* out) {
+    __m256 r[4];
+    for (int i = 0; i < 4; ++i) {  // r[i] = [v[2i] partials 0..3, v[2i+1] partials 0..3]
+        const __m256 a = v[2 * i], b = v[2 * i + 1];
+        r[i] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+    }
+    __m256 s[2];
+    for (int i = 0; i < 2; ++i) {  // s[i] = [v[4i] p0 p1, v[4i+2] p0 p1 | v[4i+1] p0 p1, v[4i+3] p0 p1]
+        const __m256d a = _mm256_castps_pd(r[2 * i]), b = _mm256_castps_pd(r[2 * i + 1]);
+        s[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(a, b)), _mm256_castpd_ps(_mm256_unpackhi_pd(a, b)));
+    }
+    // [v0, v2, v4, v6 | v1, v3, v5, v7]
+    const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(s[0], s[1], 0x88), _mm256_shuffle_ps(s[0], s[1], 0xdd));
+    _mm256_storeu_ps(out, _mm256_permutevar8x32_ps(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
+template <int MR>
+inline void reduce_tile(const __m256 (&acc)[MR][kPanelRows], float* out) {
+    __m256 flat[8];
+    for (int k = 0; k < 8; ++k)
+        flat[k] = k < MR * kPanelRows ? acc[k / kPanelRows][k % kPanelRows] : _mm256_setzero_ps();
+    float buffer[8];
+    reduce8(flat, buffer);
+    std::memcpy(out, buffer, sizeof(float) * MR * kPanelRows);
+}
+
+/// Shared body: `load_x(r, c, mask)` and `load_w(j, c, mask)` give 8 fp32 values from column c.
+template <int MR, typename LoadX, typename LoadW>
+void dot_tile_body(int cols, float* out, LoadX load_x, LoadW load_w) {
+    __m256 acc[MR][kPanelRows];
+    for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm256_setzero_ps();
+    const int full = cols / 8 * 8;
+    auto step = [&](int c, int remaining) {
+        __m256 xv[MR];
+        for (int r = 0; r < MR; ++r) xv[r] = load_x(r, c, remaining);
+        for (int j = 0; j < kPanelRows; ++j) {
+            const __m256 wv = load_w(j, c, remaining);
+            for (int r = 0; r < MR; ++r) acc[r][j] = _mm256_fmadd_ps(xv[r], wv, acc[r][j]);
+        }
+    };
+    for (int c = 0; c < full; c += 8) step(c, 8);
+    if (full < cols) step(full, cols - full);
+    reduce_tile<MR>(acc, out);
+}
+
+/// 8 16-bit values from p; fewer than 8 remaining are read into a zero-padded copy (no read past the matrix).
+inline __m128i load_u16x8(const uint16_t* p, int remaining) {
+    if (remaining >= 8) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    uint16_t tail[8] = {};
+    std::memcpy(tail, p, sizeof(uint16_t) * remaining);
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(tail));
+}
+
+inline __m256 load_f32x8(const float* p, int remaining) {
+    return remaining >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask8(remaining));
+}
+
+template <int MR>
+void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    dot_tile_body<MR>(
+        cols, out, [&](int r, int c, int) { return _mm256_load_ps(x + r * x_stride + c); },
+        [&](int j, int c, int remaining) {
+            const __m256i wide = _mm256_cvtepu16_epi32(load_u16x8(w[j] + c, remaining));
+            return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+        });
+}
+
+template <int MR>
+void dot_tile_f32(const float* x, size_t x_stride, const float* const* w, int cols, float* out) {
+    dot_tile_body<MR>(
+        cols, out, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
+        [&](int j, int c, int remaining) { return load_f32x8(w[j] + c, remaining); });
+}
+
+template <int MR>
+void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    dot_tile_body<MR>(
+        cols, out, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
+        [&](int j, int c, int remaining) { return _mm256_cvtph_ps(load_u16x8(w[j] + c, remaining)); });
+}
+
+#else  // portable scalar
+
+constexpr const char* kPathName = "scalar";
+constexpr int kTileRows = 1;
+constexpr int kPanelRows = 4;
+constexpr int kActBf16Cols = 8;
+constexpr int kTileOutputs = kTileRows * kPanelRows;
+using ActBf16 = float;
+
+inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_cols) {
+    for (int c = 0; c < cols; ++c) out[c] = float_from_bf16(bf16_from_float(x[c]));
+    for (int c = cols; c < padded_cols; ++c) out[c] = 0.0f;
+}
+
+/// One dot product as 8 lane-wise partial sums (lane l holds the features c with c % 8 == l), combined by the tree
+/// l + l+4, l + l+2, l + l+1: the AVX2 path's order. `weight(c)` gives W[c] as float.
+template <typename Weight>
+float dot_lanes(const float* x, int cols, Weight weight) {
+    float lane[8] = {};
+    for (int c = 0; c < cols; ++c) lane[c % 8] += x[c] * weight(c);
+    float half[4], quarter[2];
+    for (int l = 0; l < 4; ++l) half[l] = lane[l] + lane[l + 4];
+    for (int l = 0; l < 2; ++l) quarter[l] = half[l] + half[l + 2];
+    return quarter[0] + quarter[1];
+}
+
+template <int MR>
+void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < kPanelRows; ++j)
+            out[r * kPanelRows + j] =
+                dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_bf16(w[j][c]); });
+}
+
+template <int MR>
+void dot_tile_f32(const float* x, size_t x_stride, const float* const* w, int cols, float* out) {
+    for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < kPanelRows; ++j)
+            out[r * kPanelRows + j] = dot_lanes(x + r * x_stride, cols, [&](int c) { return w[j][c]; });
+}
+
+template <int MR>
+void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < kPanelRows; ++j)
+            out[r * kPanelRows + j] = dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_f16(w[j][c]); });
+}
+
+#endif
+
+}  // namespace kascade::detail::matmul
