@@ -46,23 +46,26 @@ ModelWeights random_model(const ModelConfig& config, uint64_t seed) {
         for (float& x : buffers->back()) x = is_norm ? 1.0f + 0.1f * normal(rng) : normal(rng);
         return buffers->back().data();
     };
+    auto matrix = [&](size_t rows, size_t cols) {
+        return WeightMatrix{DType::F32, tensor(rows * cols, false), static_cast<int>(rows), static_cast<int>(cols)};
+    };
     const size_t D = config.dim, H = config.hidden_dim, Q = config.n_heads * config.head_dim,
                  KV = config.n_kv_heads * config.head_dim;
     ModelWeights w;
     w.config = config;
-    w.embed = tensor(config.vocab_size * D, false);
+    w.embed = matrix(config.vocab_size, D);
     w.lm_head = w.embed;
     w.layers.resize(config.n_layers);
     for (LayerWeights& l : w.layers) {
         l.attn_norm = tensor(D, true);
-        l.wq = tensor(Q * D, false);
-        l.wk = tensor(KV * D, false);
-        l.wv = tensor(KV * D, false);
-        l.wo = tensor(D * Q, false);
+        l.wq = matrix(Q, D);
+        l.wk = matrix(KV, D);
+        l.wv = matrix(KV, D);
+        l.wo = matrix(D, Q);
         l.mlp_norm = tensor(D, true);
-        l.w_gate = tensor(H * D, false);
-        l.w_up = tensor(H * D, false);
-        l.w_down = tensor(D * H, false);
+        l.w_gate = matrix(H, D);
+        l.w_up = matrix(H, D);
+        l.w_down = matrix(D, H);
     }
     w.final_norm = tensor(D, true);
     w.format = "random";

@@ -8,7 +8,8 @@
 //   prefill/smollm2/n:<n>/<product>/<engine>
 //       SmolLM2-135M's products for n tokens: qkv (576 -> 960, q/k/v fused), o (576 -> 576), gate_up (576 -> 3072,
 //       fused), down (1536 -> 576), lm_head (576 -> 49152). Engines: matmul with bf16 / f16 / f32 weights, and
-//       eigen_f32 = pipeline/runtime/linear.cpp (today's path: one call per weight, fp32 Eigen).
+//       eigen_f32 = bench/eigen_linear_baseline.h (the path before kernels/matmul.h: one call per weight, fp32
+//       Eigen).
 //       Counters: GFLOP/s, pct_peak = GFLOP/s over the BF16 peak (bf16, f16 rows) or the fp32 peak (f32 rows).
 //   decode/<model>/<product>/<engine>
 //       n = 1 on the same shapes and on Llama-3.2-1B's (up 2048 -> 8192, down 8192 -> 2048, lm_head 2048 -> 128256).
@@ -25,9 +26,9 @@
 #include <vector>
 
 #include "bench/bench_results_reporter.h"
+#include "bench/eigen_linear_baseline.h"
 #include "bench/machine_limits.h"
 #include "kernels/matmul.h"
-#include "pipeline/runtime/linear.h"
 
 namespace kascade {
 namespace {
@@ -145,8 +146,8 @@ struct ProductRun {
         if (engine == Engine::EigenF32) {  // today's runtime path: one call per weight into its own buffer
             int col0 = 0;
             for (const auto& w : weights) {
-                linear(x, static_cast<const float*>(w->view.data), nullptr, y.data() + static_cast<size_t>(col0) * n, n,
-                       w->view.cols, w->view.rows);
+                bench::eigen_linear(x, static_cast<const float*>(w->view.data), nullptr,
+                                    y.data() + static_cast<size_t>(col0) * n, n, w->view.cols, w->view.rows);
                 col0 += w->view.rows;
             }
             return;

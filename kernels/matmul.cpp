@@ -31,6 +31,10 @@ size_t matrix_type_size(MatrixType type) {
     return type == MatrixType::F32 ? 4 : 2;
 }
 
+const char* matmul_precision_name(MatmulPrecision precision) {
+    return precision == MatmulPrecision::Bf16 ? "bf16" : "exact";
+}
+
 const char* matmul_path() {
     return mm::kPathName;
 }
@@ -111,8 +115,8 @@ struct WorkPlan {
 
 /// What a call computes: the shared inputs and the targets.
 struct Problem {
-    const float* x;             ///< [n][cols] fp32 activations (F32 and F16 weights)
-    const mm::ActBf16* x_bf16;  ///< [n][padded_cols] activations rounded to BF16 (BF16 weights), or null
+    const float* x;             ///< [n][cols] fp32 activations
+    const mm::ActBf16* x_bf16;  ///< [n][padded_cols] activations rounded to BF16 (BF16 weights, Bf16), or null
     size_t bf16_stride;
     int n, cols;
     std::span<const MatmulTarget> targets;
@@ -131,8 +135,13 @@ void compute_tile(const Problem& p, const MatmulTarget& t, int r0, int row0, flo
     }
     switch (w.type) {
         case MatrixType::BF16:
-            mm::dot_tile_bf16<MR>(p.x_bf16 + static_cast<size_t>(r0) * p.bf16_stride, p.bf16_stride,
-                                  reinterpret_cast<const uint16_t* const*>(rows), p.cols, out);
+            if (p.x_bf16 != nullptr) {
+                mm::dot_tile_bf16<MR>(p.x_bf16 + static_cast<size_t>(r0) * p.bf16_stride, p.bf16_stride,
+                                      reinterpret_cast<const uint16_t* const*>(rows), p.cols, out);
+            } else {
+                mm::dot_tile_bf16_exact<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols,
+                                            reinterpret_cast<const uint16_t* const*>(rows), p.cols, out);
+            }
             break;
         case MatrixType::F16:
             mm::dot_tile_f16<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols,
@@ -183,7 +192,7 @@ void compute_unit(const Problem& p, const PanelIndex& panels, const WorkPlan& pl
 
 }  // namespace
 
-void matmul(const float* x, int n, std::span<const MatmulTarget> targets) {
+void matmul(const float* x, int n, std::span<const MatmulTarget> targets, MatmulPrecision precision) {
     KASCADE_KERNEL_ASSERT(n >= 0);
     if (n == 0 || targets.empty()) return;
     const int cols = targets[0].w.cols;
@@ -195,7 +204,7 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets) {
         KASCADE_KERNEL_ASSERT(t.w.cols == cols && t.w.rows >= 0);
         KASCADE_KERNEL_ASSERT(t.w.rows == 0 || (t.w.data != nullptr && t.y != nullptr));
         KASCADE_KERNEL_ASSERT(t.y_stride == 0 || t.y_stride >= t.w.rows);
-        any_bf16 = any_bf16 || t.w.type == MatrixType::BF16;
+        any_bf16 = any_bf16 || (t.w.type == MatrixType::BF16 && precision == MatmulPrecision::Bf16);
         macs += static_cast<double>(n) * cols * t.w.rows;
         max_panel_bytes = std::max(max_panel_bytes, mm::kPanelRows * cols * matrix_type_size(t.w.type));
     }
@@ -228,9 +237,9 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets) {
     }
 }
 
-void matmul(const float* x, int n, const MatrixView& w, const float* bias, float* y) {
+void matmul(const float* x, int n, const MatrixView& w, const float* bias, float* y, MatmulPrecision precision) {
     const MatmulTarget target{w, bias, y, 0};
-    matmul(x, n, std::span<const MatmulTarget>(&target, 1));
+    matmul(x, n, std::span<const MatmulTarget>(&target, 1), precision);
 }
 
 }  // namespace kascade

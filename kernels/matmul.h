@@ -1,13 +1,15 @@
 // kernels/matmul.h: the matrix products of a linear layer, y = x W^T (+ bias), with the weight matrix read in place
 // in its file dtype (F32, BF16 or F16; e.g. memory-mapped) and never expanded to fp32 as a whole.
 //
-// Numerics (each output element is one dot product over the input features, then + bias):
-//   F32 weights   fp32 products, fp32 accumulation.
-//   BF16 weights  the activations are rounded to BF16 (round-to-nearest-even) once per call; products of two BF16
-//                 values are exact in fp32; accumulation in fp32 (what vdpbf16ps does, as llama.cpp and oneDNN).
-//                 On the AVX512-BF16 path the hardware also treats fp32 denormals as zero (in the rounding of the
-//                 activations and in the accumulator), which moves a result by at most ~1e-38 absolute.
-//   F16 weights   converted to fp32 a block at a time (F16C where available); the activations stay fp32.
+// Numerics (each output element is one dot product over the input features, then + bias), by MatmulPrecision:
+//   Exact         fp32 activations times the weights widened to fp32 a block at a time (BF16 by a shift, F16 by
+//                 F16C), fp32 accumulation, for every dtype: the result a fp32 model would give.
+//   Bf16          with BF16 weights, the activations are rounded to BF16 (round-to-nearest-even) once per call;
+//                 products of two BF16 values are exact in fp32; accumulation in fp32 (what vdpbf16ps does, as
+//                 llama.cpp and oneDNN do): about twice the arithmetic rate, at the price of an input rounding of
+//                 2^-9 relative. On the AVX512-BF16 path the hardware also treats fp32 denormals as zero (in the
+//                 rounding of the activations and in the accumulator), which moves a result by at most ~1e-38
+//                 absolute. F32 and F16 weights are computed as in Exact.
 // The accumulation order of an element depends only on the number of input features and the compiled path:
 // partial sums in vector lanes over the features, combined by a fixed pairwise tree. Hence each output element is
 // bitwise identical whatever n is (a row computed alone equals the same row inside a batch of 512: prefill and
@@ -44,6 +46,12 @@ struct MatrixView {
     int cols = 0;
 };
 
+/// How a product treats its activations (see the numerics above).
+enum class MatmulPrecision { Exact, Bf16 };
+
+/// "exact", "bf16".
+const char* matmul_precision_name(MatmulPrecision precision);
+
 /// One product of a fused call: y = x W^T (+ bias); y is [n][w.rows] with row stride y_stride (0 = w.rows).
 struct MatmulTarget {
     MatrixView w;
@@ -54,10 +62,12 @@ struct MatmulTarget {
 
 /// Every target shares the input x [n][cols] (fused q/k/v or gate/up): x is converted once, one parallel region.
 /// All targets must have the same cols; their types may differ. n >= 0; y must not overlap x.
-void matmul(const float* x, int n, std::span<const MatmulTarget> targets);
+void matmul(const float* x, int n, std::span<const MatmulTarget> targets,
+            MatmulPrecision precision = MatmulPrecision::Exact);
 
 /// y [n][w.rows] = x [n][w.cols] W^T (+ bias [w.rows] if not null).
-void matmul(const float* x, int n, const MatrixView& w, const float* bias, float* y);
+void matmul(const float* x, int n, const MatrixView& w, const float* bias, float* y,
+            MatmulPrecision precision = MatmulPrecision::Exact);
 
 /// The instruction path compiled in: "avx512bf16", "avx2" or "scalar".
 const char* matmul_path();

@@ -216,6 +216,15 @@ void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int
     });
 }
 
+/// BF16 weights widened to fp32 (a BF16 value is the top half of its fp32 bits) times fp32 activations.
+template <int MR>
+void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2, [w](int j, int c, __mmask16 mask) {
+        const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, w[j] + c));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+    });
+}
+
 #elif KASCADE_MATMUL_AVX2
 
 constexpr const char* kPathName = "avx2";
@@ -319,6 +328,16 @@ void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int
         [&](int j, int c, int remaining) { return _mm256_cvtph_ps(load_u16x8(w[j] + c, remaining)); });
 }
 
+template <int MR>
+void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    dot_tile_body<MR>(
+        cols, out, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
+        [&](int j, int c, int remaining) {
+            const __m256i wide = _mm256_cvtepu16_epi32(load_u16x8(w[j] + c, remaining));
+            return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+        });
+}
+
 #else  // portable scalar
 
 constexpr const char* kPathName = "scalar";
@@ -365,6 +384,14 @@ void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int
     for (int r = 0; r < MR; ++r)
         for (int j = 0; j < kPanelRows; ++j)
             out[r * kPanelRows + j] = dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_f16(w[j][c]); });
+}
+
+template <int MR>
+void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < kPanelRows; ++j)
+            out[r * kPanelRows + j] =
+                dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_bf16(w[j][c]); });
 }
 
 #endif

@@ -2,9 +2,12 @@
 
 #include <cmath>
 
+#include "kernels/kernel_assert.h"
+
 namespace kascade {
 
-RopeTable rope_table(int head_dim, int max_positions, double theta) {
+RopeTable rope_table(int head_dim, int max_positions, std::span<const double> inv_freq, double attention_factor) {
+    KASCADE_KERNEL_ASSERT(head_dim % 2 == 0 && static_cast<int>(inv_freq.size()) == head_dim / 2);
     RopeTable table;
     table.head_dim = head_dim;
     table.max_positions = max_positions;
@@ -13,9 +16,9 @@ RopeTable rope_table(int head_dim, int max_positions, double theta) {
     table.sin.resize(static_cast<size_t>(max_positions) * half);
     for (int p = 0; p < max_positions; ++p) {
         for (int j = 0; j < half; ++j) {
-            const double angle = p * std::pow(theta, -2.0 * j / head_dim);
-            table.cos[static_cast<size_t>(p) * half + j] = static_cast<float>(std::cos(angle));
-            table.sin[static_cast<size_t>(p) * half + j] = static_cast<float>(std::sin(angle));
+            const double angle = p * inv_freq[j];
+            table.cos[static_cast<size_t>(p) * half + j] = static_cast<float>(attention_factor * std::cos(angle));
+            table.sin[static_cast<size_t>(p) * half + j] = static_cast<float>(attention_factor * std::sin(angle));
         }
     }
     return table;

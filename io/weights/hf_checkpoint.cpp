@@ -14,50 +14,52 @@
 namespace kascade {
 namespace {
 
-// Looks tensors up by name, checks their shape against the config and returns fp32 views. Tensors that need converting
-// get their buffer at once but are filled by convert_pending(), all in one parallel batch.
+// Looks tensors up by name, checks their shape against the config and places them (weight_storage.h).
 class TensorFetcher {
   public:
-    TensorFetcher(const SafetensorsSet& set, const std::filesystem::path& config_json, WeightStorage& storage)
-        : set_(set), config_name_(config_json.filename().string()), storage_(storage) {}
+    TensorFetcher(const SafetensorsSet& set, const std::filesystem::path& config_json, WeightPlacement& placement)
+        : set_(set), config_name_(config_json.filename().string()), placement_(placement) {}
 
-    const float* get(const std::string& name, const std::vector<std::int64_t>& expected_shape) {
+    /// A norm weight or bias, as fp32.
+    const float* vector(const std::string& name, std::int64_t size) {
+        const SafetensorsTensor& t = find(name, {size});
+        return placement_.vector(t.dtype, t.data, t.numel());
+    }
+
+    /// A [rows][cols] weight matrix.
+    WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
+        const SafetensorsTensor& t = find(name, {rows, cols});
+        return placement_.matrix(t.dtype, t.data, static_cast<int>(rows), static_cast<int>(cols));
+    }
+
+  private:
+    const SafetensorsTensor& find(const std::string& name, const std::vector<std::int64_t>& expected_shape) const {
         const SafetensorsTensor* tensor = set_.find(name);
         KASCADE_CHECK(tensor != nullptr, "{}: tensor {} is missing ({} implies shape {})", set_.path().string(), name,
                       config_name_, shape_string(expected_shape));
         KASCADE_CHECK(tensor->shape == expected_shape, "{}: tensor {} has shape {}, {} implies {}",
                       tensor->file->string(), name, shape_string(tensor->shape), config_name_,
                       shape_string(expected_shape));
-        if (tensor->dtype == DType::F32 && reinterpret_cast<std::uintptr_t>(tensor->data) % alignof(float) == 0) {
-            return reinterpret_cast<const float*>(tensor->data);
-        }
-        float* out = storage_.allocate(tensor->numel());
-        pending_.push_back({tensor->dtype, tensor->data, out, tensor->numel()});
-        return out;
+        return *tensor;
     }
 
-    void convert_pending() {
-        convert_to_f32(pending_);
-        pending_.clear();
-    }
-
-  private:
     const SafetensorsSet& set_;
     std::string config_name_;
-    WeightStorage& storage_;
-    std::vector<F32Conversion> pending_;
+    WeightPlacement& placement_;
 };
 
 }  // namespace
 
-ModelWeights load_hf_checkpoint(const std::filesystem::path& config_json, const std::filesystem::path& weights) {
+ModelWeights load_hf_checkpoint(const std::filesystem::path& config_json, const std::filesystem::path& weights,
+                                const LoadOptions& options) {
     ModelWeights w;
     w.config = load_hf_config(config_json);
     const ModelConfig& c = w.config;
     auto set = std::make_shared<SafetensorsSet>(weights);
     auto storage = std::make_shared<WeightStorage>();
     storage->sources.push_back(set);
-    TensorFetcher fetch(*set, config_json, *storage);
+    WeightPlacement placement(*storage, options.weights_dtype);
+    TensorFetcher fetch(*set, config_json, placement);
 
     const std::int64_t dim = c.dim;
     const std::int64_t hidden = c.hidden_dim;
@@ -66,34 +68,39 @@ ModelWeights load_hf_checkpoint(const std::filesystem::path& config_json, const 
     // Qwen2 has biases on q/k/v only; HF Llama's attention_bias also puts one on o_proj.
     const bool o_bias = c.attention_bias && c.model_type != "qwen2";
 
-    w.embed = fetch.get("model.embed_tokens.weight", {c.vocab_size, dim});
+    w.embed = fetch.matrix("model.embed_tokens.weight", c.vocab_size, dim);
     w.layers.resize(c.n_layers);
     for (int i = 0; i < c.n_layers; ++i) {
         LayerWeights& l = w.layers[i];
         const std::string p = fmt::format("model.layers.{}.", i);
-        l.attn_norm = fetch.get(p + "input_layernorm.weight", {dim});
-        l.wq = fetch.get(p + "self_attn.q_proj.weight", {q_rows, dim});
-        l.wk = fetch.get(p + "self_attn.k_proj.weight", {kv_rows, dim});
-        l.wv = fetch.get(p + "self_attn.v_proj.weight", {kv_rows, dim});
-        l.wo = fetch.get(p + "self_attn.o_proj.weight", {dim, q_rows});
+        l.attn_norm = fetch.vector(p + "input_layernorm.weight", dim);
+        l.wq = fetch.matrix(p + "self_attn.q_proj.weight", q_rows, dim);
+        l.wk = fetch.matrix(p + "self_attn.k_proj.weight", kv_rows, dim);
+        l.wv = fetch.matrix(p + "self_attn.v_proj.weight", kv_rows, dim);
+        l.wo = fetch.matrix(p + "self_attn.o_proj.weight", dim, q_rows);
         if (c.attention_bias) {
-            l.bq = fetch.get(p + "self_attn.q_proj.bias", {q_rows});
-            l.bk = fetch.get(p + "self_attn.k_proj.bias", {kv_rows});
-            l.bv = fetch.get(p + "self_attn.v_proj.bias", {kv_rows});
+            l.bq = fetch.vector(p + "self_attn.q_proj.bias", q_rows);
+            l.bk = fetch.vector(p + "self_attn.k_proj.bias", kv_rows);
+            l.bv = fetch.vector(p + "self_attn.v_proj.bias", kv_rows);
         }
-        if (o_bias) l.bo = fetch.get(p + "self_attn.o_proj.bias", {dim});
-        l.mlp_norm = fetch.get(p + "post_attention_layernorm.weight", {dim});
-        l.w_gate = fetch.get(p + "mlp.gate_proj.weight", {hidden, dim});
-        l.w_up = fetch.get(p + "mlp.up_proj.weight", {hidden, dim});
-        l.w_down = fetch.get(p + "mlp.down_proj.weight", {dim, hidden});
+        if (o_bias) l.bo = fetch.vector(p + "self_attn.o_proj.bias", dim);
+        if (c.qk_norm) {
+            l.q_norm = fetch.vector(p + "self_attn.q_norm.weight", c.head_dim);
+            l.k_norm = fetch.vector(p + "self_attn.k_norm.weight", c.head_dim);
+        }
+        l.mlp_norm = fetch.vector(p + "post_attention_layernorm.weight", dim);
+        l.w_gate = fetch.matrix(p + "mlp.gate_proj.weight", hidden, dim);
+        l.w_up = fetch.matrix(p + "mlp.up_proj.weight", hidden, dim);
+        l.w_down = fetch.matrix(p + "mlp.down_proj.weight", dim, hidden);
     }
-    w.final_norm = fetch.get("model.norm.weight", {dim});
+    w.final_norm = fetch.vector("model.norm.weight", dim);
     // Tied models share the embedding even if the file also carries a (redundant) lm_head.weight.
     KASCADE_CHECK(c.tie_word_embeddings || set->find("lm_head.weight") != nullptr,
                   "{}: tensor lm_head.weight is missing and {} has tie_word_embeddings = false", weights.string(),
                   config_json.filename().string());
-    w.lm_head = c.tie_word_embeddings ? w.embed : fetch.get("lm_head.weight", {c.vocab_size, dim});
-    fetch.convert_pending();
+    w.lm_head = c.tie_word_embeddings ? w.embed : fetch.matrix("lm_head.weight", c.vocab_size, dim);
+    placement.finish();
+    w.weights_dtype = options.weights_dtype;
 
     w.source = weights;
     w.format = "safetensors";

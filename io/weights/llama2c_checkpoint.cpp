@@ -28,7 +28,7 @@ std::uint64_t checked_mul(const std::filesystem::path& path, std::uint64_t a, st
 
 }  // namespace
 
-ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path) {
+ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path, const LoadOptions& options) {
     auto file = std::make_shared<MappedFile>(path);
     const std::string name = path.string();
     KASCADE_CHECK(file->size() >= kHeaderBytes,
@@ -124,33 +124,39 @@ ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path) {
                   expected_size, file->size() < expected_size ? "truncated" : "trailing bytes");
 
     // The data starts 28 bytes into a page-aligned mapping, so every float is 4-byte aligned and used in place.
-    const float* p = reinterpret_cast<const float*>(file->data() + kHeaderBytes);
-    auto take = [&p](std::uint64_t n) {
-        const float* start = p;
-        p += n;
+    auto storage = std::make_shared<WeightStorage>();
+    storage->sources.push_back(file);
+    WeightPlacement placement(*storage, options.weights_dtype);
+    const std::uint8_t* p = file->data() + kHeaderBytes;
+    auto skip = [&p](std::uint64_t n) {
+        const std::uint8_t* start = p;
+        p += n * sizeof(float);
         return start;
+    };
+    auto vector = [&](std::uint64_t n) { return placement.vector(DType::F32, skip(n), n); };
+    auto matrix = [&](std::uint64_t rows, std::uint64_t cols) {
+        return placement.matrix(DType::F32, skip(rows * cols), static_cast<int>(rows), static_cast<int>(cols));
     };
     ModelWeights w;
     w.config = config;
     w.source = path;
     w.format = "llama2c";
+    w.weights_dtype = options.weights_dtype;
     w.layers.resize(config.n_layers);
-    w.embed = take(embed_n);
-    for (auto& layer : w.layers) layer.attn_norm = take(dim);
-    for (auto& layer : w.layers) layer.wq = take(q_rows * dim);
-    for (auto& layer : w.layers) layer.wk = take(kv_rows * dim);
-    for (auto& layer : w.layers) layer.wv = take(kv_rows * dim);
-    for (auto& layer : w.layers) layer.wo = take(dim * q_rows);
-    for (auto& layer : w.layers) layer.mlp_norm = take(dim);
-    for (auto& layer : w.layers) layer.w_gate = take(hidden * dim);
-    for (auto& layer : w.layers) layer.w_down = take(dim * hidden);
-    for (auto& layer : w.layers) layer.w_up = take(hidden * dim);
-    w.final_norm = take(dim);
-    take(2 * freq);
-    w.lm_head = config.tie_word_embeddings ? w.embed : take(embed_n);
-
-    auto storage = std::make_shared<WeightStorage>();
-    storage->sources.push_back(file);
+    w.embed = matrix(vocab, dim);
+    for (auto& layer : w.layers) layer.attn_norm = vector(dim);
+    for (auto& layer : w.layers) layer.wq = matrix(q_rows, dim);
+    for (auto& layer : w.layers) layer.wk = matrix(kv_rows, dim);
+    for (auto& layer : w.layers) layer.wv = matrix(kv_rows, dim);
+    for (auto& layer : w.layers) layer.wo = matrix(dim, q_rows);
+    for (auto& layer : w.layers) layer.mlp_norm = vector(dim);
+    for (auto& layer : w.layers) layer.w_gate = matrix(hidden, dim);
+    for (auto& layer : w.layers) layer.w_down = matrix(dim, hidden);
+    for (auto& layer : w.layers) layer.w_up = matrix(hidden, dim);
+    w.final_norm = vector(dim);
+    skip(2 * freq);
+    w.lm_head = config.tie_word_embeddings ? w.embed : matrix(vocab, dim);
+    placement.finish();
     w.storage = storage;
     return w;
 }

@@ -14,6 +14,6 @@ namespace kascade {
 
 /// Memory-maps a llama2.c checkpoint; every weight is used in place. Checks the header values and that the file size
 /// is exactly what the header implies.
-ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path);
+ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path, const LoadOptions& options = {});
 
 }  // namespace kascade

@@ -8,7 +8,7 @@
 
 namespace kascade {
 
-ModelWeights load_model(const std::filesystem::path& path) {
+ModelWeights load_model(const std::filesystem::path& path, const LoadOptions& options) {
     namespace fs = std::filesystem;
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
@@ -18,23 +18,23 @@ ModelWeights load_model(const std::filesystem::path& path) {
         const fs::path single = path / "model.safetensors";
         const fs::path index = path / "model.safetensors.index.json";
         KASCADE_CHECK(fs::exists(config), "{}: model directory has no config.json", path.string());
-        if (fs::exists(single)) return load_hf_checkpoint(config, single);
+        if (fs::exists(single)) return load_hf_checkpoint(config, single, options);
         KASCADE_CHECK(fs::exists(index),
                       "{}: model directory has neither model.safetensors nor model.safetensors.index.json",
                       path.string());
-        return load_hf_checkpoint(config, index);
+        return load_hf_checkpoint(config, index, options);
     }
     if (path.extension() == ".safetensors" || path.filename().string().ends_with(".safetensors.index.json")) {
         const fs::path config = path.parent_path() / "config.json";
         KASCADE_CHECK(fs::exists(config), "{}: no config.json beside it (needed for the model's hyper-parameters)",
                       path.string());
-        return load_hf_checkpoint(config, path);
+        return load_hf_checkpoint(config, path, options);
     }
     KASCADE_CHECK(path.extension() == ".bin",
                   "cannot load model \"{}\": expected a llama2.c .bin checkpoint, a .safetensors file or a Hugging "
                   "Face model directory",
                   path.string());
-    return load_llama2c_checkpoint(path);
+    return load_llama2c_checkpoint(path, options);
 }
 
 }  // namespace kascade

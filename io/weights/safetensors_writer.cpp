@@ -84,7 +84,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
                           shape_string(t.shape));
             numel *= static_cast<std::size_t>(d);
         }
-        KASCADE_CHECK(numel == 0 || t.data != nullptr, "{}: tensor {} has no data", path.string(), t.name);
+        KASCADE_CHECK(numel == 0 || t.data != nullptr || t.fill, "{}: tensor {} has no data", path.string(), t.name);
         const std::uint64_t nbytes = numel * dtype_size(t.dtype);
         header[t.name] = {
             {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + nbytes}}};
@@ -99,16 +99,23 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
     out.write(&header_len, sizeof header_len);
     out.write(header_text.data(), header_text.size());
     std::vector<std::uint8_t> chunk;
+    std::vector<float> generated;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         const SafetensorsWriteTensor& t = tensors[i];
-        if (t.dtype == DType::F32) {
+        if (t.dtype == DType::F32 && t.data != nullptr) {
             out.write(t.data, numels[i] * sizeof(float));
             continue;
         }
         chunk.resize(std::min(numels[i], kChunkElements) * dtype_size(t.dtype));
         for (std::size_t start = 0; start < numels[i]; start += kChunkElements) {
             const std::size_t n = std::min(kChunkElements, numels[i] - start);
-            convert_from_f32(t.dtype, t.data + start, chunk.data(), n);
+            const float* values = t.data + start;
+            if (t.data == nullptr) {
+                generated.resize(n);
+                t.fill(start, n, generated.data());
+                values = generated.data();
+            }
+            convert_from_f32(t.dtype, values, chunk.data(), n);
             out.write(chunk.data(), n * dtype_size(t.dtype));
         }
     }

@@ -1,8 +1,10 @@
 // io/weights/safetensors_writer.h: writing safetensors files from fp32 arrays (test models, converted checkpoints).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,12 +12,15 @@
 
 namespace kascade {
 
-/// One tensor to write: fp32 values in memory, stored on disk as `dtype` (rounded to nearest even for BF16/F16).
+/// One tensor to write: fp32 values, stored on disk as `dtype` (rounded to nearest even for BF16/F16). The values
+/// come from memory (data) or, for tensors too large to hold in fp32, from a generator called chunk by chunk (fill).
 struct SafetensorsWriteTensor {
     std::string name;
     DType dtype = DType::F32;
     std::vector<std::int64_t> shape;
-    const float* data = nullptr;  ///< product(shape) values, row-major
+    const float* data = nullptr;  ///< product(shape) values, row-major; or null with fill
+    /// fill(first, n, out): writes elements [first, first + n) of the row-major tensor to out.
+    std::function<void(std::size_t, std::size_t, float*)> fill = {};
 };
 
 /// Writes `tensors` (in this order) as one safetensors file with {"__metadata__": {"format": "pt"}}, the header padded

@@ -48,12 +48,13 @@ double weight_value(const MatrixView& w, int row, int col) {
     return NAN;
 }
 
-std::vector<double> matmul(const float* x, int n, const MatrixView& w, const float* bias) {
+std::vector<double> matmul(const float* x, int n, const MatrixView& w, const float* bias, MatmulPrecision precision) {
     const int rows = w.rows, cols = w.cols;
     std::vector<double> weights(static_cast<size_t>(rows) * cols), inputs(static_cast<size_t>(n) * cols);
     for (int j = 0; j < rows; ++j)
         for (int c = 0; c < cols; ++c) weights[static_cast<size_t>(j) * cols + c] = weight_value(w, j, c);
-    for (size_t k = 0; k < inputs.size(); ++k) inputs[k] = w.type == MatrixType::BF16 ? round_to_bf16(x[k]) : x[k];
+    const bool round_inputs = w.type == MatrixType::BF16 && precision == MatmulPrecision::Bf16;
+    for (size_t k = 0; k < inputs.size(); ++k) inputs[k] = round_inputs ? round_to_bf16(x[k]) : x[k];
     std::vector<double> y(static_cast<size_t>(n) * rows);
     for (int i = 0; i < n; ++i) {
         for (int j = 0; j < rows; ++j) {

@@ -24,7 +24,7 @@ struct GenerateArgs {
 
 void run_generate(const GenerateArgs& args) {
     KASCADE_CHECK(args.steps > 0, "invalid -n {} (must be > 0)", args.steps);
-    const ModelWeights weights = load_model(args.model.model);
+    const ModelWeights weights = load_model(args.model.model, args.model.load_options());
     const auto tokenizer = load_tokenizer_for(args.model);
     const ModelConfig& c = weights.config;
     KASCADE_CHECK(tokenizer->vocab_size() <= c.vocab_size,
@@ -47,7 +47,7 @@ void run_generate(const GenerateArgs& args) {
     SamplerOptions sampler_options = args.sampler;
     if (args.greedy) sampler_options.temperature = 0;
     Sampler sampler(sampler_options);
-    Transformer model(weights);
+    Transformer model(weights, 0, args.model.matmul_precision());
     DenseAttention attention;
     KvCache cache(c, max_positions);
     std::vector<float> hidden(static_cast<size_t>(max_positions) * c.dim);
@@ -89,6 +89,7 @@ void register_generate_command(CLI::App& app) {
         "-n 256 --greedy\n"
         "  kascade generate --model models/stories260K-hf --prompt \"Once upon a time\" -n 128 --temperature 0.8");
     args->model.add_to(*cmd);
+    args->model.add_runtime_options_to(*cmd);
     cmd->add_option("--prompt,-p", args->prompt, "text to continue (default: start from BOS)");
     cmd->add_option("-n,--steps", args->steps, "tokens to generate after BOS and the prompt")->capture_default_str();
     cmd->add_flag("--greedy", args->greedy, "always take the most likely token (same as --temperature 0)");

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     kascade::cli::register_tokenize_command(app);
     kascade::cli::register_generate_command(app);
     kascade::cli::register_perplexity_command(app);
+    kascade::cli::register_random_model_command(app);
     static kascade::cli::CommonOptions common;
     app.add_option("--results", common.results_dir, "results folder: kascade.db and artifacts/")->capture_default_str();
     app.fallthrough();

@@ -12,6 +12,30 @@ void ModelArgs::add_to(CLI::App& command, bool model_required) {
                        "tokenizer.json or llama2.c tokenizer.bin (default: the one next to the model)");
 }
 
+void ModelArgs::add_runtime_options_to(CLI::App& command) {
+    command
+        .add_option("--weights-dtype", weights_dtype,
+                    "weight matrices in memory: file (as stored; BF16 products round activations to BF16), f32 "
+                    "(expanded to fp32, exact fp32 products, twice the memory of a BF16 file) or bf16")
+        ->capture_default_str();
+    command
+        .add_option("--matmul", matmul,
+                    "matrix products: exact (fp32 activations, weights widened to fp32) or bf16 (with BF16 "
+                    "weights, activations rounded to BF16: about twice the arithmetic rate, llama.cpp's numerics)")
+        ->capture_default_str();
+}
+
+LoadOptions ModelArgs::load_options() const {
+    return LoadOptions{.weights_dtype = parse_weights_dtype(weights_dtype, "--weights-dtype")};
+}
+
+MatmulPrecision ModelArgs::matmul_precision() const {
+    for (MatmulPrecision p : {MatmulPrecision::Exact, MatmulPrecision::Bf16}) {
+        if (matmul == matmul_precision_name(p)) return p;
+    }
+    KASCADE_FAIL("--matmul \"{}\" is not a matrix-product precision (expected exact or bf16)", matmul);
+}
+
 std::unique_ptr<Tokenizer> load_tokenizer_for(const ModelArgs& args) {
     if (!args.tokenizer.empty()) return load_tokenizer(args.tokenizer);
     const std::filesystem::path found = find_tokenizer_for_model(args.model);

@@ -9,14 +9,25 @@
 
 #include "io/tokenizer/tokenizer.h"
 #include "io/weights/model_weights.h"
+#include "kernels/matmul.h"
 
 namespace kascade::cli {
 
 struct ModelArgs {
     std::string model;
     std::string tokenizer;  ///< empty: the tokenizer found next to the model
+    std::string weights_dtype = std::string(weights_dtype_name(LoadOptions{}.weights_dtype));
+    std::string matmul = matmul_precision_name(MatmulPrecision::Exact);
 
     void add_to(CLI::App& command, bool model_required = true);
+    /// --weights-dtype and --matmul, for the commands that run the model directly (the stages use the file's
+    /// dtype and exact products).
+    void add_runtime_options_to(CLI::App& command);
+
+    /// The load options of --weights-dtype (checked: an unknown value names the option and the choices).
+    LoadOptions load_options() const;
+    /// The precision of --matmul (checked likewise).
+    MatmulPrecision matmul_precision() const;
 };
 
 /// The tokenizer given with --tokenizer, or the one beside the model; an error says where it looked.

@@ -23,13 +23,13 @@ struct PerplexityArgs {
 };
 
 void run_perplexity(const PerplexityArgs& args) {
-    const ModelWeights weights = load_model(args.model.model);
+    const ModelWeights weights = load_model(args.model.model, args.model.load_options());
     const auto tokenizer = load_tokenizer_for(args.model);
     const std::string text = read_text_file(args.text);
     const ModelConfig& c = weights.config;
     const std::vector<int32_t> tokens = tokenize_corpus(*tokenizer, text, document_boundary_token(c, tokenizer.get()));
     const int32_t start = sequence_start_token(c, tokenizer.get());
-    Transformer model(weights);
+    Transformer model(weights, 0, args.model.matmul_precision());
     // Fail before any work if the windows cannot be made (ctx too large, offset past the end, ...).
     const auto windows =
         make_windows(static_cast<int64_t>(tokens.size()), args.options, start >= 0, model.max_positions());
@@ -44,6 +44,8 @@ void run_perplexity(const PerplexityArgs& args) {
                               {"ctx", args.options.ctx},
                               {"offset", args.options.offset},
                               {"windows", r.n_windows},
+                              {"weights_dtype", args.model.weights_dtype},
+                              {"matmul", args.model.matmul},
                               {"tokens", r.n_scored},
                               {"nll", r.mean_nll()},
                               {"ppl", r.perplexity()},
@@ -73,6 +75,7 @@ void register_perplexity_command(CLI::App& app) {
         "  kascade perplexity --model models/stories260K-hf --tokenizer models/stories260K/tok512.bin "
         "--text stories.txt --json");
     args->model.add_to(*cmd);
+    args->model.add_runtime_options_to(*cmd);
     cmd->add_option("--text", args->text, "text file to score")->required();
     cmd->add_option("--ctx", args->options.ctx, "positions per window (BOS included)")->capture_default_str();
     cmd->add_option("--max-tokens", args->options.max_tokens, "text tokens to score (0: all)")->capture_default_str();

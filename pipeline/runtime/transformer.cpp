@@ -9,7 +9,8 @@
 #include "io/error.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/swiglu.h"
-#include "pipeline/runtime/linear.h"
+#include "pipeline/runtime/rope_frequencies.h"
+#include "pipeline/runtime/weight_matrix_view.h"
 
 namespace kascade {
 
@@ -32,10 +33,11 @@ class ScopedTimer {
 
 }  // namespace
 
-Transformer::Transformer(const ModelWeights& weights, int max_positions)
-    : weights_(weights),
-      rope_(rope_table(weights.config.head_dim, max_positions > 0 ? max_positions : weights.config.max_seq_len,
-                       weights.config.rope_theta)) {
+Transformer::Transformer(const ModelWeights& weights, int max_positions, MatmulPrecision precision)
+    : weights_(weights), precision_(precision) {
+    const RopeFrequencies frequencies = rope_frequencies(weights.config);
+    rope_ = rope_table(weights.config.head_dim, max_positions > 0 ? max_positions : weights.config.max_seq_len,
+                       frequencies.inv_freq, frequencies.attention_factor);
     // The attention kernels work on 8-float SIMD lanes of a head; every Llama-family head size (64, 80, 96, 128)
     // is a multiple of 8.
     KASCADE_CHECK(weights.config.head_dim % 8 == 0,
@@ -71,8 +73,7 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
     std::vector<float> gate(rows * c.hidden_dim), up(rows * c.hidden_dim);
 
     for (int t = 0; t < n; ++t) {
-        std::copy_n(weights_.embed + static_cast<size_t>(tokens[t]) * dim, dim,
-                    x.data() + t * static_cast<size_t>(dim));
+        weight_row_to_f32(weights_.embed, tokens[t], x.data() + t * static_cast<size_t>(dim));
     }
 
     const bool interleaved = c.rope_layout == RopeLayout::Interleaved;
@@ -81,9 +82,14 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
         rmsnorm(x.data(), w.attn_norm, h.data(), n, dim, c.rms_norm_eps);
         {
             ScopedTimer t(&st.matmul_ms);
-            linear(h.data(), w.wq, w.bq, q.data(), n, dim, q_dim);
-            linear(h.data(), w.wk, w.bk, k.data(), n, dim, kv_dim);
-            linear(h.data(), w.wv, w.bv, v.data(), n, dim, kv_dim);
+            const MatmulTarget qkv[] = {{matrix_view(w.wq), w.bq, q.data(), 0},
+                                        {matrix_view(w.wk), w.bk, k.data(), 0},
+                                        {matrix_view(w.wv), w.bv, v.data(), 0}};
+            matmul(h.data(), n, qkv, precision_);
+        }
+        if (w.q_norm != nullptr) {  // Qwen3: RMSNorm over each head's vector, before RoPE
+            rmsnorm(q.data(), w.q_norm, q.data(), rows * c.n_heads, c.head_dim, c.rms_norm_eps);
+            rmsnorm(k.data(), w.k_norm, k.data(), rows * c.n_kv_heads, c.head_dim, c.rms_norm_eps);
         }
         rope_apply(rope_, interleaved, q.data(), n, c.n_heads, pos0);
         rope_apply(rope_, interleaved, k.data(), n, c.n_kv_heads, pos0);
@@ -98,6 +104,7 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
         call.shape.n_k = pos0 + n;
         call.shape.kv_stride = cache.capacity();
         call.shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        call.shape.window = c.window(l);
         call.q = q.data();
         call.k = cache.keys(l);
         call.v = cache.values(l);
@@ -111,7 +118,7 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
         }
         {
             ScopedTimer t(&st.matmul_ms);
-            linear(att.data(), w.wo, w.bo, block_out.data(), n, q_dim, dim);
+            matmul(att.data(), n, matrix_view(w.wo), w.bo, block_out.data(), precision_);
         }
         if (policy.observes_layers()) policy.observe_layer(l, x.data(), block_out.data(), n, dim);
         for (size_t i = 0; i < rows * dim; ++i) x[i] += block_out[i];
@@ -119,13 +126,14 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
         rmsnorm(x.data(), w.mlp_norm, h.data(), n, dim, c.rms_norm_eps);
         {
             ScopedTimer t(&st.matmul_ms);
-            linear(h.data(), w.w_gate, nullptr, gate.data(), n, dim, c.hidden_dim);
-            linear(h.data(), w.w_up, nullptr, up.data(), n, dim, c.hidden_dim);
+            const MatmulTarget gate_up[] = {{matrix_view(w.w_gate), nullptr, gate.data(), 0},
+                                            {matrix_view(w.w_up), nullptr, up.data(), 0}};
+            matmul(h.data(), n, gate_up, precision_);
         }
         swiglu(gate.data(), up.data(), gate.data(), static_cast<int64_t>(rows) * c.hidden_dim);
         {
             ScopedTimer t(&st.matmul_ms);
-            linear(gate.data(), w.w_down, nullptr, block_out.data(), n, c.hidden_dim, dim);
+            matmul(gate.data(), n, matrix_view(w.w_down), nullptr, block_out.data(), precision_);
         }
         for (size_t i = 0; i < rows * dim; ++i) x[i] += block_out[i];
     }
@@ -135,11 +143,10 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
 }
 
 void Transformer::lm_head(const float* hidden, int n, float* logits, ForwardStats* stats) const {
-    const ModelConfig& c = weights_.config;
     double elapsed = 0;
     {
         ScopedTimer t(&elapsed);
-        linear(hidden, weights_.lm_head, nullptr, logits, n, c.dim, c.vocab_size);
+        matmul(hidden, n, matrix_view(weights_.lm_head), nullptr, logits, precision_);
     }
     if (stats != nullptr) {
         stats->matmul_ms += elapsed;

@@ -11,6 +11,7 @@
 #include <span>
 
 #include "io/weights/model_weights.h"
+#include "kernels/matmul.h"
 #include "kernels/rope.h"
 #include "pipeline/runtime/attention_policy.h"
 #include "pipeline/runtime/forward_stats.h"
@@ -21,8 +22,10 @@ namespace kascade {
 class Transformer {
   public:
     /// `weights` must outlive the transformer. max_positions bounds the positions a KV cache may use
-    /// (default: the model's max_seq_len).
-    explicit Transformer(const ModelWeights& weights, int max_positions = 0);
+    /// (default: the model's max_seq_len). precision: how the matrix products treat activations (kernels/matmul.h;
+    /// Exact by default, Bf16 rounds them to BF16 for BF16 weights: faster, llama.cpp's numerics).
+    explicit Transformer(const ModelWeights& weights, int max_positions = 0,
+                         MatmulPrecision precision = MatmulPrecision::Exact);
 
     const ModelConfig& config() const { return weights_.config; }
     int max_positions() const { return rope_.max_positions; }
@@ -38,6 +41,7 @@ class Transformer {
 
   private:
     const ModelWeights& weights_;
+    MatmulPrecision precision_;
     RopeTable rope_;
 };
 

@@ -115,7 +115,13 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
         progress.update(w + 1);
     }
     progress.finish();
-    for (int l = 0; l < c.n_layers; ++l) layer_groups[l].set_attr("importance", capture.importance(l));
+    for (int l = 0; l < c.n_layers; ++l) {
+        layer_groups[l].set_attr("importance", capture.importance(l));
+        // The window the tile mass was pooled under (0 = none, or one covering the whole context), so a reader can
+        // tell which key tiles were candidates at all.
+        const int window = c.window(l);
+        layer_groups[l].set_attr("window", static_cast<int64_t>(window >= params.ctx ? 0 : window));
+    }
     layer_groups.clear();
     mass_sets.clear();
     q_sets.clear();

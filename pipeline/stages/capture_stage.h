@@ -9,7 +9,7 @@
 
 namespace kascade {
 
-inline constexpr int kCaptureFormatVersion = 1;
+inline constexpr int kCaptureFormatVersion = 2;  ///< 2: per-layer attribute "window"
 
 struct CaptureParams {
     int64_t token_offset = 0;  ///< first calibration token of the text

@@ -58,10 +58,12 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     std::vector<std::vector<double>> sums(4, std::vector<double>(table_size, 0.0));
     std::vector<H5Dataset> mass_sets;
     std::vector<float> importance(n_layers);
+    std::vector<int> windows(n_layers);
     for (int l = 0; l < n_layers; ++l) {
         const H5Group g = in.open_group(fmt::format("layer_{:02}", l));
         mass_sets.push_back(g.open_dataset("tile_mass"));
         importance[l] = static_cast<float>(g.attr_double("importance"));
+        windows[l] = static_cast<int>(g.attr_int("window"));
     }
 
     ProgressLine progress("similarity", n_windows, "windows");
@@ -69,7 +71,7 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     std::vector<TileSelection> selection(n_layers);
     for (int64_t w = 0; w < n_windows; ++w) {
         for (int l = 0; l < n_layers; ++l) {
-            mass[l] = TileMass{n_heads, n_tiles, n_tiles, tile, mass_sets[l].read_rows<float>(w, 1)};
+            mass[l] = TileMass{n_heads, n_tiles, n_tiles, tile, mass_sets[l].read_rows<float>(w, 1), windows[l]};
             selection[l] = select_topk_tiles(mass[l], topk);
         }
 #pragma omp parallel for schedule(dynamic)

@@ -66,7 +66,12 @@ LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_pa
                   "tokenizer \"{}\" has {} tokens but model \"{}\" only {}: they do not belong together",
                   m->tokenizer_path.string(), m->tokenizer->vocab_size(), path.string(), m->weights.config.vocab_size);
     m->model_hash = model_content_hash(path);
-    m->tokenizer_hash = hash_file_hex(m->tokenizer_path);
+    // tokenizer_config.json beside a tokenizer.json decides whether sequences start with BOS, so it is part of what
+    // the tokenizer is: a change to it must not reuse captures and runs made under the old rule.
+    const fs::path tokenizer_config = m->tokenizer_path.parent_path() / "tokenizer_config.json";
+    m->tokenizer_hash = m->tokenizer_path.extension() == ".json" && fs::exists(tokenizer_config)
+                            ? hash_hex(hash_file_hex(m->tokenizer_path) + hash_file_hex(tokenizer_config))
+                            : hash_file_hex(m->tokenizer_path);
     const ModelConfig& c = m->weights.config;
     ModelRecord record;
     record.hash = m->model_hash;

@@ -21,7 +21,15 @@ namespace {
 
 constexpr double kTolerance = 1e-5;    ///< max |y - ref| / max |ref| (acceptance bound)
 constexpr float kGuard = -12345.678f;  ///< written around the outputs; must survive every call
-constexpr MatrixType kTypes[] = {MatrixType::F32, MatrixType::BF16, MatrixType::F16};
+/// Every compiled numerics: each weight dtype exact, and BF16 weights with BF16-rounded activations.
+struct Variant {
+    MatrixType type;
+    MatmulPrecision precision;
+};
+constexpr Variant kVariants[] = {{MatrixType::F32, MatmulPrecision::Exact},
+                                 {MatrixType::BF16, MatmulPrecision::Exact},
+                                 {MatrixType::BF16, MatmulPrecision::Bf16},
+                                 {MatrixType::F16, MatmulPrecision::Exact}};
 
 std::vector<float> random_floats(size_t count, uint64_t seed, float scale = 1.0f) {
     std::mt19937_64 rng(seed);
@@ -105,9 +113,11 @@ double relative_error(const GuardedOutput& y, int col0, const std::vector<double
     return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
 
-std::string case_name(MatrixType type, int n, int cols, int rows, bool bias) {
-    return std::string("matmul(") + matrix_type_name(type) + ",n=" + std::to_string(n) +
-           ",cols=" + std::to_string(cols) + ",rows=" + std::to_string(rows) + (bias ? ",bias" : "") + ")";
+std::string case_name(MatrixType type, int n, int cols, int rows, bool bias,
+                      MatmulPrecision precision = MatmulPrecision::Exact) {
+    return std::string("matmul(") + matrix_type_name(type) + "," + matmul_precision_name(precision) +
+           ",n=" + std::to_string(n) + ",cols=" + std::to_string(cols) + ",rows=" + std::to_string(rows) +
+           (bias ? ",bias" : "") + ")";
 }
 
 /// Runs `body` with the OpenMP thread count set to `threads`, then restores it.
@@ -142,18 +152,18 @@ std::vector<Shape> shapes() {
 }
 
 TEST(Matmul, MatchesReference) {
-    for (MatrixType type : kTypes) {
+    for (auto [type, precision] : kVariants) {
         uint64_t seed = 1;
         for (const Shape& shape : shapes()) {
             const bool with_bias = seed % 2 == 0;
-            SCOPED_TRACE(case_name(type, shape.n, shape.cols, shape.rows, with_bias));
+            SCOPED_TRACE(case_name(type, shape.n, shape.cols, shape.rows, with_bias, precision));
             const Weights w(type, shape.rows, shape.cols, ++seed);
             const std::vector<float> x = random_floats(static_cast<size_t>(shape.n) * shape.cols, ++seed);
             const std::vector<float> bias = random_floats(shape.rows, ++seed);
             const float* b = with_bias ? bias.data() : nullptr;
             GuardedOutput y(shape.n, shape.rows, shape.rows);
-            matmul(x.data(), shape.n, w.view, b, y.data());
-            const std::vector<double> ref = reference::matmul(x.data(), shape.n, w.view, b);
+            matmul(x.data(), shape.n, w.view, b, y.data(), precision);
+            const std::vector<double> ref = reference::matmul(x.data(), shape.n, w.view, b, precision);
             EXPECT_LE(relative_error(y, 0, ref, shape.n, shape.rows), kTolerance);
             EXPECT_TRUE(y.guards_intact(0, shape.rows));
         }
@@ -173,25 +183,27 @@ TEST(Matmul, FusedTargetsWithStrides) {
         weights.emplace_back(types[t], rows[t], cols, 10 + t);
         biases.push_back(random_floats(rows[t], 20 + t));
     }
-    GuardedOutput y(n, stride, stride);
-    std::vector<MatmulTarget> targets;
-    for (int t = 0; t < 3; ++t) {
-        targets.push_back({weights[t].view, t == 1 ? nullptr : biases[t].data(), y.data() + col0[t], stride});
+    for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Bf16}) {
+        GuardedOutput y(n, stride, stride);
+        std::vector<MatmulTarget> targets;
+        for (int t = 0; t < 3; ++t) {
+            targets.push_back({weights[t].view, t == 1 ? nullptr : biases[t].data(), y.data() + col0[t], stride});
+        }
+        matmul(x.data(), n, targets, precision);
+        for (int t = 0; t < 3; ++t) {
+            SCOPED_TRACE(case_name(types[t], n, cols, rows[t], t != 1, precision));
+            const std::vector<double> ref =
+                reference::matmul(x.data(), n, weights[t].view, t == 1 ? nullptr : biases[t].data(), precision);
+            EXPECT_LE(relative_error(y, col0[t], ref, n, rows[t]), kTolerance);
+        }
+        // Guards: everything but the three written column ranges.
+        GuardedOutput expected = y;
+        for (int i = 0; i < n; ++i)
+            for (int t = 0; t < 3; ++t)
+                for (int j = 0; j < rows[t]; ++j)
+                    expected.buffer[GuardedOutput::kMargin + i * stride + col0[t] + j] = kGuard;
+        EXPECT_TRUE(expected.guards_intact(0, 0));
     }
-    matmul(x.data(), n, targets);
-    for (int t = 0; t < 3; ++t) {
-        SCOPED_TRACE(case_name(types[t], n, cols, rows[t], t != 1));
-        const std::vector<double> ref =
-            reference::matmul(x.data(), n, weights[t].view, t == 1 ? nullptr : biases[t].data());
-        EXPECT_LE(relative_error(y, col0[t], ref, n, rows[t]), kTolerance);
-    }
-    // Guards: everything but the three written column ranges.
-    GuardedOutput expected = y;
-    for (int i = 0; i < n; ++i)
-        for (int t = 0; t < 3; ++t)
-            for (int j = 0; j < rows[t]; ++j)
-                expected.buffer[GuardedOutput::kMargin + i * stride + col0[t] + j] = kGuard;
-    EXPECT_TRUE(expected.guards_intact(0, 0));
 }
 
 TEST(Matmul, FusedEqualsSeparateCalls) {
@@ -212,16 +224,16 @@ TEST(Matmul, FusedEqualsSeparateCalls) {
 }
 
 TEST(Matmul, ThreadCountDoesNotChangeResults) {
-    for (MatrixType type : kTypes) {
+    for (auto [type, precision] : kVariants) {
         for (const Shape& shape : {Shape{129, 576, 1000}, Shape{1, 1536, 1000}, Shape{512, 72, 7}}) {
-            SCOPED_TRACE(case_name(type, shape.n, shape.cols, shape.rows, true));
+            SCOPED_TRACE(case_name(type, shape.n, shape.cols, shape.rows, true, precision));
             const Weights w(type, shape.rows, shape.cols, 3);
             const std::vector<float> x = random_floats(static_cast<size_t>(shape.n) * shape.cols, 4);
             const std::vector<float> bias = random_floats(shape.rows, 5);
             std::vector<float> one(static_cast<size_t>(shape.n) * shape.rows), two(one.size()), three(one.size());
-            with_threads(1, [&] { matmul(x.data(), shape.n, w.view, bias.data(), one.data()); });
-            with_threads(2, [&] { matmul(x.data(), shape.n, w.view, bias.data(), two.data()); });
-            with_threads(3, [&] { matmul(x.data(), shape.n, w.view, bias.data(), three.data()); });
+            with_threads(1, [&] { matmul(x.data(), shape.n, w.view, bias.data(), one.data(), precision); });
+            with_threads(2, [&] { matmul(x.data(), shape.n, w.view, bias.data(), two.data(), precision); });
+            with_threads(3, [&] { matmul(x.data(), shape.n, w.view, bias.data(), three.data(), precision); });
             EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0);
             EXPECT_EQ(std::memcmp(one.data(), three.data(), one.size() * 4), 0);
         }
@@ -230,22 +242,22 @@ TEST(Matmul, ThreadCountDoesNotChangeResults) {
 
 TEST(Matmul, RowAloneEqualsRowInBatch) {
     // Prefill computes a row inside a batch, decode computes it alone: the results must be the same bits.
-    for (MatrixType type : kTypes) {
+    for (auto [type, precision] : kVariants) {
         const int n = 512, cols = 576, rows = 200;
-        SCOPED_TRACE(case_name(type, n, cols, rows, true));
+        SCOPED_TRACE(case_name(type, n, cols, rows, true, precision));
         const Weights w(type, rows, cols, 6);
         const std::vector<float> x = random_floats(static_cast<size_t>(n) * cols, 7);
         const std::vector<float> bias = random_floats(rows, 8);
         std::vector<float> batch(static_cast<size_t>(n) * rows);
-        matmul(x.data(), n, w.view, bias.data(), batch.data());
+        matmul(x.data(), n, w.view, bias.data(), batch.data(), precision);
         std::vector<float> part(static_cast<size_t>(17) * rows);
         for (int i : {0, 1, 2, 3, 4, 5, 255, 510, 511}) {
-            matmul(x.data() + static_cast<size_t>(i) * cols, 1, w.view, bias.data(), part.data());
+            matmul(x.data() + static_cast<size_t>(i) * cols, 1, w.view, bias.data(), part.data(), precision);
             ASSERT_EQ(std::memcmp(part.data(), &batch[static_cast<size_t>(i) * rows], rows * 4), 0) << "row " << i;
         }
         for (int first : {0, 1, 3, 494}) {  // sub-batches at every alignment to the micro-tile rows
             const int count = std::min(17, n - first);
-            matmul(x.data() + static_cast<size_t>(first) * cols, count, w.view, bias.data(), part.data());
+            matmul(x.data() + static_cast<size_t>(first) * cols, count, w.view, bias.data(), part.data(), precision);
             ASSERT_EQ(std::memcmp(part.data(), &batch[static_cast<size_t>(first) * rows], count * rows * 4), 0)
                 << "rows " << first << ".." << first + count - 1;
         }
@@ -261,8 +273,8 @@ bool same_class(double a, double b) {
 
 TEST(Matmul, InfinityAndNanPropagate) {
     const uint16_t bf16_inf = 0x7f80, bf16_nan = 0x7fc0, f16_inf = 0x7c00, f16_nan = 0x7e00;
-    for (MatrixType type : kTypes) {
-        SCOPED_TRACE(matrix_type_name(type));
+    for (auto [type, precision] : kVariants) {
+        SCOPED_TRACE(case_name(type, 6, 72, 9, false, precision));
         const int n = 6, cols = 72, rows = 9;
         Weights w(type, rows, cols, 9);
         std::vector<float> x = random_floats(static_cast<size_t>(n) * cols, 10);
@@ -290,8 +302,8 @@ TEST(Matmul, InfinityAndNanPropagate) {
         x[3 * cols + 10] = std::numeric_limits<float>::quiet_NaN();
         x[4 * cols + 20] = INFINITY;
         GuardedOutput y(n, rows, rows);
-        matmul(x.data(), n, w.view, nullptr, y.data());
-        const std::vector<double> ref = reference::matmul(x.data(), n, w.view, nullptr);
+        matmul(x.data(), n, w.view, nullptr, y.data(), precision);
+        const std::vector<double> ref = reference::matmul(x.data(), n, w.view, nullptr, precision);
         int non_finite = 0;
         for (int i = 0; i < n; ++i) {
             for (int j = 0; j < rows; ++j) {
@@ -329,15 +341,18 @@ TEST(Matmul, Bf16ActivationsRoundToNearestEven) {
         5.877471754e-39f * 3,  // subnormal float (paths that flush denormals give 0: allowed below)
     };
     std::vector<float> y(x.size());
-    matmul(x.data(), static_cast<int>(x.size()), w, nullptr, y.data());
+    matmul(x.data(), static_cast<int>(x.size()), w, nullptr, y.data(), MatmulPrecision::Bf16);
     for (size_t i = 0; i < x.size(); ++i) {
         const double expected = reference::round_to_bf16(x[i]);
         if (std::fpclassify(x[i]) == FP_SUBNORMAL && y[i] == 0.0f) continue;  // flushed by the hardware (header)
         EXPECT_EQ(static_cast<double>(y[i]), expected) << "x = " << x[i];
     }
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    matmul(&nan, 1, w, nullptr, y.data());
+    matmul(&nan, 1, w, nullptr, y.data(), MatmulPrecision::Bf16);
     EXPECT_TRUE(std::isnan(y[0]));
+    // Exact keeps the activation as it is.
+    matmul(x.data(), static_cast<int>(x.size()), w, nullptr, y.data(), MatmulPrecision::Exact);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i]) << "x = " << x[i];
 }
 
 TEST(Matmul, EmptyShapes) {

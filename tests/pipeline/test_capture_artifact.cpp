@@ -39,7 +39,7 @@ TEST_F(CaptureArtifact, H5dumpShowsTheDocumentedLayout) {
     // stories260K: 5 layers, 8 heads, 4 KV heads, head_dim 8; 300 tokens at ctx 100 = 3 windows of 99; 7 tiles.
     for (const char* attr : {"format", "format_version", "stage", "key", "input_keys", "params", "model_hash",
                              "text_hash", "tokenizer_hash", "kascade_version", "git_commit", "created_at",
-                             "token_offset", "n_tokens", "ctx", "tile", "n_windows", "importance"}) {
+                             "token_offset", "n_tokens", "ctx", "tile", "n_windows", "importance", "window"}) {
         EXPECT_NE(out.find("ATTRIBUTE \"" + std::string(attr) + "\""), std::string::npos) << attr;
     }
     for (int l = 0; l < 5; ++l) EXPECT_NE(out.find("GROUP \"layer_0" + std::to_string(l) + "\""), std::string::npos);
@@ -55,7 +55,7 @@ TEST_F(CaptureArtifact, H5dumpShowsTheDocumentedLayout) {
 }
 
 TEST_F(CaptureArtifact, PooledMassOfEveryQueryTileSumsToTheRowsPooled) {
-    kascade::H5ArtifactReader reader(capture_file_, 1, 1, "capture");
+    kascade::H5ArtifactReader reader(capture_file_, 2, 2, "capture");  // results/README.md: capture version 2
     const int ctx = 100, tile = 16, n_tiles = 7, group = 2, n_kv = 4;
     EXPECT_EQ(reader.root().attr_int("n_windows"), 3);
     for (int l = 0; l < 5; ++l) {
@@ -81,6 +81,7 @@ TEST_F(CaptureArtifact, PooledMassOfEveryQueryTileSumsToTheRowsPooled) {
         const double importance = reader.root().open_group("layer_0" + std::to_string(l)).attr_double("importance");
         EXPECT_GT(importance, 0.0);
         EXPECT_LT(importance, 1.0);
+        EXPECT_EQ(reader.root().open_group("layer_0" + std::to_string(l)).attr_int("window"), 0);  // no sliding window
     }
 }
 

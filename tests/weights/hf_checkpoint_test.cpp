@@ -48,7 +48,7 @@ TEST(HfCheckpoint, Stories260KDirectoryMatchesLlama2c) {
     EXPECT_EQ(hf.format, "safetensors");
     EXPECT_EQ(c.rope_layout, RopeLayout::RotateHalf);
     EXPECT_TRUE(c.tie_word_embeddings);
-    EXPECT_EQ(hf.lm_head, hf.embed);
+    EXPECT_EQ(hf.lm_head.data, hf.embed.data);
     EXPECT_FALSE(c.attention_bias);
     EXPECT_EQ(c.bos_token_id, 1);
     EXPECT_EQ(c.eos_token_id, 2);
@@ -67,24 +67,24 @@ TEST(HfCheckpoint, Stories260KDirectoryMatchesLlama2c) {
 
     const std::int64_t dim = c.dim, hidden = c.hidden_dim, hs = c.head_dim;
     const std::int64_t q_rows = c.n_heads * hs, kv_rows = c.n_kv_heads * hs;
-    expect_equal(hf.embed, meta.embed, c.vocab_size * dim, "embed");
+    expect_equal(test::f32_data(hf.embed), test::f32_data(meta.embed), c.vocab_size * dim, "embed");
     expect_equal(hf.final_norm, meta.final_norm, dim, "final_norm");
     for (int i = 0; i < c.n_layers; ++i) {
         const LayerWeights& h = hf.layers[i];
         const LayerWeights& m = meta.layers[i];
         const std::string layer = "layer " + std::to_string(i) + " ";
         expect_equal(h.attn_norm, m.attn_norm, dim, layer + "attn_norm");
-        expect_rows_permuted(h.wq, m.wq, q_rows, dim, hs, layer + "wq");
-        expect_rows_permuted(h.wk, m.wk, kv_rows, dim, hs, layer + "wk");
-        expect_equal(h.wv, m.wv, kv_rows * dim, layer + "wv");
-        expect_equal(h.wo, m.wo, dim * q_rows, layer + "wo");
+        expect_rows_permuted(test::f32_data(h.wq), test::f32_data(m.wq), q_rows, dim, hs, layer + "wq");
+        expect_rows_permuted(test::f32_data(h.wk), test::f32_data(m.wk), kv_rows, dim, hs, layer + "wk");
+        expect_equal(test::f32_data(h.wv), test::f32_data(m.wv), kv_rows * dim, layer + "wv");
+        expect_equal(test::f32_data(h.wo), test::f32_data(m.wo), dim * q_rows, layer + "wo");
         expect_equal(h.mlp_norm, m.mlp_norm, dim, layer + "mlp_norm");
-        expect_equal(h.w_gate, m.w_gate, hidden * dim, layer + "w_gate");
-        expect_equal(h.w_up, m.w_up, hidden * dim, layer + "w_up");
-        expect_equal(h.w_down, m.w_down, dim * hidden, layer + "w_down");
+        expect_equal(test::f32_data(h.w_gate), test::f32_data(m.w_gate), hidden * dim, layer + "w_gate");
+        expect_equal(test::f32_data(h.w_up), test::f32_data(m.w_up), hidden * dim, layer + "w_up");
+        expect_equal(test::f32_data(h.w_down), test::f32_data(m.w_down), dim * hidden, layer + "w_down");
     }
     // The permutation is not the identity, so the comparison above really tests it.
-    EXPECT_NE(hf.layers[0].wq[1 * dim], meta.layers[0].wq[1 * dim]);
+    EXPECT_NE(test::f32_data(hf.layers[0].wq)[1 * dim], test::f32_data(meta.layers[0].wq)[1 * dim]);
 }
 
 TEST(HfCheckpoint, SafetensorsFileWithConfigBeside) {

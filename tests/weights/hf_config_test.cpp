@@ -127,13 +127,78 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"KvNotDividing", "num_key_value_heads", "3",
                       "num_attention_heads = 8 is not divisible by num_key_value_heads = 3"},
         BadConfigCase{"UnsupportedType", "model_type", "\"gpt2\"",
-                      "model_type \"gpt2\" is not supported (supported: llama, mistral, qwen2)"},
+                      "model_type \"gpt2\" is not supported (supported: llama, mistral, qwen2, qwen3)"},
         BadConfigCase{"OddHeadDim", "head_dim", "7", "head_dim = 7 must be even"},
         BadConfigCase{"BadTokenId", "eos_token_id", "\"</s>\"", "field \"eos_token_id\" must be a non-negative"},
-        BadConfigCase{"RopeScaling", "rope_scaling", R"({"rope_type": "llama3", "factor": 8.0})",
-                      "field \"rope_scaling\""},
+        BadConfigCase{"RopeScalingDynamic", "rope_scaling", R"({"rope_type": "dynamic", "factor": 8.0})",
+                      "field \"rope_scaling.rope_type\" = \"dynamic\" is not supported (supported: default, linear, "
+                      "llama3, yarn)"},
+        BadConfigCase{"RopeScalingLlama3Incomplete", "rope_scaling", R"({"rope_type": "llama3", "factor": 8.0})",
+                      "required field \"rope_scaling.low_freq_factor\" is missing"},
+        BadConfigCase{"RopeScalingNoType", "rope_scaling", R"({"factor": 2.0})",
+                      "field \"rope_scaling.rope_type\" is missing"},
+        BadConfigCase{"RopeScalingNegativeFactor", "rope_scaling", R"({"type": "linear", "factor": -2})",
+                      "field \"rope_scaling.factor\" must be a positive number, found -2"},
+        BadConfigCase{"LayerTypesWrongLength", "layer_types", R"(["full_attention"])",
+                      "field \"layer_types\" must be a list of num_hidden_layers = 5 entries"},
         BadConfigCase{"MlpBias", "mlp_bias", "true", "field \"mlp_bias\" = true is not supported"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+TEST(HfConfig, PublishedFamilyConfigs) {
+    const auto configs = test::shared_dir() / "models/configs";
+    const ModelConfig llama31 = load_hf_config(configs / "llama-3.1-8b/config.json");
+    EXPECT_EQ(llama31.rope_scaling.type, RopeScalingType::Llama3);
+    EXPECT_EQ(llama31.rope_scaling.factor, 8.0);
+    EXPECT_EQ(llama31.rope_scaling.original_max_position_embeddings, 8192);
+    EXPECT_FALSE(llama31.tie_word_embeddings);
+    EXPECT_FALSE(llama31.has_window());
+
+    const ModelConfig qwen3 = load_hf_config(configs / "qwen3-0.6b/config.json");
+    EXPECT_EQ(qwen3.model_type, "qwen3");
+    EXPECT_TRUE(qwen3.qk_norm);
+    EXPECT_EQ(qwen3.head_dim, 128);  // explicit, not hidden_size / heads = 64
+    EXPECT_FALSE(qwen3.attention_bias);
+    EXPECT_FALSE(qwen3.has_window());
+
+    const ModelConfig qwen25 = load_hf_config(configs / "qwen2.5-0.5b/config.json");
+    EXPECT_TRUE(qwen25.attention_bias);
+    EXPECT_FALSE(qwen25.has_window());  // sliding_window is set but use_sliding_window is false
+    EXPECT_EQ(qwen25.rope_scaling.type, RopeScalingType::None);
+
+    const ModelConfig mistral = load_hf_config(configs / "mistral-7b-v0.1/config.json");
+    EXPECT_EQ(mistral.layer_window, std::vector<int>(32, 4096));
+}
+
+TEST(HfConfig, WindowsOfQwenAndLayerTypes) {
+    test::TempDir dir;
+    json j = minimal_llama();
+    j["model_type"] = "qwen2";
+    j["sliding_window"] = 64;
+    j["use_sliding_window"] = true;
+    j["max_window_layers"] = 3;
+    EXPECT_EQ(parse(dir, j).layer_window, (std::vector<int>{0, 0, 0, 64, 64}));
+    j["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention", "full_attention", "full_attention"};
+    EXPECT_EQ(parse(dir, j).layer_window, (std::vector<int>{64, 0, 64, 0, 0}));
+    j = minimal_llama();
+    j["sliding_window"] = 64;  // Llama has no sliding window, as in Hugging Face's LlamaModel
+    EXPECT_FALSE(parse(dir, j).has_window());
+}
+
+TEST(HfConfig, YarnDefaultsAndRopeParameters) {
+    test::TempDir dir;
+    json j = minimal_llama();
+    j["max_position_embeddings"] = 4096;
+    j["rope_scaling"] = {{"type", "yarn"}, {"original_max_position_embeddings", 1024}};
+    ModelConfig c = parse(dir, j);
+    EXPECT_EQ(c.rope_scaling.type, RopeScalingType::Yarn);
+    EXPECT_EQ(c.rope_scaling.factor, 4.0);  // max_position_embeddings / original
+    EXPECT_EQ(c.rope_scaling.beta_fast, 32.0);
+    j.erase("rope_scaling");
+    j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 250000.0}};
+    c = parse(dir, j);
+    EXPECT_EQ(c.rope_scaling.type, RopeScalingType::Linear);
+    EXPECT_EQ(c.rope_theta, 250000.0f);
+}
 
 TEST(HfConfig, NotJsonAndMissingFile) {
     test::TempDir dir;

@@ -67,7 +67,7 @@ TEST(Llama2cCheckpoint, Stories260KConfig) {
     EXPECT_EQ(w.format, "llama2c");
     EXPECT_EQ(w.source, kBin);
     EXPECT_EQ(w.layers.size(), 5u);
-    EXPECT_EQ(w.lm_head, w.embed);
+    EXPECT_EQ(w.lm_head.data, w.embed.data);
     for (const LayerWeights& l : w.layers) {
         EXPECT_EQ(l.bq, nullptr);
         EXPECT_EQ(l.bk, nullptr);
@@ -78,17 +78,18 @@ TEST(Llama2cCheckpoint, Stories260KConfig) {
 
 TEST(Llama2cCheckpoint, Stories260KWeightsAtIndependentOffsets) {
     const ModelWeights w = load_llama2c_checkpoint(kBin);
-    EXPECT_EQ(w.embed[5 * kDim + 7], float_at(kEmbed + 5 * kDim + 7));
-    EXPECT_EQ(w.embed[511 * kDim + 63], float_at(kEmbed + 511 * kDim + 63));
+    EXPECT_EQ(test::f32_data(w.embed)[5 * kDim + 7], float_at(kEmbed + 5 * kDim + 7));
+    EXPECT_EQ(test::f32_data(w.embed)[511 * kDim + 63], float_at(kEmbed + 511 * kDim + 63));
     EXPECT_EQ(w.layers[3].attn_norm[11], float_at(kRmsAtt + 3 * kDim + 11));
-    EXPECT_EQ(w.layers[2].wq[3 * kDim + 9], float_at(kWq + 2 * kDim * kDim + 3 * kDim + 9));
-    EXPECT_EQ(w.layers[4].wk[31 * kDim + 63], float_at(kWk + 4 * 32 * kDim + 31 * kDim + 63));
-    EXPECT_EQ(w.layers[1].wv[17 * kDim + 2], float_at(kWv + 1 * 32 * kDim + 17 * kDim + 2));
-    EXPECT_EQ(w.layers[0].wo[63 * kDim + 1], float_at(kWo + 63 * kDim + 1));
+    EXPECT_EQ(test::f32_data(w.layers[2].wq)[3 * kDim + 9], float_at(kWq + 2 * kDim * kDim + 3 * kDim + 9));
+    EXPECT_EQ(test::f32_data(w.layers[4].wk)[31 * kDim + 63], float_at(kWk + 4 * 32 * kDim + 31 * kDim + 63));
+    EXPECT_EQ(test::f32_data(w.layers[1].wv)[17 * kDim + 2], float_at(kWv + 1 * 32 * kDim + 17 * kDim + 2));
+    EXPECT_EQ(test::f32_data(w.layers[0].wo)[63 * kDim + 1], float_at(kWo + 63 * kDim + 1));
     EXPECT_EQ(w.layers[2].mlp_norm[0], float_at(kRmsFfn + 2 * kDim));
-    EXPECT_EQ(w.layers[3].w_gate[171 * kDim + 5], float_at(kW1 + 3 * kHidden * kDim + 171 * kDim + 5));
-    EXPECT_EQ(w.layers[4].w_down[10 * kHidden + 100], float_at(kW2 + 4 * kDim * kHidden + 10 * kHidden + 100));
-    EXPECT_EQ(w.layers[1].w_up[0], float_at(kW3 + 1 * kHidden * kDim));
+    EXPECT_EQ(test::f32_data(w.layers[3].w_gate)[171 * kDim + 5], float_at(kW1 + 3 * kHidden * kDim + 171 * kDim + 5));
+    EXPECT_EQ(test::f32_data(w.layers[4].w_down)[10 * kHidden + 100],
+              float_at(kW2 + 4 * kDim * kHidden + 10 * kHidden + 100));
+    EXPECT_EQ(test::f32_data(w.layers[1].w_up)[0], float_at(kW3 + 1 * kHidden * kDim));
     EXPECT_EQ(w.final_norm[63], float_at(kRmsFinal + 63));
     // Norm weights of a trained model are O(1) and not all equal: a cheap guard against reading the wrong section.
     EXPECT_GT(w.final_norm[0], 0.1f);
@@ -107,9 +108,9 @@ TEST(Llama2cCheckpoint, UnsharedClassifierIsReadFromTheEnd) {
     const ModelWeights w = load_model(dir / "untied.bin");
     EXPECT_FALSE(w.config.tie_word_embeddings);
     EXPECT_EQ(w.config.vocab_size, 512);
-    ASSERT_NE(w.lm_head, w.embed);
-    EXPECT_EQ(w.lm_head[7 * kDim + 3], -w.embed[7 * kDim + 3]);
-    EXPECT_EQ(w.lm_head[511 * kDim + 63], -w.embed[511 * kDim + 63]);
+    ASSERT_NE(w.lm_head.data, w.embed.data);
+    EXPECT_EQ(test::f32_data(w.lm_head)[7 * kDim + 3], -test::f32_data(w.embed)[7 * kDim + 3]);
+    EXPECT_EQ(test::f32_data(w.lm_head)[511 * kDim + 63], -test::f32_data(w.embed)[511 * kDim + 63]);
 }
 
 }  // namespace

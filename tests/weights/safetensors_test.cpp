@@ -67,11 +67,15 @@ TEST_P(SafetensorsDtype, TinyLlamaLoadsExactly) {
     EXPECT_EQ(w.config.rope_theta, 500000.0f);
     EXPECT_EQ(w.config.bos_token_id, 3);
     EXPECT_EQ(w.config.eos_token_id, 4);  // the first of the list
-    EXPECT_EQ(w.lm_head, w.embed);
+    EXPECT_EQ(w.lm_head.data, w.embed.data);
     test::expect_weights_equal(w, m);
-    // Aligned F32 is used in place from the mapping; F16/BF16 are converted once, one buffer per tensor.
+    // Matrices are used in place from the mapping in every dtype; only F16/BF16 norm weights are converted to fp32,
+    // one buffer each.
+    std::size_t vectors = 0;
+    for (const auto& [name, t] : m.tensors) vectors += t.shape.size() == 1;
     const auto* storage = static_cast<const WeightStorage*>(w.storage.get());
-    EXPECT_EQ(storage->buffers.size(), GetParam() == DType::F32 ? 0u : m.tensors.size());
+    EXPECT_EQ(storage->buffers.size(), GetParam() == DType::F32 ? 0u : vectors);
+    EXPECT_EQ(w.embed.dtype, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, SafetensorsDtype, ::testing::Values(DType::F32, DType::F16, DType::BF16),
@@ -104,7 +108,7 @@ TEST(Safetensors, UnalignedF32IsCopied) {
     test::write_bytes(dir / "model.safetensors", test::safetensors_bytes(padded_header, bytes.substr(8 + header_len)));
     const ModelWeights w = load_model(dir.path());
     test::expect_weights_equal(w, m);
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(w.embed) % alignof(float), 0u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(w.embed.data) % alignof(float), 0u);
     EXPECT_EQ(static_cast<const WeightStorage*>(w.storage.get())->buffers.size(), m.tensors.size());
 }
 
@@ -127,7 +131,7 @@ TEST(Safetensors, ShardedModelWithIndex) {
     const ModelWeights w = load_model(dir.path());
     EXPECT_EQ(w.source, dir / "model.safetensors.index.json");
     EXPECT_FALSE(w.config.tie_word_embeddings);
-    ASSERT_NE(w.lm_head, w.embed);
+    ASSERT_NE(w.lm_head.data, w.embed.data);
     test::expect_weights_equal(w, m);
 
     // The index file itself is also accepted as the path.
@@ -165,8 +169,8 @@ TEST(Safetensors, UntiedHeadLoadsLmHead) {
     m.write(dir.path(), DType::F16);
     const ModelWeights w = load_model(dir / "model.safetensors");
     EXPECT_EQ(w.config.model_type, "mistral");
-    ASSERT_NE(w.lm_head, w.embed);
-    EXPECT_EQ(w.lm_head[5], m.tensors.at("lm_head.weight").values[5]);
+    ASSERT_NE(w.lm_head.data, w.embed.data);
+    EXPECT_EQ(test::matrix_values(w.lm_head)[5], m.tensors.at("lm_head.weight").values[5]);
     test::expect_weights_equal(w, m);
 }
 
@@ -176,7 +180,7 @@ TEST(Safetensors, TiedModelIgnoresARedundantLmHead) {
     m.config["tie_word_embeddings"] = true;
     m.write(dir.path(), DType::F32);
     const ModelWeights w = load_model(dir.path());
-    EXPECT_EQ(w.lm_head, w.embed);
+    EXPECT_EQ(w.lm_head.data, w.embed.data);
 }
 
 TEST(Safetensors, MetadataAndEmptyTensorsAreAccepted) {

@@ -95,45 +95,52 @@ inline TinyModel make_tiny_model(const std::string& model_type, bool qkv_bias, b
     return m;
 }
 
-/// Every non-null pointer of `w` under its HF tensor name.
-inline std::map<std::string, const float*> named_pointers(const ModelWeights& w) {
-    std::map<std::string, const float*> out;
-    auto put = [&out](const std::string& name, const float* p) {
-        if (p != nullptr) out[name] = p;
+/// Every tensor of `w` under its HF tensor name, as fp32 values (the 1-D ones as long as m says).
+inline std::map<std::string, std::vector<float>> named_values(const ModelWeights& w, const TinyModel& m) {
+    std::map<std::string, std::vector<float>> out;
+    auto put_vector = [&](const std::string& name, const float* p) {
+        if (p == nullptr) return;
+        auto it = m.tensors.find(name);
+        const std::size_t n = it == m.tensors.end() ? 0 : it->second.values.size();
+        out[name] = std::vector<float>(p, p + n);
     };
-    put("model.embed_tokens.weight", w.embed);
+    auto put_matrix = [&](const std::string& name, const WeightMatrix& x) {
+        if (x.data != nullptr) out[name] = matrix_values(x);
+    };
+    put_matrix("model.embed_tokens.weight", w.embed);
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
         const LayerWeights& L = w.layers[l];
         const std::string p = fmt::format("model.layers.{}.", l);
-        put(p + "input_layernorm.weight", L.attn_norm);
-        put(p + "self_attn.q_proj.weight", L.wq);
-        put(p + "self_attn.k_proj.weight", L.wk);
-        put(p + "self_attn.v_proj.weight", L.wv);
-        put(p + "self_attn.o_proj.weight", L.wo);
-        put(p + "self_attn.q_proj.bias", L.bq);
-        put(p + "self_attn.k_proj.bias", L.bk);
-        put(p + "self_attn.v_proj.bias", L.bv);
-        put(p + "self_attn.o_proj.bias", L.bo);
-        put(p + "post_attention_layernorm.weight", L.mlp_norm);
-        put(p + "mlp.gate_proj.weight", L.w_gate);
-        put(p + "mlp.up_proj.weight", L.w_up);
-        put(p + "mlp.down_proj.weight", L.w_down);
+        put_vector(p + "input_layernorm.weight", L.attn_norm);
+        put_matrix(p + "self_attn.q_proj.weight", L.wq);
+        put_matrix(p + "self_attn.k_proj.weight", L.wk);
+        put_matrix(p + "self_attn.v_proj.weight", L.wv);
+        put_matrix(p + "self_attn.o_proj.weight", L.wo);
+        put_vector(p + "self_attn.q_proj.bias", L.bq);
+        put_vector(p + "self_attn.k_proj.bias", L.bk);
+        put_vector(p + "self_attn.v_proj.bias", L.bv);
+        put_vector(p + "self_attn.o_proj.bias", L.bo);
+        put_vector(p + "post_attention_layernorm.weight", L.mlp_norm);
+        put_matrix(p + "mlp.gate_proj.weight", L.w_gate);
+        put_matrix(p + "mlp.up_proj.weight", L.w_up);
+        put_matrix(p + "mlp.down_proj.weight", L.w_down);
     }
-    put("model.norm.weight", w.final_norm);
-    if (w.lm_head != w.embed) put("lm_head.weight", w.lm_head);
+    put_vector("model.norm.weight", w.final_norm);
+    if (w.lm_head.data != w.embed.data) put_matrix("lm_head.weight", w.lm_head);
     return out;
 }
 
 /// Checks that `w` holds exactly the tensors of `m`, value for value.
 inline void expect_weights_equal(const ModelWeights& w, const TinyModel& m) {
-    const auto pointers = named_pointers(w);
-    EXPECT_EQ(pointers.size(), m.tensors.size());
+    const auto values = named_values(w, m);
+    EXPECT_EQ(values.size(), m.tensors.size());
     for (const auto& [name, t] : m.tensors) {
-        auto it = pointers.find(name);
-        if (it == pointers.end()) {
+        auto it = values.find(name);
+        if (it == values.end()) {
             ADD_FAILURE() << name << " was not loaded";
             continue;
         }
+        ASSERT_EQ(it->second.size(), t.values.size()) << name;
         std::size_t mismatches = 0;
         for (std::size_t i = 0; i < t.values.size(); ++i) mismatches += it->second[i] != t.values[i];
         EXPECT_EQ(mismatches, 0u) << name;

@@ -13,13 +13,28 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/temp_dir.h"
 #include "io/error.h"
+#include "io/weights/model_weights.h"
 
 namespace kascade::test {
+
+/// The fp32 elements of a matrix loaded from an F32 file (whose matrices stay fp32).
+inline const float* f32_data(const WeightMatrix& m) {
+    EXPECT_EQ(m.dtype, DType::F32);
+    return static_cast<const float*>(m.data);
+}
+
+/// Every element of a matrix as fp32, whatever its dtype.
+inline std::vector<float> matrix_values(const WeightMatrix& m) {
+    std::vector<float> values(static_cast<std::size_t>(m.rows) * m.cols);
+    for (int r = 0; r < m.rows; ++r) weight_row_to_f32(m, r, values.data() + static_cast<std::size_t>(r) * m.cols);
+    return values;
+}
 
 inline std::filesystem::path shared_dir() {
     return KASCADE_SHARED_DIR;

@@ -1,14 +1,17 @@
-#include "pipeline/runtime/linear.h"
+// bench/eigen_linear_baseline.h: the fp32 Eigen product the runtime used before kernels/matmul.h (one call per
+// weight; rows split over the OpenMP threads, Eigen on each block), kept only as bench_matmul's baseline row.
+#pragma once
 
 #include <omp.h>
 
 #include <algorithm>
+#include <utility>
 
 #include <Eigen/Core>
 
-namespace kascade {
+namespace kascade::bench {
 
-namespace {
+namespace eigen_detail {
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 using MatrixMap = Eigen::Map<RowMatrix>;
@@ -20,7 +23,7 @@ constexpr int kMinRowsPerThread = 32;
 constexpr int kFeatureBlockAlign = 16;
 
 /// [begin, end) of part `index` of `count` near-equal parts of [0, total), each a multiple of `align` but the last.
-std::pair<int, int> part(int total, int count, int index, int align) {
+inline std::pair<int, int> part(int total, int count, int index, int align) {
     const int units = (total + align - 1) / align;
     const int begin = std::min(total, units * index / count * align);
     const int end = std::min(total, units * (index + 1) / count * align);
@@ -28,8 +31,8 @@ std::pair<int, int> part(int total, int count, int index, int align) {
 }
 
 /// y[rows r0..r1, features f0..f1] = x[r0..r1] W[f0..f1]^T (+ b), on the calling thread.
-void linear_block(const float* x, const float* w, const float* b, float* y, int in, int out, int r0, int r1, int f0,
-                  int f1) {
+inline void linear_block(const float* x, const float* w, const float* b, float* y, int in, int out, int r0, int r1,
+                         int f0, int f1) {
     if (r0 >= r1 || f0 >= f1) return;
     ConstMatrixMap xm(x + static_cast<long>(r0) * in, r1 - r0, in);
     ConstMatrixMap wm(w + static_cast<long>(f0) * in, f1 - f0, in);
@@ -38,10 +41,12 @@ void linear_block(const float* x, const float* w, const float* b, float* y, int 
     ym.noalias() = xm * wm.transpose();
     if (b != nullptr) ym.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b + f0, f1 - f0);
 }
-}  // namespace
+}  // namespace eigen_detail
 
-void linear(const float* x, const float* w, const float* b, float* y, int n, int in, int out) {
+/// y [n][out] = x [n][in] W^T (+ b), W [out][in] fp32.
+inline void eigen_linear(const float* x, const float* w, const float* b, float* y, int n, int in, int out) {
     // kascade decides the threading of every product itself (see header), so Eigen's own is switched off once.
+    using namespace eigen_detail;
     static const bool eigen_single_threaded = [] {
         Eigen::setNbThreads(1);
         return true;
@@ -68,4 +73,4 @@ void linear(const float* x, const float* w, const float* b, float* y, int n, int
     }
 }
 
-}  // namespace kascade
+}  // namespace kascade::bench
