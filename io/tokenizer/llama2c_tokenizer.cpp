@@ -40,8 +40,8 @@ Llama2cTokenizer::Llama2cTokenizer(const std::filesystem::path& path, std::strin
     while (offset < bytes.size()) {
         const std::size_t id = pieces_.size();
         KASCADE_CHECK(bytes.size() - offset >= 8,
-                      "{}: truncated llama2.c tokenizer: token {} at byte {} needs 8 "
-                      "bytes of score and length, the file has {} left",
+                      "{}: llama2.c tokenizer ends inside token {}: at byte {} it needs 8 bytes of score and length, "
+                      "the file has {} left (truncated, or bytes appended after the last token)",
                       name, id, offset, bytes.size() - offset);
         const float token_score = read_le<float>(bytes, offset);
         const int32_t length = read_le<int32_t>(bytes, offset + 4);
@@ -50,7 +50,8 @@ Llama2cTokenizer::Llama2cTokenizer(const std::filesystem::path& path, std::strin
                       "{}: invalid llama2.c tokenizer: token {} has length {} (expected 0..max_token_length = {})",
                       name, id, length, max_token_length_);
         KASCADE_CHECK(bytes.size() - offset >= static_cast<std::size_t>(length),
-                      "{}: truncated llama2.c tokenizer: token {} at byte {} needs {} bytes, the file has {} left",
+                      "{}: llama2.c tokenizer ends inside token {}: at byte {} it needs {} bytes, the file has {} left "
+                      "(truncated, or bytes appended after the last token)",
                       name, id, offset, length, bytes.size() - offset);
         pieces_.emplace_back(bytes.substr(offset, length));
         scores_.push_back(token_score);

@@ -2,6 +2,7 @@
 #include "io/weights/hf_checkpoint.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,18 @@ class TensorFetcher {
     TensorFetcher(const SafetensorsSet& set, const std::filesystem::path& config_json, WeightPlacement& placement)
         : set_(set), config_name_(config_json.filename().string()), placement_(placement) {}
 
+    /// Every tensor of the file that no vector() or matrix() call took, except those a loader may ignore.
+    std::vector<std::string> unused(bool tied) const {
+        std::vector<std::string> names;
+        for (const auto& [name, tensor] : set_.tensors()) {
+            if (used_.count(name)) continue;
+            if (tied && name == "lm_head.weight") continue;       // a redundant copy of the tied embedding
+            if (name.ends_with("rotary_emb.inv_freq")) continue;  // RoPE frequencies old checkpoints saved
+            names.push_back(name);
+        }
+        return names;
+    }
+
     /// A norm weight or bias, as fp32.
     const float* vector(const std::string& name, std::int64_t size) {
         const SafetensorsTensor& t = find(name, {size});
@@ -33,7 +46,8 @@ class TensorFetcher {
     }
 
   private:
-    const SafetensorsTensor& find(const std::string& name, const std::vector<std::int64_t>& expected_shape) const {
+    const SafetensorsTensor& find(const std::string& name, const std::vector<std::int64_t>& expected_shape) {
+        used_.insert(name);
         const SafetensorsTensor* tensor = set_.find(name);
         KASCADE_CHECK(tensor != nullptr, "{}: tensor {} is missing ({} implies shape {})", set_.path().string(), name,
                       config_name_, shape_string(expected_shape));
@@ -46,6 +60,7 @@ class TensorFetcher {
     const SafetensorsSet& set_;
     std::string config_name_;
     WeightPlacement& placement_;
+    std::set<std::string> used_;
 };
 
 }  // namespace
@@ -99,6 +114,14 @@ ModelWeights load_hf_checkpoint(const std::filesystem::path& config_json, const 
                   "{}: tensor lm_head.weight is missing and {} has tie_word_embeddings = false", weights.string(),
                   config_json.filename().string());
     w.lm_head = c.tie_word_embeddings ? w.embed : fetch.matrix("lm_head.weight", c.vocab_size, dim);
+    // A tensor the config does not account for means the config describes another model (fewer layers, no biases):
+    // loading the rest would run a different network without a word.
+    const std::vector<std::string> unused = fetch.unused(c.tie_word_embeddings);
+    KASCADE_CHECK(unused.empty(),
+                  "{}: {} tensor(s) are not used by the model {} describes, e.g. {} (num_hidden_layers = {}, "
+                  "model_type {}): the config and the weights do not belong together",
+                  weights.string(), unused.size(), config_json.filename().string(), unused.front(), c.n_layers,
+                  c.model_type);
     placement.finish();
     w.weights_dtype = options.weights_dtype;
 

@@ -27,6 +27,11 @@ void run_perplexity(const PerplexityArgs& args) {
     const auto tokenizer = load_tokenizer_for(args.model);
     const std::string text = read_text_file(args.text);
     const ModelConfig& c = weights.config;
+    KASCADE_CHECK(
+        tokenizer->vocab_size() <= c.vocab_size,
+        "tokenizer \"{}\" has {} tokens but model \"{}\" only {} (vocab_size): they do not belong together",
+        args.model.tokenizer.empty() ? find_tokenizer_for_model(args.model.model).string() : args.model.tokenizer,
+        tokenizer->vocab_size(), args.model.model, c.vocab_size);
     const std::vector<int32_t> tokens = tokenize_corpus(*tokenizer, text, document_boundary_token(c, tokenizer.get()));
     const int32_t start = sequence_start_token(c, tokenizer.get());
     Transformer model(weights, 0, args.model.matmul_precision());

@@ -79,6 +79,11 @@ PerplexityResult evaluate_perplexity(const Transformer& model, AttentionPolicy& 
                 const int target = input[row0 + r + 1];
                 chunk_nll += std::log(sum) + z_max - z[target];
             }
+            // NaN/inf weights or an overflow give a non-finite NLL; a perplexity of "nan" must not pass as a result.
+            KASCADE_CHECK(std::isfinite(chunk_nll),
+                          "model \"{}\" produced non-finite logits in the window of text tokens [{}, {}) (do its "
+                          "weights hold NaN or inf?)",
+                          model.source().string(), window.begin, window.end);
             result.nll_sum += chunk_nll;
             result.n_scored += rows;
         }

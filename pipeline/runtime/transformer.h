@@ -28,6 +28,7 @@ class Transformer {
                          MatmulPrecision precision = MatmulPrecision::Exact);
 
     const ModelConfig& config() const { return weights_.config; }
+    const std::filesystem::path& source() const { return weights_.source; }
     int max_positions() const { return rope_.max_positions; }
 
     /// Runs `tokens` at positions cache.length() ... through the model, appends their keys and values to `cache`,

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -180,6 +182,54 @@ TEST_F(DamagedHfModel, ShapesDisagreeWithConfig) {
     std::ofstream(dir_ / "config.json") << config.dump();
     const auto r = run_perplexity();
     expect_one_line_error(r, "k_proj");
+}
+
+TEST_F(DamagedHfModel, ConfigWithFewerLayersThanTheWeights) {
+    // A config.json saying 4 layers over 5-layer weights must not load silently (it would run another network).
+    nlohmann::json config = nlohmann::json::parse(read_all(dir_ / "config.json"));
+    config["num_hidden_layers"] = 4;
+    std::ofstream(dir_ / "config.json") << config.dump();
+    const auto r = run_perplexity();
+    expect_one_line_error(r, "model.layers.4.");
+    EXPECT_NE(r.err.find("num_hidden_layers = 4"), std::string::npos) << r.err;
+}
+
+TEST_F(DamagedHfModel, NanWeightsStopPerplexity) {
+    // Every value of the final norm weight NaN: the logits are NaN, and the perplexity must be an error, not "nan".
+    const nlohmann::json h = nlohmann::json::parse(safetensors_header());
+    const auto offsets = h["model.norm.weight"]["data_offsets"];
+    std::string all = read_all(dir_ / "model.safetensors");
+    const size_t begin = 8 + safetensors_header().size() + offsets[0].get<size_t>();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (size_t i = begin; i < 8 + safetensors_header().size() + offsets[1].get<size_t>(); i += 4) {
+        std::memcpy(all.data() + i, &nan, 4);
+    }
+    std::ofstream(dir_ / "model.safetensors", std::ios::binary | std::ios::trunc) << all;
+    const auto r = run_perplexity();
+    expect_one_line_error(r, "non-finite logits");
+    EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(BadInput, UnknownCommandIsNamedWithTheClosestOne) {
+    expect_one_line_error(run_kascade("frobnicate"), "unknown command 'frobnicate'");
+    expect_one_line_error(run_kascade("perplxity --model x"), "did you mean 'perplexity'?");
+}
+
+TEST(BadInput, TokenizerLargerThanTheModelIsNamed) {
+    const fs::path smollm2 = kShared / "models/smollm2-135m-tokenizer/tokenizer.json";
+    const auto r = run_kascade("perplexity --model " + shell_quote(kBin) + " --tokenizer " + shell_quote(smollm2) +
+                               " --text " + shell_quote(kWiki) + " --max-tokens 600");
+    expect_one_line_error(r, smollm2.string());
+    EXPECT_NE(r.err.find("49152"), std::string::npos) << r.err;
+}
+
+TEST(BadInput, UnknownWeightsDtypeAndMatmul) {
+    expect_one_line_error(run_kascade("perplexity --model " + shell_quote(kBin) + " --text " + shell_quote(kWiki) +
+                                      " --weights-dtype f64"),
+                          "--weights-dtype \"f64\" is not a weights dtype (expected file, f32 or bf16)");
+    expect_one_line_error(
+        run_kascade("perplexity --model " + shell_quote(kBin) + " --text " + shell_quote(kWiki) + " --matmul int8"),
+        "--matmul \"int8\"");
 }
 
 }  // namespace

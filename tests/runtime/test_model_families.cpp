@@ -16,6 +16,9 @@
 #include "common/temp_dir.h"
 #include "io/weights/model_weights.h"
 #include "naive_llama.h"
+#include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/runtime/perplexity.h"
+#include "pipeline/runtime/streaming_attention.h"
 #include "pipeline/runtime/transformer.h"
 #include "random_checkpoint.h"
 #include "runtime_logits.h"
@@ -157,6 +160,56 @@ TEST(SlidingWindow, QwenWindowsOnlyTheLayersFromMaxWindowLayers) {
     }();
     EXPECT_EQ(parsed.layer_window, (std::vector<int>{0, 4}));
     expect_runtime_equals_naive(config, 20, 31);
+}
+
+TEST(SlidingWindow, EverySparseMethodAtFullBudgetEqualsDenseOnAWindowedModel) {
+    // A Mistral-family model (every layer windowed, 12 keys) over windows of 64 positions: with a top-k budget that
+    // covers every candidate tile, Kascade (anchor + reuse with a permuted head map), the oracle and streaming must
+    // give the dense windowed perplexity, and their density must be exactly 1 against the windowed causal pairs.
+    json config = small_windowed_config("mistral-7b-v0.1", 12);
+    config["num_hidden_layers"] = 4;
+    test::TempDir dir("window-sparse");
+    naive::write_random_checkpoint(config, dir.path(), 41);
+    const ModelWeights w = load_model(dir.path());
+    ASSERT_EQ(w.config.layer_window, std::vector<int>(4, 12));
+    const Transformer model(w);
+    const std::vector<int32_t> tokens = random_tokens(400, w.config.vocab_size, 42);
+    PerplexityOptions options;
+    options.ctx = 64;
+    DenseAttention dense;
+    const double ppl_dense = evaluate_perplexity(model, dense, tokens, 1, options).perplexity();
+
+    AttentionSchedule schedule = AttentionSchedule::all_dense(4);
+    schedule.layers[1].role = LayerRole::Anchor;
+    schedule.layers[3].role = LayerRole::Anchor;
+    schedule.layers[2].role = LayerRole::Reuse;
+    schedule.layers[2].anchor = 1;
+    schedule.layers[2].head_map = {1, 0};
+    const SparseAttentionOptions full_budget{.tile = 4, .topk = {.tiles = 1000}};
+    KascadeAttention kascade(schedule, full_budget);
+    KascadeAttention oracle(AttentionSchedule::oracle(4), full_budget);
+    StreamingAttention streaming(4, full_budget);
+    const struct {
+        const char* name;
+        AttentionPolicy* policy;
+        const std::vector<LayerDensity>* density;
+    } methods[] = {{"kascade", &kascade, &kascade.layer_density()},
+                   {"oracle", &oracle, &oracle.layer_density()},
+                   {"streaming", &streaming, &streaming.layer_density()}};
+    for (const auto& m : methods) {
+        const double ppl = evaluate_perplexity(model, *m.policy, tokens, 1, options).perplexity();
+        EXPECT_LT(std::abs(ppl - ppl_dense) / ppl_dense, 1e-6) << m.name << ": " << ppl << " vs " << ppl_dense;
+        for (const LayerDensity& d : *m.density) EXPECT_EQ(d.ratio(), 1.0) << m.name;
+    }
+    // The window matters here: the same weights without it give another perplexity.
+    json unwindowed = config;
+    unwindowed["sliding_window"] = nullptr;
+    test::TempDir full_dir("window-none");
+    naive::write_random_checkpoint(unwindowed, full_dir.path(), 41);
+    const ModelWeights w_full = load_model(full_dir.path());
+    const Transformer model_full(w_full);
+    const double ppl_full = evaluate_perplexity(model_full, dense, tokens, 1, options).perplexity();
+    EXPECT_GT(std::abs(ppl_full - ppl_dense) / ppl_dense, 1e-4);
 }
 
 }  // namespace

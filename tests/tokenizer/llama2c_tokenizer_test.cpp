@@ -180,6 +180,22 @@ TEST(Llama2cTokenizerBadInput, TruncatedFile) {
     EXPECT_THROW(load_tokenizer(too_small), Error);
 }
 
+TEST(Llama2cTokenizerBadInput, BytesAppendedAreNamedAsSuch) {
+    // tokenizer.bin has no token count, so bytes after the last token read as the start of one more token: the
+    // message must say the file may have bytes appended, not only that it is truncated.
+    const std::string bytes = read_file(kTok512);
+    test::TempDir dir;
+    const auto appended = dir.write("appended.bin", bytes + "junk");
+    try {
+        load_tokenizer(appended);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("appended.bin"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("bytes appended after the last token"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("token 512"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Llama2cTokenizerBadInput, NotATokenizer) {
     test::TempDir dir;
     // A plausible header followed by tokens that are not the byte-fallback pieces llama2.c expects at 3..258.
