@@ -45,6 +45,8 @@ constexpr double kParallelMinMacs = 1 << 20;
 constexpr size_t kActivationBlockBytes = 512 << 10;
 /// Bytes of weights per work unit, read once from memory and then kept in L2 across the unit's activation blocks.
 constexpr size_t kWeightGroupBytes = 192 << 10;
+/// Activation rows from which the rounding to BF16 is shared by the threads.
+constexpr int kParallelRoundingMinRows = 64;
 /// Work units per thread, enough for dynamic scheduling to even out the threads (also when another process takes a
 /// core for a while).
 constexpr int kUnitsPerThread = 8;
@@ -212,14 +214,22 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets) {
     const size_t activation_row_bytes = any_bf16 ? padded_cols * sizeof(mm::ActBf16) : cols * sizeof(float);
     const WorkPlan plan(n, panels.count(), activation_row_bytes, max_panel_bytes, threads);
 
+    auto round_rows = [&](int r0, int r1) {
+        for (int r = r0; r < r1; ++r) {
+            mm::round_row_bf16(x + static_cast<size_t>(r) * cols, cols,
+                               x_bf16->data.get() + static_cast<size_t>(r) * padded_cols, padded_cols);
+        }
+    };
+    // A few rows (decode) are rounded before the parallel region: one barrier less, which matters when a thread
+    // has to wait for a core.
+    const bool round_in_region = any_bf16 && n >= kParallelRoundingMinRows;
+    if (any_bf16 && !round_in_region) round_rows(0, n);
+
 #pragma omp parallel num_threads(threads)
     {
-        if (any_bf16) {
+        if (round_in_region) {
 #pragma omp for schedule(static)
-            for (int r = 0; r < n; ++r) {
-                mm::round_row_bf16(x + static_cast<size_t>(r) * cols, cols,
-                                   x_bf16->data.get() + static_cast<size_t>(r) * padded_cols, padded_cols);
-            }
+            for (int r = 0; r < n; ++r) round_rows(r, r + 1);
         }
         // Units are independent (each output element is computed whole by one unit), so their assignment to
         // threads does not change any result.
