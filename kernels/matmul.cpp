@@ -37,9 +37,11 @@ const char* matmul_path() {
 
 namespace {
 
-/// Products below this many multiply-adds run on the calling thread: a parallel region costs a few microseconds,
-/// and far more when the other cores are busy.
+/// Products below this many multiply-adds and this many bytes of weights run on the calling thread: a parallel
+/// region costs a few microseconds, and far more when the other cores are busy. The byte rule is for decode, which
+/// is bound by memory bandwidth: one thread alone does not draw all of it.
 constexpr double kParallelMinMacs = 1 << 20;
+constexpr double kParallelMinWeightBytes = 256 << 10;
 /// Bytes of activations one work unit sweeps per weight panel (an L2-sized block: each panel's weights stay in L1
 /// while the block's activation rows stream from L2).
 constexpr size_t kActivationBlockBytes = 512 << 10;
@@ -191,7 +193,7 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets) {
     const int cols = targets[0].w.cols;
     KASCADE_KERNEL_ASSERT(cols > 0 && x != nullptr);
     bool any_bf16 = false;
-    double macs = 0;
+    double macs = 0, weight_bytes = 0;
     size_t max_panel_bytes = 0;
     for (const MatmulTarget& t : targets) {
         KASCADE_KERNEL_ASSERT(t.w.cols == cols && t.w.rows >= 0);
@@ -199,6 +201,7 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets) {
         KASCADE_KERNEL_ASSERT(t.y_stride == 0 || t.y_stride >= t.w.rows);
         any_bf16 = any_bf16 || t.w.type == MatrixType::BF16;
         macs += static_cast<double>(n) * cols * t.w.rows;
+        weight_bytes += static_cast<double>(cols) * t.w.rows * matrix_type_size(t.w.type);
         max_panel_bytes = std::max(max_panel_bytes, mm::kPanelRows * cols * matrix_type_size(t.w.type));
     }
     const PanelIndex panels(targets);
@@ -210,7 +213,8 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets) {
     const Problem problem{x,      any_bf16 ? x_bf16->data.get() : nullptr, static_cast<size_t>(padded_cols), n, cols,
                           targets};
 
-    const int threads = macs < kParallelMinMacs ? 1 : omp_get_max_threads();
+    const bool tiny = macs < kParallelMinMacs && weight_bytes < kParallelMinWeightBytes;
+    const int threads = tiny ? 1 : omp_get_max_threads();
     const size_t activation_row_bytes = any_bf16 ? padded_cols * sizeof(mm::ActBf16) : cols * sizeof(float);
     const WorkPlan plan(n, panels.count(), activation_row_bytes, max_panel_bytes, threads);
 
