@@ -41,14 +41,18 @@ const char* matmul_path() {
 
 namespace {
 
-/// Products below this many multiply-adds run on the calling thread: a parallel region costs a few microseconds,
-/// and far more when the other cores are busy.
+/// Products below this many multiply-adds and this many bytes of weights run on the calling thread: a parallel
+/// region costs a few microseconds, and far more when the other cores are busy. The byte rule is for decode, which
+/// is bound by memory bandwidth: one thread alone does not draw all of it.
 constexpr double kParallelMinMacs = 1 << 20;
+constexpr double kParallelMinWeightBytes = 256 << 10;
 /// Bytes of activations one work unit sweeps per weight panel (an L2-sized block: each panel's weights stay in L1
 /// while the block's activation rows stream from L2).
 constexpr size_t kActivationBlockBytes = 512 << 10;
 /// Bytes of weights per work unit, read once from memory and then kept in L2 across the unit's activation blocks.
 constexpr size_t kWeightGroupBytes = 192 << 10;
+/// Activation rows from which the rounding to BF16 is shared by the threads.
+constexpr int kParallelRoundingMinRows = 64;
 /// Work units per thread, enough for dynamic scheduling to even out the threads (also when another process takes a
 /// core for a while).
 constexpr int kUnitsPerThread = 8;
@@ -198,7 +202,7 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
     const int cols = targets[0].w.cols;
     KASCADE_KERNEL_ASSERT(cols > 0 && x != nullptr);
     bool any_bf16 = false;
-    double macs = 0;
+    double macs = 0, weight_bytes = 0;
     size_t max_panel_bytes = 0;
     for (const MatmulTarget& t : targets) {
         KASCADE_KERNEL_ASSERT(t.w.cols == cols && t.w.rows >= 0);
@@ -206,6 +210,7 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
         KASCADE_KERNEL_ASSERT(t.y_stride == 0 || t.y_stride >= t.w.rows);
         any_bf16 = any_bf16 || (t.w.type == MatrixType::BF16 && precision == MatmulPrecision::Bf16);
         macs += static_cast<double>(n) * cols * t.w.rows;
+        weight_bytes += static_cast<double>(cols) * t.w.rows * matrix_type_size(t.w.type);
         max_panel_bytes = std::max(max_panel_bytes, mm::kPanelRows * cols * matrix_type_size(t.w.type));
     }
     const PanelIndex panels(targets);
@@ -217,18 +222,27 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
     const Problem problem{x,      any_bf16 ? x_bf16->data.get() : nullptr, static_cast<size_t>(padded_cols), n, cols,
                           targets};
 
-    const int threads = macs < kParallelMinMacs ? 1 : omp_get_max_threads();
+    const bool tiny = macs < kParallelMinMacs && weight_bytes < kParallelMinWeightBytes;
+    const int threads = tiny ? 1 : omp_get_max_threads();
     const size_t activation_row_bytes = any_bf16 ? padded_cols * sizeof(mm::ActBf16) : cols * sizeof(float);
     const WorkPlan plan(n, panels.count(), activation_row_bytes, max_panel_bytes, threads);
 
+    auto round_rows = [&](int r0, int r1) {
+        for (int r = r0; r < r1; ++r) {
+            mm::round_row_bf16(x + static_cast<size_t>(r) * cols, cols,
+                               x_bf16->data.get() + static_cast<size_t>(r) * padded_cols, padded_cols);
+        }
+    };
+    // A few rows (decode) are rounded before the parallel region: one barrier less, which matters when a thread
+    // has to wait for a core.
+    const bool round_in_region = any_bf16 && n >= kParallelRoundingMinRows;
+    if (any_bf16 && !round_in_region) round_rows(0, n);
+
 #pragma omp parallel num_threads(threads)
     {
-        if (any_bf16) {
+        if (round_in_region) {
 #pragma omp for schedule(static)
-            for (int r = 0; r < n; ++r) {
-                mm::round_row_bf16(x + static_cast<size_t>(r) * cols, cols,
-                                   x_bf16->data.get() + static_cast<size_t>(r) * padded_cols, padded_cols);
-            }
+            for (int r = 0; r < n; ++r) round_rows(r, r + 1);
         }
         // Units are independent (each output element is computed whole by one unit), so their assignment to
         // threads does not change any result.

@@ -18,9 +18,9 @@
 // Inf and NaN in x or W propagate as in the exact sum.
 //
 // Threading: all omp_get_max_threads() threads, work split dynamically over blocks of weight rows (and of input rows
-// when the weight has few rows), so no thread idles for any shape; products below ~1M multiply-adds run on the
-// calling thread. Decode (n = 1) streams each weight element once. No weight is copied: the memory used is the
-// converted activations (n x cols x 2 bytes for BF16 weights) for the duration of the call.
+// when the weight has few rows), so no thread idles for any shape; products below ~1M multiply-adds and 256 KiB of
+// weights run on the calling thread. Decode (n = 1) streams each weight element once. No weight is copied: the
+// memory used is the converted activations (n x cols x 2 bytes for BF16 weights) for the duration of the call.
 #pragma once
 
 #include <cstddef>

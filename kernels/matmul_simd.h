@@ -59,6 +59,24 @@ inline float float_from_f16(uint16_t h) {
     return x;
 }
 
+#if !KASCADE_MATMUL_SCALAR
+/// A decode (one activation row) streams the weights from memory, and the rows of a panel read side by side do
+/// not look sequential to the hardware prefetcher: so the tile prefetches the next panel (the bytes after this one
+/// in the matrix) at the pace it consumes its own, `step_cols` columns of `elem`-byte weights per step. Prefetches
+/// past the matrix are harmless (they never fault); batched tiles reuse their panel from cache and skip this.
+template <int MR, int PanelRows>
+inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c, int step_cols) {
+    if constexpr (MR == 1) {
+        const uintptr_t next = reinterpret_cast<uintptr_t>(panel) +
+                               (PanelRows * static_cast<size_t>(cols) + PanelRows * static_cast<size_t>(c)) * elem;
+        for (size_t offset = 0; offset < PanelRows * step_cols * elem; offset += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(next + offset), _MM_HINT_T0);
+        }
+    }
+}
+
+#endif
+
 #if KASCADE_MATMUL_AVX512BF16
 
 constexpr const char* kPathName = "avx512bf16";
@@ -82,21 +100,6 @@ inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_co
         const __m512 lo = _mm512_maskz_loadu_ps(mask16(cols - c), x + c);
         const __m512 hi = _mm512_maskz_loadu_ps(mask16(cols - c - 16), x + c + 16);
         _mm512_store_si512(out + c, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
-    }
-}
-
-/// A decode (one activation row) streams the weights from memory, and the six rows of a panel read side by side do
-/// not look sequential to the hardware prefetcher: so the tile prefetches the next panel (the bytes after this one
-/// in the matrix) at the pace it consumes its own, `step_cols` columns of `elem`-byte weights per step. Prefetches
-/// past the matrix are harmless (they never fault); batched tiles reuse their panel from cache and skip this.
-template <int MR>
-inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c, int step_cols) {
-    if constexpr (MR == 1) {
-        const uintptr_t next = reinterpret_cast<uintptr_t>(panel) +
-                               (kPanelRows * static_cast<size_t>(cols) + kPanelRows * static_cast<size_t>(c)) * elem;
-        for (size_t offset = 0; offset < kPanelRows * step_cols * elem; offset += 64) {
-            _mm_prefetch(reinterpret_cast<const char*>(next + offset), _MM_HINT_T0);
-        }
     }
 }
 
@@ -158,7 +161,7 @@ void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, 
         for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm512_setzero_ps();
     const int full = cols / 32 * 32;
     auto step = [&](int c, __mmask32 mask) {
-        prefetch_next_panel<MR>(w[0], cols, 2, c, 32);
+        prefetch_next_panel<MR, kPanelRows>(w[0], cols, 2, c, 32);
         __m512bh xv[MR];
 #pragma GCC unroll 4
         for (int r = 0; r < MR; ++r) xv[r] = reinterpret_cast<__m512bh>(_mm512_load_si512(x + r * x_stride + c));
@@ -185,7 +188,7 @@ void dot_tile_fp32_body(const float* x, size_t x_stride, int cols, float* out, c
         for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm512_setzero_ps();
     const int full = cols / 16 * 16;
     auto step = [&](int c, __mmask16 mask) {
-        prefetch_next_panel<MR>(panel, cols, elem, c, 16);
+        prefetch_next_panel<MR, kPanelRows>(panel, cols, elem, c, 16);
         __m512 xv[MR];
 #pragma GCC unroll 4
         for (int r = 0; r < MR; ++r) xv[r] = _mm512_maskz_loadu_ps(mask, x + r * x_stride + c);
@@ -274,12 +277,13 @@ inline void reduce_tile(const __m256 (&acc)[MR][kPanelRows], float* out) {
 
 /// Shared body: `load_x(r, c, mask)` and `load_w(j, c, mask)` give 8 fp32 values from column c.
 template <int MR, typename LoadX, typename LoadW>
-void dot_tile_body(int cols, float* out, LoadX load_x, LoadW load_w) {
+void dot_tile_body(int cols, float* out, const void* panel, size_t elem, LoadX load_x, LoadW load_w) {
     __m256 acc[MR][kPanelRows];
     for (int r = 0; r < MR; ++r)
         for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm256_setzero_ps();
     const int full = cols / 8 * 8;
     auto step = [&](int c, int remaining) {
+        prefetch_next_panel<MR, kPanelRows>(panel, cols, elem, c, 8);
         __m256 xv[MR];
         for (int r = 0; r < MR; ++r) xv[r] = load_x(r, c, remaining);
         for (int j = 0; j < kPanelRows; ++j) {
@@ -307,7 +311,7 @@ inline __m256 load_f32x8(const float* p, int remaining) {
 template <int MR>
 void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     dot_tile_body<MR>(
-        cols, out, [&](int r, int c, int) { return _mm256_load_ps(x + r * x_stride + c); },
+        cols, out, w[0], 2, [&](int r, int c, int) { return _mm256_load_ps(x + r * x_stride + c); },
         [&](int j, int c, int remaining) {
             const __m256i wide = _mm256_cvtepu16_epi32(load_u16x8(w[j] + c, remaining));
             return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
@@ -317,14 +321,14 @@ void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, 
 template <int MR>
 void dot_tile_f32(const float* x, size_t x_stride, const float* const* w, int cols, float* out) {
     dot_tile_body<MR>(
-        cols, out, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
+        cols, out, w[0], 4, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
         [&](int j, int c, int remaining) { return load_f32x8(w[j] + c, remaining); });
 }
 
 template <int MR>
 void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     dot_tile_body<MR>(
-        cols, out, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
+        cols, out, w[0], 2, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
         [&](int j, int c, int remaining) { return _mm256_cvtph_ps(load_u16x8(w[j] + c, remaining)); });
 }
 
