@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     kascade::cli::register_sweep_command(app, common);
     kascade::cli::register_query_command(app, common);
     kascade::cli::register_status_command(app, common);
+    kascade::cli::register_merge_command(app, common);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
