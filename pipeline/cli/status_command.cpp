@@ -3,6 +3,7 @@
 // yet run) and failed.
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "io/file_util.h"
 #include "io/store/table_format.h"
@@ -22,8 +23,8 @@ std::string artifact_state(const std::filesystem::path& file, const std::string&
 }
 
 /// Per sweep: jobs done, pending (of which queued/running on Slurm) and failed. A job is failed when it is not
-/// done and its last attempt ended with an error (recorded by kascade) or Slurm reports its task failed,
-/// cancelled, timed out or out of memory; pending otherwise.
+/// done and its last attempt ended with an error (recorded by kascade), or its Slurm task has ended (failed,
+/// cancelled, timed out, out of memory, or no longer queued); pending otherwise.
 QueryResult sweep_status(ResultsDb& db) {
     QueryResult table;
     table.columns = {"sweep", "file", "jobs", "done", "pending", "queued", "running", "failed", "slurm jobs"};
@@ -36,7 +37,7 @@ QueryResult sweep_status(ResultsDb& db) {
             for (int64_t index : nlohmann::json::parse(a.job_indices).get<std::vector<int64_t>>())
                 task_of[index] = a.job_id + "_" + std::to_string(index);
         }
-        const std::map<std::string, std::string> slurm = slurm_task_states(array_ids);
+        const SlurmTaskStates slurm = slurm_task_states(array_ids);
         std::map<int64_t, std::string> failed_at;  // job index -> time of its last recorded failure
         for (const JobFailureRecord& f : db.list_job_failures(sweep.key)) failed_at[f.job_index] = f.failed_at;
         int64_t done = 0, pending = 0, queued = 0, running = 0, failed = 0;
@@ -47,17 +48,25 @@ QueryResult sweep_status(ResultsDb& db) {
             }
             std::string state;
             if (auto t = task_of.find(job.job_index); t != task_of.end()) {
-                if (auto s = slurm.find(t->second); s != slurm.end()) state = s->second;
+                auto s = slurm.states.find(t->second);
+                if (s != slurm.states.end()) {
+                    state = s->second;
+                } else if (slurm.queue_known) {
+                    state = "ENDED";  // submitted, not queued, no result: cancelled or lost
+                }
             }
-            if (state == "PENDING" || state == "CONFIGURING" || state == "REQUEUED") {
+            static const std::set<std::string> kQueued = {"PENDING",     "CONFIGURING", "REQUEUED",     "REQUEUE_HOLD",
+                                                          "REQUEUE_FED", "SUSPENDED",   "RESV_DEL_HOLD"};
+            static const std::set<std::string> kRunning = {"RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT",
+                                                           "RESIZING"};
+            if (kQueued.count(state)) {
                 ++pending;
                 ++queued;
-            } else if (state == "RUNNING" || state == "COMPLETING") {
+            } else if (kRunning.count(state)) {
                 ++pending;
                 ++running;
-            } else if (failed_at.count(job.job_index) || state == "FAILED" || state == "CANCELLED" ||
-                       state == "TIMEOUT" || state == "OUT_OF_MEMORY" || state == "NODE_FAIL" || state == "BOOT_FAIL" ||
-                       state == "PREEMPTED") {
+            } else if (failed_at.count(job.job_index) || !state.empty()) {
+                // Recorded as failed, or its task ended (failed, cancelled, timed out, ...) without a result.
                 ++failed;
             } else {
                 ++pending;

@@ -243,12 +243,12 @@ SlurmSubmission submit_sweep_to_slurm(const fs::path& results_dir_arg, const Swe
     return submission;
 }
 
-std::map<std::string, std::string> slurm_task_states(const std::vector<std::string>& array_job_ids) {
-    std::map<std::string, std::string> states;
-    if (array_job_ids.empty()) return states;
+SlurmTaskStates slurm_task_states(const std::vector<std::string>& array_job_ids) {
+    SlurmTaskStates result;
+    if (array_job_ids.empty()) return result;
     std::string ids;
     for (const std::string& id : array_job_ids) ids += (ids.empty() ? "" : ",") + id;
-    // Finished tasks first (sacct), then what is queued or running now (squeue) overrides.
+    // Finished tasks first (sacct), then what the controller still knows (squeue) overrides.
     const ProgramOutput acct = run_program({"sacct", "-n", "-X", "-P", "-j", ids, "-o", "JobID,State"});
     if (acct.exit_code == 0) {
         std::istringstream in(acct.output);
@@ -258,18 +258,24 @@ std::map<std::string, std::string> slurm_task_states(const std::vector<std::stri
             if (bar == std::string::npos) continue;
             std::string state = line.substr(bar + 1);
             state = state.substr(0, state.find(' '));  // "CANCELLED by 0" -> "CANCELLED"
-            states[line.substr(0, bar)] = state;
+            result.states[line.substr(0, bar)] = state;
         }
     }
-    // One call per array: squeue refuses a list in which one job has left the queue already.
+    // One call per array: squeue refuses a list in which one job has left the controller already.
+    result.queue_known = true;
     for (const std::string& array : array_job_ids) {
-        const ProgramOutput queue = run_program({"squeue", "-h", "-r", "-j", array, "-o", "%i %T"});
-        if (queue.exit_code != 0) continue;
+        // --states=all: also the tasks that ended a short while ago (MinJobAge).
+        const ProgramOutput queue = run_program({"squeue", "-h", "-r", "--states=all", "-j", array, "-o", "%i %T"});
+        if (queue.exit_code != 0) {
+            // An array the controller has forgotten has ended; any other error leaves the queue unknown.
+            if (queue.output.find("Invalid job id") == std::string::npos) result.queue_known = false;
+            continue;
+        }
         std::istringstream in(queue.output);
         std::string id, state;
-        while (in >> id >> state) states[id] = state;
+        while (in >> id >> state) result.states[id] = state;
     }
-    return states;
+    return result;
 }
 
 }  // namespace kascade

@@ -48,9 +48,16 @@ SlurmSubmission submit_sweep_to_slurm(const std::filesystem::path& results_dir, 
 /// "0-3,7,9-11": Slurm's --array list of sorted, distinct task ids.
 std::string slurm_array_ranges(const std::vector<int>& ids);
 
-/// The state of each task of the given array jobs, "<array id>_<task id>" -> state ("PENDING", "RUNNING",
-/// "COMPLETED", "FAILED", "CANCELLED", ...): queued and running tasks from squeue, finished ones from sacct where
-/// accounting is on. Empty where neither command is available.
-std::map<std::string, std::string> slurm_task_states(const std::vector<std::string>& array_job_ids);
+/// What Slurm says about the tasks of some array jobs.
+struct SlurmTaskStates {
+    /// The controller answered for every array: a submitted task it does not list as queued or running has
+    /// ended (a task cancelled while pending leaves no trace where accounting is off).
+    bool queue_known = false;
+    /// "<array id>_<task id>" -> "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", ...: queued, running
+    /// and recently ended tasks from squeue, older ones from sacct where accounting is on.
+    std::map<std::string, std::string> states;
+};
+
+SlurmTaskStates slurm_task_states(const std::vector<std::string>& array_job_ids);
 
 }  // namespace kascade
