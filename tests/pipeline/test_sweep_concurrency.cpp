@@ -44,11 +44,13 @@ std::string read_text(const fs::path& path) {
 std::map<std::string, std::vector<std::vector<std::string>>> comparable_rows(const fs::path& results) {
     const fs::path db = results / "kascade.db";
     std::map<std::string, std::vector<std::vector<std::string>>> out;
-    out["artifacts"] = sql_rows(db, "SELECT key, stage, path, params_json, input_keys_json FROM artifacts ORDER BY key");
-    out["schedules"] = sql_rows(db,
-                                "SELECT s.key, s.policy, s.n_anchor_layers, group_concat(l.role || ':' || "
-                                "ifnull(l.anchor_layer, '') || ':' || ifnull(l.head_map_json, ''), ' ') FROM schedules s "
-                                "JOIN schedule_layers l ON l.schedule_id = s.id GROUP BY s.id ORDER BY s.key");
+    out["artifacts"] =
+        sql_rows(db, "SELECT key, stage, path, params_json, input_keys_json FROM artifacts ORDER BY key");
+    out["schedules"] =
+        sql_rows(db,
+                 "SELECT s.key, s.policy, s.n_anchor_layers, group_concat(l.role || ':' || "
+                 "ifnull(l.anchor_layer, '') || ':' || ifnull(l.head_map_json, ''), ' ') FROM schedules s "
+                 "JOIN schedule_layers l ON l.schedule_id = s.id GROUP BY s.id ORDER BY s.key");
     out["runs"] = sql_rows(db,
                            "SELECT r.key, r.method, s.key, r.n_tokens, m.n_scored, printf('%.12g', m.nll_sparse), "
                            "printf('%.12g', m.nll_dense), printf('%.12g', m.density) FROM runs r JOIN run_metrics m ON "
@@ -92,12 +94,13 @@ TEST_F(SweepConcurrencyTest, FourProcessesOnAFreshFolderEqualASerialRun) {
     };
     // Queries start as soon as the database file exists (bounded wait), and keep going while the sweeps write.
     const std::string db = shell_quote(results / "kascade.db");
-    const std::string queries =
-        "i=0; while [ ! -e " + db + " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
-        "for n in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do " +
-        kascade() + " query sql 'SELECT count(*) FROM runs_flat' --results " + shell_quote(results) + " || exit 1; " +
-        kascade() + " query runs --results " + shell_quote(results) + " --format csv || exit 1; " + kascade() +
-        " status --results " + shell_quote(results) + " || exit 1; done";
+    const std::string queries = "i=0; while [ ! -e " + db +
+                                " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+                                "for n in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do " +
+                                kascade() + " query sql 'SELECT count(*) FROM runs_flat' --results " +
+                                shell_quote(results) + " || exit 1; " + kascade() + " query runs --results " +
+                                shell_quote(results) + " --format csv || exit 1; " + kascade() + " status --results " +
+                                shell_quote(results) + " || exit 1; done";
     const std::vector<std::pair<std::string, std::string>> commands = {
         {"sweep-a1", sweep(tiny_)}, {"sweep-a2", sweep(tiny_)}, {"sweep-b", sweep(other_)}, {"queries", queries}};
     std::vector<pid_t> pids;
@@ -134,7 +137,8 @@ TEST_F(SweepConcurrencyTest, LocalWorkersEqualASerialRun) {
         EXPECT_NE(r.out.find("2 workers"), std::string::npos) << r.out;
     }
     EXPECT_EQ(comparable_rows(results), comparable_rows(serial_reference()));
-    const CommandResult again = run_kascade("sweep " + shell_quote(tiny_) + " --jobs 2 --results " + shell_quote(results));
+    const CommandResult again =
+        run_kascade("sweep " + shell_quote(tiny_) + " --jobs 2 --results " + shell_quote(results));
     ASSERT_EQ(again.exit_code, 0) << again.err;
     EXPECT_NE(again.out.find("0 jobs computed"), std::string::npos) << again.out;
 }
@@ -165,12 +169,14 @@ TEST_F(SweepConcurrencyTest, OnePlannedJobRunsAloneOnceItsInputsAreStored) {
 
 TEST_F(SweepConcurrencyTest, ShardedJobsMergedEqualTheSharedFolder) {
     const fs::path shards = dir_ / "shards", merged = dir_ / "merged";
-    const CommandResult plan = run_kascade("sweep " + shell_quote(tiny_) + " --dry-run --results " + shell_quote(merged));
+    const CommandResult plan =
+        run_kascade("sweep " + shell_quote(tiny_) + " --dry-run --results " + shell_quote(merged));
     ASSERT_EQ(plan.exit_code, 0);
     ASSERT_NE(plan.out.find("20 jobs"), std::string::npos) << plan.out;
     for (int i = 0; i < 20; ++i) {  // in plan order, as the dependency levels of the Slurm arrays run them
-        const CommandResult r = run_kascade("sweep " + shell_quote(tiny_) + " --results " + shell_quote(merged) +
-                                            " --job-index " + std::to_string(i) + " --shard-dir " + shell_quote(shards));
+        const CommandResult r =
+            run_kascade("sweep " + shell_quote(tiny_) + " --results " + shell_quote(merged) + " --job-index " +
+                        std::to_string(i) + " --shard-dir " + shell_quote(shards));
         ASSERT_EQ(r.exit_code, 0) << i << ": " << r.err;
     }
     EXPECT_FALSE(fs::exists(merged / "kascade.db"));  // tasks only read the results folder
@@ -215,7 +221,8 @@ TEST_F(SweepConcurrencyTest, MergingTwoMachinesShardsGivesTheUnionIdempotently) 
 
     // The union: every run of either machine, once, with its results; the same rows a serial run of both has.
     EXPECT_EQ(sql_value(merged / "kascade.db", "SELECT count(*) FROM runs"), "16");
-    EXPECT_EQ(sql_value(merged / "kascade.db", "SELECT count(*) FROM runs WHERE machine = 'node-b (other cpu)'"), "5");  // the dense run is a's
+    EXPECT_EQ(sql_value(merged / "kascade.db", "SELECT count(*) FROM runs WHERE machine = 'node-b (other cpu)'"),
+              "5");  // the dense run is a's
     EXPECT_EQ(once, comparable_rows(serial_reference()));
     EXPECT_EQ(sql_value(merged / "kascade.db", "PRAGMA integrity_check"), "ok");
 
@@ -229,6 +236,45 @@ TEST_F(SweepConcurrencyTest, MergingTwoMachinesShardsGivesTheUnionIdempotently) 
     EXPECT_NE(newer.exit_code, 0);
     EXPECT_NE(newer.err.find("has schema version 99, this kascade reads up to"), std::string::npos) << newer.err;
     EXPECT_EQ(all_tables(), everything_once);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(SweepSlurmScripts, DryRunWritesOneArrayPerDependencyLevelWithTheRequestedResources) {
+    TempDir dir("slurm-scripts");
+    const fs::path toml = dir / "tiny.toml", results = dir / "results";
+    write_text(toml, tiny_sweep_toml() +
+                         "[slurm]\npartition = \"cpu\"\ntime = \"01:00:00\"\ncpus_per_task = 2\nmem = \"4G\"\n"
+                         "array_throttle = 3\nsbatch_args = [\"--account=abc\"]\n");
+    const CommandResult r = run_kascade("sweep " + shell_quote(toml) + " --slurm --dry-run --partition gpu --results " +
+                                        shell_quote(results));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("20 jobs, 0 stored, 20 to submit as 4 job arrays"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(results / "kascade.db"));  // nothing submitted, nothing recorded
+    std::vector<fs::path> folders;
+    for (const auto& e : fs::directory_iterator(results / "slurm")) folders.push_back(e.path());
+    ASSERT_EQ(folders.size(), 1u);
+    // Plan of the tiny sweep: 0 dense, 1 capture, then per top-k: similarity, 3 x (schedule, kascade eval),
+    // oracle, streaming (2-10 and 11-19). Oracle and streaming need only the dense run: level 1.
+    const std::vector<std::string> arrays = {"0-1%3", "2,9-11,18-19%3", "3,5,7,12,14,16%3", "4,6,8,13,15,17%3"};
+    for (int level = 0; level < 4; ++level) {
+        const std::string script = read_text(folders[0] / ("level-" + std::to_string(level) + ".sbatch"));
+        EXPECT_NE(script.find("#SBATCH --array=" + arrays[level] + "\n"), std::string::npos) << script;
+        for (const char* line : {"#SBATCH --partition=gpu\n", "#SBATCH --time=01:00:00\n",
+                                 "#SBATCH --cpus-per-task=2\n", "#SBATCH --mem=4G\n", "#SBATCH --account=abc\n",
+                                 "--job-index \"$SLURM_ARRAY_TASK_ID\"", "export OMP_NUM_THREADS="})
+            EXPECT_NE(script.find(line), std::string::npos) << line << " in\n" << script;
+        EXPECT_NE(script.find("--sweep-key " + folders[0].filename().string()), std::string::npos) << script;
+    }
+    EXPECT_FALSE(fs::exists(folders[0] / "merge.sbatch"));
+
+    write_text(toml, tiny_sweep_toml() + "[slurm]\npartiton = \"cpu\"\n");
+    const CommandResult typo =
+        run_kascade("sweep " + shell_quote(toml) + " --slurm --dry-run --results " + shell_quote(results));
+    EXPECT_NE(typo.exit_code, 0);
+    EXPECT_NE(typo.err.find("unknown key slurm.partiton (did you mean partition?)"), std::string::npos) << typo.err;
 }
 
 }  // namespace
