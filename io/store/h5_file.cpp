@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "io/error.h"
+#include "io/store/partial_file.h"
 
 namespace kascade {
 
@@ -552,7 +553,7 @@ ArtifactHeader read_artifact_header(const H5Group& root) {
 
 H5ArtifactWriter::H5ArtifactWriter(fs::path final_path, std::int64_t format_version)
     : final_path_(std::move(final_path)),
-      partial_path_(final_path_.string() + ".partial-" + std::to_string(::getpid())),
+      partial_path_(partial_path_for(final_path_)),
       file_id_(create_file(partial_path_, final_path_)),
       root_(open_root(file_id_, partial_path_), partial_path_.string(), "/") {
     try {

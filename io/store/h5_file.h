@@ -4,7 +4,8 @@
 //  - H5Group / H5Dataset: groups, N-D datasets of float32/float64/int8/int32/int64/uint8 (optionally chunked with
 //    shuffle + gzip), and attributes (integer, real, UTF-8 string, 1-D numeric arrays) on files, groups and
 //    datasets. Datasets can be written and read whole or in slabs along their first dimension.
-//  - H5ArtifactWriter: writes <final>.partial-<pid> and renames it to <final> on commit(); destroyed without
+//  - H5ArtifactWriter: writes <final>.partial-<host>-<pid> (partial_file.h) and renames it to <final> on commit();
+//  destroyed without
 //    commit() it deletes the partial file, so a crash or an exception never leaves a file that looks complete.
 //  - H5ArtifactReader: opens an artifact and refuses it unless its root attribute format is "kascade-artifact" and
 //    format_version is in the range the caller reads.
@@ -204,7 +205,7 @@ ArtifactHeader read_artifact_header(const H5Group& root);
 /// Writes an artifact atomically (see the file comment). Not movable: it owns a file being written.
 class H5ArtifactWriter {
   public:
-    /// Creates final_path's folder if needed and <final_path>.partial-<pid> with root attributes
+    /// Creates final_path's folder if needed and <final_path>.partial-<host>-<pid> with root attributes
     /// format = "kascade-artifact" and format_version.
     H5ArtifactWriter(std::filesystem::path final_path, std::int64_t format_version);
     ~H5ArtifactWriter();

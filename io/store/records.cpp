@@ -181,4 +181,38 @@ const std::vector<Field<KernelBenchRecord>>& KernelBenchRecord::fields() {
     return f;
 }
 
+const std::vector<Field<SweepRecord>>& SweepRecord::fields() {
+    using R = SweepRecord;
+    static const std::vector<Field<R>> f = {
+        {"key", &R::key}, {"file", &R::file}, {"n_jobs", &R::n_jobs}, {"created_at", &R::created_at}};
+    return f;
+}
+
+const std::vector<Field<SweepJobRecord>>& SweepJobRecord::fields() {
+    using R = SweepJobRecord;
+    static const std::vector<Field<R>> f = {
+        {"sweep_key", &R::sweep_key}, {"job_index", &R::job_index}, {"stage", &R::stage},
+        {"job_key", &R::job_key},     {"label", &R::label},         {"depends_on", &R::depends_on},
+    };
+    return f;
+}
+
+const std::vector<Field<JobFailureRecord>>& JobFailureRecord::fields() {
+    using R = JobFailureRecord;
+    static const std::vector<Field<R>> f = {
+        {"sweep_key", &R::sweep_key}, {"job_index", &R::job_index}, {"job_key", &R::job_key},
+        {"machine", &R::machine},     {"error", &R::error},         {"failed_at", &R::failed_at},
+    };
+    return f;
+}
+
+const std::vector<Field<SlurmArrayRecord>>& SlurmArrayRecord::fields() {
+    using R = SlurmArrayRecord;
+    static const std::vector<Field<R>> f = {
+        {"job_id", &R::job_id},           {"sweep_key", &R::sweep_key}, {"level", &R::level},
+        {"job_indices", &R::job_indices}, {"script", &R::script},       {"submitted_at", &R::submitted_at},
+    };
+    return f;
+}
+
 }  // namespace kascade

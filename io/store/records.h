@@ -222,4 +222,56 @@ struct KernelBenchRecord {
     static const std::vector<Field<KernelBenchRecord>>& fields();
 };
 
+/// A sweep as planned: its jobs in plan order (table `sweeps`). The key is the hash of the job keys, so the same
+/// grid of the same inputs is the same sweep wherever and however often it is planned.
+struct SweepRecord {
+    std::string key;   ///< content key of the plan; PRIMARY KEY
+    std::string file;  ///< the sweep file, absolute path, as planned first
+    std::int64_t n_jobs = 0;
+    std::string created_at;
+
+    static constexpr std::string_view table = "sweeps";
+    static const std::vector<Field<SweepRecord>>& fields();
+};
+
+/// One job of a sweep (table `sweep_jobs`).
+struct SweepJobRecord {
+    std::string sweep_key;
+    std::int64_t job_index = 0;  ///< position in the plan (= Slurm array task id)
+    std::string stage;           ///< "capture", "similarity", "schedule" or "eval"
+    std::string job_key;         ///< content key of its output (artifacts.key, schedules.key or runs.key)
+    std::string label;           ///< its parameters, for logs
+    std::string depends_on;      ///< JSON array of the job indices whose outputs it reads
+
+    static constexpr std::string_view table = "sweep_jobs";
+    static const std::vector<Field<SweepJobRecord>>& fields();
+};
+
+/// A job that ended with an error (table `job_failures`); a later success of the same job supersedes it.
+struct JobFailureRecord {
+    std::int64_t id = 0;
+    std::string sweep_key;
+    std::int64_t job_index = 0;
+    std::string job_key;
+    std::string machine;
+    std::string error;  ///< the error message
+    std::string failed_at;
+
+    static constexpr std::string_view table = "job_failures";
+    static const std::vector<Field<JobFailureRecord>>& fields();
+};
+
+/// One Slurm job array submitted for a sweep (table `slurm_arrays`).
+struct SlurmArrayRecord {
+    std::string job_id;  ///< Slurm's array job id; PRIMARY KEY
+    std::string sweep_key;
+    std::int64_t level = 0;   ///< dependency level: 0 needs nothing of this submission, n waits for level n-1
+    std::string job_indices;  ///< JSON array of the sweep job indices (= array task ids)
+    std::string script;       ///< the batch script, absolute path
+    std::string submitted_at;
+
+    static constexpr std::string_view table = "slurm_arrays";
+    static const std::vector<Field<SlurmArrayRecord>>& fields();
+};
+
 }  // namespace kascade

@@ -6,12 +6,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/chrono.h>
+#include <sqlite3.h>
 
 #include "io/error.h"
+#include "io/store/record_sql.h"
 #include "io/store/schema.h"
 
 namespace kascade {
@@ -19,150 +22,10 @@ namespace kascade {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace store_sql;
 
 // Concurrent sweep processes serialise their short write transactions; a writer waits this long before failing.
 constexpr int kBusyTimeoutMs = 60'000;
-
-template <class R>
-constexpr bool kHasId = requires(R r) {
-    r.id;
-};
-
-// ---- Binding and reading records through their field lists ----
-
-void bind_value(SQLite::Statement& st, int index, std::int64_t v) {
-    st.bind(index, v);
-}
-void bind_value(SQLite::Statement& st, int index, double v) {
-    st.bind(index, v);
-}
-void bind_value(SQLite::Statement& st, int index, const std::string& v) {
-    st.bind(index, v);
-}
-template <class T>
-void bind_value(SQLite::Statement& st, int index, const std::optional<T>& v) {
-    if (v) {
-        bind_value(st, index, *v);
-    } else {
-        st.bind(index);
-    }
-}
-
-void read_value(const SQLite::Column& c, std::int64_t& v) {
-    v = c.getInt64();
-}
-void read_value(const SQLite::Column& c, double& v) {
-    v = c.getDouble();
-}
-void read_value(const SQLite::Column& c, std::string& v) {
-    v = c.getString();
-}
-template <class T>
-void read_value(const SQLite::Column& c, std::optional<T>& v) {
-    if (c.isNull()) {
-        v.reset();
-    } else {
-        read_value(c, v.emplace());
-    }
-}
-
-template <class R>
-std::string column_list() {
-    std::string cols;
-    for (const auto& f : R::fields()) {
-        if (!cols.empty()) cols += ", ";
-        cols += f.name;
-    }
-    return cols;
-}
-
-// "INSERT INTO t (a, b) VALUES (?, ?)" followed by `suffix` (e.g. an ON CONFLICT clause).
-template <class R>
-std::string insert_sql(std::string_view suffix = {}) {
-    std::string marks;
-    for (std::size_t i = 0; i < R::fields().size(); ++i) marks += i == 0 ? "?" : ", ?";
-    return fmt::format("INSERT INTO {} ({}) VALUES ({}){}", R::table, column_list<R>(), marks, suffix);
-}
-
-// " ON CONFLICT(<key>) DO UPDATE SET a = excluded.a, ...": a re-insert of the same key replaces the values in place
-// (unlike INSERT OR REPLACE, which deletes the row first and so would trip foreign keys that point at it).
-template <class R>
-std::string upsert_suffix(std::string_view key) {
-    std::string set;
-    for (const auto& f : R::fields()) {
-        if (f.name == key) continue;
-        if (!set.empty()) set += ", ";
-        set += fmt::format("{0} = excluded.{0}", f.name);
-    }
-    return fmt::format(" ON CONFLICT({}) DO UPDATE SET {}", key, set);
-}
-
-template <class R>
-void bind_record(SQLite::Statement& st, const R& record) {
-    int index = 1;
-    for (const auto& f : R::fields()) {
-        std::visit([&](auto member) { bind_value(st, index, record.*member); }, f.member);
-        ++index;
-    }
-}
-
-template <class R>
-void insert_record(SQLite::Database& db, const R& record, std::string_view suffix = {}) {
-    SQLite::Statement st(db, insert_sql<R>(suffix));
-    bind_record(st, record);
-    st.exec();
-}
-
-// Reads rows of R: "SELECT [id,] <fields> FROM <table> <tail>" with `args` bound to the tail's placeholders.
-template <class R, class... Args>
-std::vector<R> select_records(SQLite::Database& db, std::string_view tail, const Args&... args) {
-    std::string sql = fmt::format("SELECT {}{} FROM {} {}", kHasId<R> ? "id, " : "", column_list<R>(), R::table, tail);
-    SQLite::Statement st(db, sql);
-    int index = 1;
-    (bind_value(st, index++, args), ...);
-    std::vector<R> out;
-    while (st.executeStep()) {
-        R record;
-        int col = 0;
-        if constexpr (kHasId<R>) record.id = st.getColumn(col++).getInt64();
-        for (const auto& f : R::fields()) {
-            std::visit([&](auto member) { read_value(st.getColumn(col), record.*member); }, f.member);
-            ++col;
-        }
-        out.push_back(std::move(record));
-    }
-    return out;
-}
-
-template <class R, class... Args>
-std::optional<R> select_one(SQLite::Database& db, std::string_view tail, const Args&... args) {
-    std::vector<R> rows = select_records<R>(db, tail, args...);
-    if (rows.empty()) return std::nullopt;
-    return std::move(rows.front());
-}
-
-template <class R>
-R with_created_at(R record) {
-    if (record.created_at.empty()) record.created_at = utc_now();
-    return record;
-}
-
-// Runs `body`, turning SQLite's exceptions into kascade::Error naming the database and what was being done.
-template <class F>
-auto guarded(const fs::path& db_file, std::string_view what, F&& body) {
-    try {
-        return body();
-    } catch (const SQLite::Exception& e) {
-        KASCADE_FAIL("{}: {}: {}", db_file.string(), what, e.what());
-    }
-}
-
-std::int64_t id_by_hash(SQLite::Database& db, std::string_view table, const std::string& hash) {
-    SQLite::Statement st(db, fmt::format("SELECT id FROM {} WHERE hash = ?", table));
-    st.bind(1, hash);
-    KASCADE_ASSERT(st.executeStep());
-    return st.getColumn(0).getInt64();
-}
 
 }  // namespace
 
@@ -172,7 +35,15 @@ std::string utc_now() {
                        fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
 }
 
-ResultsDb::ResultsDb(const fs::path& results_dir) : results_dir_(results_dir), db_file_(results_dir / kFileName) {
+ResultsDb::ResultsDb(const fs::path& results_dir, DbAccess access)
+    : results_dir_(results_dir), access_(access), db_file_(results_dir / kFileName) {
+    if (access_ == DbAccess::ReadOnly) {
+        KASCADE_CHECK(fs::exists(db_file_), "no results database at \"{}\"", db_file_.string());
+        guarded(db_file_, "cannot open the results database",
+                [&] { db_ = std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READONLY, kBusyTimeoutMs); });
+        check_not_newer(schema_version());
+        return;
+    }
     std::error_code ec;
     fs::create_directories(results_dir_, ec);
     KASCADE_CHECK(!ec, "cannot create results directory \"{}\": {}", results_dir_.string(), ec.message());
@@ -182,8 +53,10 @@ ResultsDb::ResultsDb(const fs::path& results_dir) : results_dir_(results_dir), d
     guarded(db_file_, "cannot open the results database", [&] {
         db_ =
             std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, kBusyTimeoutMs);
-        db_->exec("PRAGMA journal_mode = WAL");
         db_->exec("PRAGMA foreign_keys = ON");
+    });
+    use_wal();
+    guarded(db_file_, "cannot open the results database", [&] {
         // In WAL mode NORMAL never corrupts the database; a power loss may only drop the last transactions.
         db_->exec("PRAGMA synchronous = NORMAL");
     });
@@ -196,18 +69,40 @@ int ResultsDb::schema_version() {
     return guarded(db_file_, "reading user_version", [&] { return db_->execAndGet("PRAGMA user_version").getInt(); });
 }
 
+void ResultsDb::check_not_newer(int version) const {
+    KASCADE_CHECK(version <= kSchemaVersion, "{} has schema version {}, this kascade reads up to {}; upgrade kascade",
+                  db_file_.string(), version, kSchemaVersion);
+}
+
+void ResultsDb::use_wal() {
+    // Switching a new database to WAL needs an exclusive lock, which SQLite may refuse with SQLITE_BUSY without
+    // waiting while another process is creating the same database; WAL is persistent, so the switch is retried
+    // until this or another process has made it, for as long as a writer waits for a lock.
+    constexpr int kRetryMs = 20;
+    for (int waited = 0;; waited += kRetryMs) {
+        try {
+            if (db_->execAndGet("PRAGMA journal_mode = WAL").getString() == "wal") return;
+        } catch (const SQLite::Exception& e) {
+            const int code = e.getErrorCode() & 0xff;
+            if (code != SQLITE_BUSY && code != SQLITE_LOCKED)
+                KASCADE_FAIL("{}: cannot turn on WAL mode: {}", db_file_.string(), e.what());
+        }
+        KASCADE_CHECK(waited < kBusyTimeoutMs,
+                      "{}: cannot turn on WAL mode (the file system may not support the shared memory and locks "
+                      "SQLite needs; use kascade sweep --shard-dir on a local folder)",
+                      db_file_.string());
+        std::this_thread::sleep_for(std::chrono::milliseconds(kRetryMs));
+    }
+}
+
 void ResultsDb::migrate() {
-    auto check_not_newer = [&](int version) {
-        KASCADE_CHECK(version <= kSchemaVersion,
-                      "{} has schema version {}, this kascade reads up to {}; upgrade kascade", db_file_.string(),
-                      version, kSchemaVersion);
-    };
     int version = schema_version();
     check_not_newer(version);
     if (version == kSchemaVersion) return;
     guarded(db_file_, "migrating the schema", [&] {
-        // IMMEDIATE takes the write lock first, so two processes opening a fresh database migrate it once.
-        SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+        // EXCLUSIVE takes the write lock first and the version is read again under it, so processes opening a
+        // fresh or an old database together migrate it exactly once; the others find it done.
+        SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::EXCLUSIVE);
         version = db_->execAndGet("PRAGMA user_version").getInt();
         check_not_newer(version);
         for (const Migration& m : schema_migrations()) {
@@ -388,20 +283,23 @@ std::optional<std::int64_t> ResultsDb::find_run(std::string_view key) {
     });
 }
 
-std::int64_t ResultsDb::insert_run(const RunRecord& run, const RunMetrics& metrics,
-                                   const std::vector<RunLayerRecord>& layers, bool replace) {
-    return guarded(db_file_, fmt::format("storing run {}", run.key), [&] {
+StoredRow ResultsDb::insert_run(const RunRecord& run, const RunMetrics& metrics,
+                                const std::vector<RunLayerRecord>& layers, bool replace) {
+    return guarded(db_file_, fmt::format("storing run {}", run.key), [&]() -> StoredRow {
         SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-        SQLite::Statement existing(*db_, "SELECT id FROM runs WHERE key = ?");
-        existing.bind(1, run.key);
-        if (existing.executeStep()) {
-            const std::int64_t old_id = existing.getColumn(0).getInt64();
-            KASCADE_CHECK(replace, "{}: run {} is already stored as run {}", db_file_.string(), run.key, old_id);
-            SQLite::Statement del(*db_, "DELETE FROM runs WHERE id = ?");  // metrics and layers cascade
-            del.bind(1, old_id);
+        if (replace) {
+            SQLite::Statement del(*db_, "DELETE FROM runs WHERE key = ?");  // metrics and layers cascade
+            del.bind(1, run.key);
             del.exec();
         }
-        insert_record(*db_, run);
+        insert_record(*db_, run, " ON CONFLICT(key) DO NOTHING");
+        if (db_->getChanges() == 0) {
+            // Same key => same inputs and parameters: the run another process stored is this one.
+            SQLite::Statement existing(*db_, "SELECT id FROM runs WHERE key = ?");
+            existing.bind(1, run.key);
+            KASCADE_ASSERT(existing.executeStep());
+            return {existing.getColumn(0).getInt64(), false};
+        }
         const std::int64_t id = db_->getLastInsertRowid();
         RunMetrics m = metrics;
         m.run_id = id;
@@ -414,7 +312,7 @@ std::int64_t ResultsDb::insert_run(const RunRecord& run, const RunMetrics& metri
             st.exec();
         }
         tx.commit();
-        return id;
+        return {id, true};
     });
 }
 
@@ -439,6 +337,57 @@ std::int64_t ResultsDb::insert_kernel_bench(const KernelBenchRecord& bench) {
     return guarded(db_file_, fmt::format("storing kernel benchmark {}", bench.name), [&] {
         insert_record(*db_, with_created_at(bench));
         return db_->getLastInsertRowid();
+    });
+}
+
+// ---- Sweeps ----
+
+void ResultsDb::record_sweep(const SweepRecord& sweep, const std::vector<SweepJobRecord>& jobs) {
+    guarded(db_file_, fmt::format("storing sweep {}", sweep.key), [&] {
+        SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+        insert_record(*db_, with_created_at(sweep), " ON CONFLICT(key) DO NOTHING");
+        SQLite::Statement st(*db_, insert_sql<SweepJobRecord>(" ON CONFLICT(sweep_key, job_index) DO NOTHING"));
+        for (const SweepJobRecord& job : jobs) {
+            KASCADE_ASSERT(job.sweep_key == sweep.key);
+            st.reset();
+            bind_record(st, job);
+            st.exec();
+        }
+        tx.commit();
+    });
+}
+
+std::vector<SweepRecord> ResultsDb::list_sweeps() {
+    return guarded(db_file_, "reading sweeps",
+                   [&] { return select_records<SweepRecord>(*db_, "ORDER BY created_at, key"); });
+}
+
+std::vector<SweepJobRecord> ResultsDb::list_sweep_jobs(std::string_view sweep_key) {
+    return guarded(db_file_, "reading sweep_jobs", [&] {
+        return select_records<SweepJobRecord>(*db_, "WHERE sweep_key = ? ORDER BY job_index", std::string(sweep_key));
+    });
+}
+
+void ResultsDb::record_job_failure(const JobFailureRecord& failure) {
+    guarded(db_file_, fmt::format("storing the failure of job {}", failure.job_index),
+            [&] { insert_record(*db_, failure, " ON CONFLICT DO NOTHING"); });
+}
+
+std::vector<JobFailureRecord> ResultsDb::list_job_failures(std::string_view sweep_key) {
+    return guarded(db_file_, "reading job_failures", [&] {
+        return select_records<JobFailureRecord>(*db_, "WHERE sweep_key = ? ORDER BY id", std::string(sweep_key));
+    });
+}
+
+void ResultsDb::record_slurm_array(const SlurmArrayRecord& array) {
+    guarded(db_file_, fmt::format("storing Slurm job {}", array.job_id),
+            [&] { insert_record(*db_, array, " ON CONFLICT(job_id) DO NOTHING"); });
+}
+
+std::vector<SlurmArrayRecord> ResultsDb::list_slurm_arrays(std::string_view sweep_key) {
+    return guarded(db_file_, "reading slurm_arrays", [&] {
+        return select_records<SlurmArrayRecord>(*db_, "WHERE sweep_key = ? ORDER BY submitted_at, job_id",
+                                                std::string(sweep_key));
     });
 }
 

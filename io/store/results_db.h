@@ -1,9 +1,12 @@
 // io/store/results_db.h: the SQLite results store, <results_dir>/kascade.db (layout: results/README.md).
 //
 // Opening creates the folder and the file if needed, turns on WAL mode, foreign keys and a busy timeout (so that
-// concurrent sweep processes wait for each other instead of failing), and applies the forward migrations of
-// schema.h. Every multi-row write (an artifact with its detail row, a schedule with its layers, a run with its
-// metrics and layers) is one transaction: a crash never leaves half of it behind.
+// concurrent processes wait for each other instead of failing), and applies the forward migrations of schema.h in
+// one exclusive transaction that re-reads the version first, so any number of processes may open a fresh or an
+// old database at once. Every multi-row write (an artifact with its detail row, a schedule with its layers, a run
+// with its metrics and layers) is one BEGIN IMMEDIATE transaction: a crash never leaves half of it behind. Rows
+// with a content key are inserted with ON CONFLICT DO NOTHING, so a row another process stored first is a cache
+// hit, never an error or a duplicate.
 //
 // All failures (unwritable folder, a database from a newer kascade, constraint violations) throw kascade::Error
 // naming the database file and what was being written.
@@ -39,6 +42,18 @@ struct RunDetails {
     std::optional<Schedule> schedule;    ///< set for method "kascade"
 };
 
+/// How a ResultsDb is opened.
+enum class DbAccess {
+    ReadWrite,  ///< create the folder and database if needed and migrate them
+    ReadOnly,   ///< an existing database as it is: no file is created or changed (dry runs, merge sources)
+};
+
+/// The id of a row with a content key, and whether this call inserted it (false: it was stored already).
+struct StoredRow {
+    std::int64_t id = 0;
+    bool inserted = false;
+};
+
 /// The current time as UTC ISO-8601 with seconds, e.g. "2026-01-31T12:34:56Z" (the format of every *_at column).
 std::string utc_now();
 
@@ -48,16 +63,18 @@ class ResultsDb {
 
     /// Opens <results_dir>/kascade.db, creating the folder and the database, and migrates it to kSchemaVersion.
     /// Throws kascade::Error if the folder cannot be created or written (naming it and the OS reason), or if the
-    /// database was made by a newer kascade.
-    explicit ResultsDb(const std::filesystem::path& results_dir);
+    /// database was made by a newer kascade. ReadOnly: the database must exist; it is neither created nor
+    /// migrated (schema_version() may then be below kSchemaVersion, 0 for a database still being created).
+    explicit ResultsDb(const std::filesystem::path& results_dir, DbAccess access = DbAccess::ReadWrite);
     ~ResultsDb();
     ResultsDb(const ResultsDb&) = delete;
     ResultsDb& operator=(const ResultsDb&) = delete;
 
     const std::filesystem::path& results_dir() const { return results_dir_; }
     const std::filesystem::path& db_file() const { return db_file_; }
-    /// PRAGMA user_version (== kSchemaVersion after opening).
+    /// PRAGMA user_version (== kSchemaVersion after a ReadWrite open).
     int schema_version();
+    DbAccess access() const { return access_; }
 
     // Models and texts: inserted once per content hash; returns the id of the (possibly existing) row.
     std::int64_t upsert_model(const ModelRecord& model);
@@ -87,11 +104,12 @@ class ResultsDb {
 
     /// The id of the run with this content key, if stored (a cache hit).
     std::optional<std::int64_t> find_run(std::string_view key);
-    /// Inserts a run, its metrics and its layers in one transaction and returns the run id. metrics.run_id and
-    /// layers[i].run_id are ignored (set to the new id). If a run with the same key exists: with replace (a
-    /// --force re-run) it is deleted in the same transaction, otherwise this throws.
-    std::int64_t insert_run(const RunRecord& run, const RunMetrics& metrics, const std::vector<RunLayerRecord>& layers,
-                            bool replace = false);
+    /// Inserts a run, its metrics and its layers in one transaction. metrics.run_id and layers[i].run_id are
+    /// ignored (set to the new id). If a run with the same key exists: with replace (a --force re-run) it is
+    /// deleted in the same transaction; otherwise nothing is written and the stored run's id is returned with
+    /// inserted = false (another process finished the same run first: a cache hit).
+    StoredRow insert_run(const RunRecord& run, const RunMetrics& metrics, const std::vector<RunLayerRecord>& layers,
+                         bool replace = false);
     /// The run with its metrics, layers and schedule; throws if there is no run with this id.
     RunDetails load_run(std::int64_t id);
     /// All runs, in id order.
@@ -99,13 +117,26 @@ class ResultsDb {
 
     std::int64_t insert_kernel_bench(const KernelBenchRecord& bench);
 
+    // Sweeps (schema version 2). A sweep and its jobs are written once per key, in one transaction; writing them
+    // again (the same sweep planned by another process or machine) changes nothing.
+    void record_sweep(const SweepRecord& sweep, const std::vector<SweepJobRecord>& jobs);
+    std::vector<SweepRecord> list_sweeps();                                   ///< oldest first
+    std::vector<SweepJobRecord> list_sweep_jobs(std::string_view sweep_key);  ///< in job_index order
+    void record_job_failure(const JobFailureRecord& failure);
+    std::vector<JobFailureRecord> list_job_failures(std::string_view sweep_key);  ///< oldest first
+    void record_slurm_array(const SlurmArrayRecord& array);
+    std::vector<SlurmArrayRecord> list_slurm_arrays(std::string_view sweep_key);  ///< oldest first
+
     /// The underlying connection, for queries this class does not offer.
     SQLite::Database& database() { return *db_; }
 
   private:
+    void check_not_newer(int version) const;
+    void use_wal();
     void migrate();
 
     std::filesystem::path results_dir_;
+    DbAccess access_;
     std::filesystem::path db_file_;
     std::unique_ptr<SQLite::Database> db_;
 };

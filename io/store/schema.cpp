@@ -189,9 +189,54 @@ JOIN texts t ON t.id = r.text_id
 LEFT JOIN schedules s ON s.id = r.schedule_id;
 )sql";
 
+// Version 2: sweeps spread over processes and machines. A sweep and its jobs are recorded so that `kascade status`
+// can count, per sweep, what is done without the sweep file; failures and submitted Slurm arrays say why a job is
+// not. job_failures and slurm_arrays have natural unique keys so that merging shard databases never duplicates.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE sweeps (
+    key         TEXT PRIMARY KEY,
+    file        TEXT NOT NULL,
+    n_jobs      INTEGER NOT NULL CHECK (n_jobs > 0),
+    created_at  TEXT NOT NULL
+);
+
+CREATE TABLE sweep_jobs (
+    sweep_key   TEXT NOT NULL REFERENCES sweeps(key) ON DELETE CASCADE,
+    job_index   INTEGER NOT NULL CHECK (job_index >= 0),
+    stage       TEXT NOT NULL CHECK (stage IN ('capture', 'similarity', 'schedule', 'eval')),
+    job_key     TEXT NOT NULL,
+    label       TEXT NOT NULL,
+    depends_on  TEXT NOT NULL,
+    PRIMARY KEY (sweep_key, job_index)
+);
+CREATE INDEX sweep_jobs_key ON sweep_jobs(job_key);
+
+CREATE TABLE job_failures (
+    id          INTEGER PRIMARY KEY,
+    sweep_key   TEXT NOT NULL,
+    job_index   INTEGER NOT NULL CHECK (job_index >= 0),
+    job_key     TEXT NOT NULL,
+    machine     TEXT NOT NULL,
+    error       TEXT NOT NULL,
+    failed_at   TEXT NOT NULL,
+    UNIQUE (sweep_key, job_index, machine, failed_at, error)
+);
+
+CREATE TABLE slurm_arrays (
+    job_id        TEXT PRIMARY KEY,
+    sweep_key     TEXT NOT NULL,
+    level         INTEGER NOT NULL CHECK (level >= 0),
+    job_indices   TEXT NOT NULL,
+    script        TEXT NOT NULL,
+    submitted_at  TEXT NOT NULL
+);
+CREATE INDEX slurm_arrays_sweep ON slurm_arrays(sweep_key);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "create models, texts, artifacts, captures, similarities, schedules, runs, kernel_bench, runs_flat",
               kSchemaV1},
+    Migration{2, "add sweeps, sweep_jobs, job_failures, slurm_arrays", kSchemaV2},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

@@ -4,6 +4,7 @@
 
 #include "io/error.h"
 #include "io/store/results_db.h"
+#include "io/store/schema.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
 
@@ -25,6 +26,11 @@ std::filesystem::path db_file(const CommonOptions& common) {
                   "no results database at \"{}\" (run a stage or a sweep first, or "
                   "pass --results DIR)",
                   file.string());
+    // A database that another kascade is still creating (or one from an older kascade) is brought to this
+    // schema version first, waiting for the creator, so that the query sees every table; no result changes.
+    if (ResultsDb(common.results_dir, DbAccess::ReadOnly).schema_version() < kSchemaVersion) {
+        ResultsDb migrated(common.results_dir);
+    }
     return file;
 }
 

@@ -1,11 +1,15 @@
 // kascade status: what the results folder holds, and what is stale (an artifact file gone, or its model or text
-// file changed since it was made).
+// file changed since it was made); per sweep, how many jobs are done, pending (queued or running on Slurm, or not
+// yet run) and failed.
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "io/file_util.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/stages/sweep.h"
+#include "pipeline/stages/sweep_slurm.h"
 #include "pipeline/stages/workspace.h"
 
 namespace kascade::cli {
@@ -16,6 +20,64 @@ namespace {
 std::string artifact_state(const std::filesystem::path& file, const std::string& model_state) {
     if (!std::filesystem::exists(file)) return "stale: file missing";
     return model_state;
+}
+
+/// Per sweep: jobs done, pending (of which queued/running on Slurm) and failed. A job is failed when it is not
+/// done and its last attempt ended with an error (recorded by kascade), or its Slurm task has ended (failed,
+/// cancelled, timed out, out of memory, or no longer queued); pending otherwise.
+QueryResult sweep_status(ResultsDb& db) {
+    QueryResult table;
+    table.columns = {"sweep", "file", "jobs", "done", "pending", "queued", "running", "failed", "slurm jobs"};
+    for (const SweepRecord& sweep : db.list_sweeps()) {
+        const std::vector<SweepJobRecord> jobs = db.list_sweep_jobs(sweep.key);
+        std::map<int64_t, std::string> task_of;  // job index -> "<array id>_<index>" of its latest submission
+        std::vector<std::string> array_ids;
+        for (const SlurmArrayRecord& a : db.list_slurm_arrays(sweep.key)) {
+            array_ids.push_back(a.job_id);
+            for (int64_t index : nlohmann::json::parse(a.job_indices).get<std::vector<int64_t>>())
+                task_of[index] = a.job_id + "_" + std::to_string(index);
+        }
+        const SlurmTaskStates slurm = slurm_task_states(array_ids);
+        std::map<int64_t, std::string> failed_at;  // job index -> time of its last recorded failure
+        for (const JobFailureRecord& f : db.list_job_failures(sweep.key)) failed_at[f.job_index] = f.failed_at;
+        int64_t done = 0, pending = 0, queued = 0, running = 0, failed = 0;
+        for (const SweepJobRecord& job : jobs) {
+            if (job_output_stored(db, job.stage, job.job_key)) {
+                ++done;
+                continue;
+            }
+            std::string state;
+            if (auto t = task_of.find(job.job_index); t != task_of.end()) {
+                auto s = slurm.states.find(t->second);
+                if (s != slurm.states.end()) {
+                    state = s->second;
+                } else if (slurm.queue_known) {
+                    state = "ENDED";  // submitted, not queued, no result: cancelled or lost
+                }
+            }
+            static const std::set<std::string> kQueued = {"PENDING",     "CONFIGURING", "REQUEUED",     "REQUEUE_HOLD",
+                                                          "REQUEUE_FED", "SUSPENDED",   "RESV_DEL_HOLD"};
+            static const std::set<std::string> kRunning = {"RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT",
+                                                           "RESIZING"};
+            if (kQueued.count(state)) {
+                ++pending;
+                ++queued;
+            } else if (kRunning.count(state)) {
+                ++pending;
+                ++running;
+            } else if (failed_at.count(job.job_index) || !state.empty()) {
+                // Recorded as failed, or its task ended (failed, cancelled, timed out, ...) without a result.
+                ++failed;
+            } else {
+                ++pending;
+            }
+        }
+        std::string ids;
+        for (const std::string& id : array_ids) ids += (ids.empty() ? "" : ",") + id;
+        table.rows.push_back(
+            {sweep.key, sweep.file, static_cast<int64_t>(jobs.size()), done, pending, queued, running, failed, ids});
+    }
+    return table;
 }
 
 }  // namespace
@@ -62,6 +124,10 @@ void register_status_command(CLI::App& app, const CommonOptions& common) {
         }
         std::printf("\nschedules (%zu)\n", schedules.rows.size());
         std::fputs(format_result(schedules, OutputFormat::Table).c_str(), stdout);
+
+        const QueryResult sweeps = sweep_status(db);
+        std::printf("\nsweeps (%zu): pending = queued + running on Slurm + not yet run\n", sweeps.rows.size());
+        std::fputs(format_result(sweeps, OutputFormat::Table).c_str(), stdout);
 
         const std::vector<RunRecord> runs = db.list_runs();
         std::map<std::string, int> by_method;

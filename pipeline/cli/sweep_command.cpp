@@ -1,9 +1,12 @@
-// kascade sweep: run a grid of stage parameters from a TOML file, reusing every stored result.
+// kascade sweep: run a grid of stage parameters from a TOML file, reusing every stored result; in this process,
+// in N local worker processes, or as Slurm job arrays.
 #include <cstdio>
 
+#include "io/error.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/stages/sweep.h"
+#include "pipeline/stages/sweep_slurm.h"
 
 namespace kascade::cli {
 
@@ -11,7 +14,28 @@ namespace {
 struct SweepArgs {
     std::string file;
     bool dry_run = false;
+    int jobs = 1;
+    int job_index = -1;
+    std::string sweep_key;
+    std::string shard_dir;
+    bool worker = false;
+    bool slurm = false;
+    std::string partition, time, mem;
+    int cpus_per_task = 0;
+    int array_throttle = 0;
+    std::vector<std::string> sbatch_args;
 };
+
+void print_runs_table(const std::string& results_dir, const std::vector<int64_t>& run_ids) {
+    if (run_ids.empty()) return;
+    std::string ids;
+    for (int64_t id : run_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    QueryDb db(std::filesystem::path(results_dir) / ResultsDb::kFileName);
+    RunsQuery query;
+    query.where = "id IN (" + ids + ")";
+    std::printf("\n");
+    std::fputs(format_result(query_runs(db, query), OutputFormat::Table).c_str(), stdout);
+}
 }  // namespace
 
 void register_sweep_command(CLI::App& app, const CommonOptions& common) {
@@ -19,23 +43,76 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
     CLI::App* cmd = app.add_subcommand("sweep", "Run a grid of experiments from a TOML file (cached, resumable)");
     cmd->footer(
         "Ends with a table of the sweep's runs. Re-running the same file computes nothing new; a killed sweep\n"
-        "resumes where it stopped. Format: README.md, section Sweeps.\n"
+        "resumes where it stopped; any number of kascade processes may share one results folder.\n"
+        "Format: README.md, sections Sweeps and Running on a cluster.\n"
         "Examples:\n"
         "  kascade sweep experiments/stories260k-quick.toml\n"
-        "  kascade sweep experiments/stories260k-quick.toml --dry-run");
+        "  kascade sweep experiments/stories260k-quick.toml --dry-run\n"
+        "  kascade sweep experiments/stories260k-quick.toml --jobs 2\n"
+        "  kascade sweep experiments/stories260k-quick.toml --slurm --partition cpu --time 02:00:00 --cpus-per-task 8\n"
+        "  kascade sweep experiments/stories260k-quick.toml --slurm --shard-dir /local/scratch/kascade-shards");
     cmd->add_option("file", args->file, "sweep specification (.toml)")->required();
-    cmd->add_flag("--dry-run", args->dry_run, "list the jobs and which are already stored; compute nothing");
+    cmd->add_flag("--dry-run", args->dry_run,
+                  "list the jobs and which are already stored; compute nothing (with --slurm: write the batch "
+                  "scripts, submit nothing)");
+    cmd->add_option("--jobs,-j", args->jobs,
+                    "worker processes, each taking the next job whose inputs exist; the "
+                    "OpenMP threads are divided among them")
+        ->check(CLI::Range(1, 1024));
+    cmd->add_option("--job-index", args->job_index,
+                    "run only this job of the plan (its index, as a Slurm array task id); its inputs must be stored")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--sweep-key", args->sweep_key,
+                    "refuse to run unless the plan's key is this one (the sweep as it was submitted)");
+    cmd->add_option("--shard-dir", args->shard_dir,
+                    "with --job-index or --slurm: each job writes its own results folder <DIR>/<sweep key>/job-<i> "
+                    "(for file systems where SQLite cannot be shared), merged into --results at the end");
+    cmd->add_flag("--worker", args->worker, "internal: serve as a --jobs worker")->group("");
+    cmd->add_flag("--slurm", args->slurm,
+                  "submit the jobs not yet stored as Slurm job arrays with dependencies, one per level; the scripts "
+                  "and logs go to <results>/slurm/<sweep key>/");
+    cmd->add_option("--partition", args->partition, "Slurm partition (default: [slurm] partition, else the cluster's)");
+    cmd->add_option("--time", args->time, "Slurm time limit per task, e.g. 04:00:00 (default: [slurm] time)");
+    cmd->add_option("--cpus-per-task", args->cpus_per_task, "CPUs = OpenMP threads per task (default: [slurm])")
+        ->check(CLI::Range(1, 4096));
+    cmd->add_option("--mem", args->mem, "memory per task, e.g. 32G (default: [slurm] mem)");
+    cmd->add_option("--array-throttle", args->array_throttle,
+                    "run at most N tasks of an array at once (sbatch --array=...%N)")
+        ->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--sbatch-arg", args->sbatch_args,
+                    "one more sbatch argument, e.g. --sbatch-arg=--account=abc (repeatable; adds to [slurm] "
+                    "sbatch_args)");
     cmd->callback([args, &common] {
-        const SweepSpec spec = load_sweep_spec(args->file);
-        const SweepReport report = run_sweep(common.results_dir, spec, args->dry_run, stdout);
-        if (args->dry_run || report.run_ids.empty()) return;
-        std::string ids;
-        for (int64_t id : report.run_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-        QueryDb db(std::filesystem::path(common.results_dir) / ResultsDb::kFileName);
-        RunsQuery query;
-        query.where = "id IN (" + ids + ")";
-        std::printf("\n");
-        std::fputs(format_result(query_runs(db, query), OutputFormat::Table).c_str(), stdout);
+        SweepSpec spec = load_sweep_spec(args->file);
+        if (args->slurm) {
+            KASCADE_CHECK(args->job_index < 0 && args->jobs == 1,
+                          "--slurm cannot be combined with --job-index or --jobs");
+            SlurmSubmitOptions options;
+            options.settings = spec.slurm;
+            if (!args->partition.empty()) options.settings.partition = args->partition;
+            if (!args->time.empty()) options.settings.time = args->time;
+            if (!args->mem.empty()) options.settings.mem = args->mem;
+            if (args->cpus_per_task > 0) options.settings.cpus_per_task = args->cpus_per_task;
+            if (args->array_throttle > 0) options.settings.array_throttle = args->array_throttle;
+            for (const std::string& a : args->sbatch_args) options.settings.sbatch_args.push_back(a);
+            options.shard_dir = args->shard_dir;
+            options.dry_run = args->dry_run;
+            submit_sweep_to_slurm(common.results_dir, spec, options, stdout);
+            return;
+        }
+        KASCADE_CHECK(args->shard_dir.empty() || args->job_index >= 0 || args->worker,
+                      "--shard-dir needs --job-index or --slurm");
+        SweepOptions options;
+        options.dry_run = args->dry_run;
+        options.workers = args->jobs;
+        if (args->job_index >= 0) options.job_index = args->job_index;
+        options.expected_key = args->sweep_key;
+        options.shard_dir = args->shard_dir;
+        options.worker = args->worker;
+        const SweepReport report = run_sweep(common.results_dir, spec, options, stdout);
+        if (!args->dry_run && !args->worker && !options.job_index) print_runs_table(common.results_dir, report.run_ids);
+        KASCADE_CHECK(report.failed == 0, "{} of the sweep's jobs failed (see above); run it again to retry them",
+                      report.failed);
     });
 }
 

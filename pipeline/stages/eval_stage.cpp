@@ -243,8 +243,9 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
     if (ms_by_role.count("anchor")) metrics.attn_ms_anchor = ms_by_role["anchor"];
     if (ms_by_role.count("reuse")) metrics.attn_ms_reuse = ms_by_role["reuse"];
     metrics.wall_s = wall_s;
-    const int64_t id = ws.db().insert_run(run, metrics, layers, /*replace=*/force);
-    return {id, false};
+    // Another process may have stored the same run meanwhile: then that run is kept and this one is a cache hit.
+    const StoredRow stored = ws.db().insert_run(run, metrics, layers, /*replace=*/force);
+    return {stored.id, !stored.inserted};
 }
 
 }  // namespace kascade

@@ -2,17 +2,16 @@
 
 #include <omp.h>
 
-#include <map>
+#include <algorithm>
+#include <set>
 
 #include "io/error.h"
 #include "io/file_util.h"
-#include "io/store/table_format.h"
+#include "io/host_info.h"
+#include "io/store/results_merge.h"
 #include "io/text_file.h"
 #include "pipeline/runtime/progress.h"
 #include "pipeline/stages/content_key.h"
-#include "pipeline/stages/eval_stage.h"
-#include "pipeline/stages/schedule_stage.h"
-#include "pipeline/stages/similarity_stage.h"
 
 namespace kascade {
 
@@ -33,75 +32,75 @@ std::string schedule_label(const ScheduleParams& p) {
     return s + fmt::format(" metric={} aggregation={} head_map={}", p.metric, p.aggregation, p.head_map);
 }
 
-/// One job of the plan, with what it needs to run.
-struct PlannedJob {
-    SweepJob job;
-    CaptureParams capture;
-    std::string capture_key;  ///< similarity: its input
-    TopKRule topk;
-    std::string similarity_key;  ///< schedule: its input
-    ScheduleParams schedule;
-    std::string schedule_key;  ///< eval kascade: its schedule
-    EvalParams eval;
-};
-
 struct Hashes {
     std::string model, tokenizer, text;
 };
 
-std::vector<PlannedJob> make_plan(const SweepSpec& spec, const Hashes& h) {
-    std::vector<PlannedJob> plan;
-    auto eval_job = [&](const std::string& method, int ctx, int tile, const TopKRule& topk,
-                        const std::string& schedule_key, const std::string& label) {
-        PlannedJob j;
-        j.job.stage = "eval";
-        j.job.label = label;
-        j.eval.method = method;
-        j.eval.ctx = ctx;
-        j.eval.token_offset = spec.test_offset;
-        j.eval.n_tokens = spec.test_tokens;
-        if (method != "dense") {
-            j.eval.tile = tile;
-            j.eval.topk = topk;
-        }
-        j.schedule_key = schedule_key;
-        j.job.key = eval_key(
-            {h.model, h.tokenizer, h.text, method, ctx, spec.test_offset, spec.test_tokens, tile, topk, schedule_key});
-        plan.push_back(j);
-    };
+std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
+    std::vector<SweepJob> plan;
+    const bool has_dense = std::find(spec.baselines.begin(), spec.baselines.end(), "dense") != spec.baselines.end();
     for (int ctx : spec.ctx) {
-        if (std::find(spec.baselines.begin(), spec.baselines.end(), "dense") != spec.baselines.end()) {
-            eval_job("dense", ctx, 0, {}, "", fmt::format("dense ctx={}", ctx));
+        // Every sparse eval compares with the dense run of its tokens: it waits for the dense job of its ctx.
+        std::vector<int> dense_dep;
+        auto eval_job = [&](const std::string& method, int tile, const TopKRule& topk, int schedule_job,
+                            const std::string& label) {
+            SweepJob j;
+            j.stage = "eval";
+            j.label = label;
+            j.eval.method = method;
+            j.eval.ctx = ctx;
+            j.eval.token_offset = spec.test_offset;
+            j.eval.n_tokens = spec.test_tokens;
+            j.depends_on = dense_dep;
+            if (method != "dense") {
+                j.eval.tile = tile;
+                j.eval.topk = topk;
+            }
+            if (schedule_job >= 0) {
+                j.schedule_key = plan[schedule_job].key;
+                j.depends_on.push_back(schedule_job);
+            }
+            j.key = eval_key({h.model, h.tokenizer, h.text, method, ctx, spec.test_offset, spec.test_tokens, tile, topk,
+                              j.schedule_key});
+            plan.push_back(j);
+        };
+        if (has_dense) {
+            eval_job("dense", 0, {}, -1, fmt::format("dense ctx={}", ctx));
+            dense_dep = {static_cast<int>(plan.size()) - 1};
         }
         for (int tile : spec.tile) {
-            PlannedJob c;
-            c.job.stage = "capture";
+            SweepJob c;
+            c.stage = "capture";
             c.capture = CaptureParams{spec.calib_offset, spec.calib_tokens, ctx, tile, false};
-            c.job.label = fmt::format("ctx={} tile={} tokens [{}, {})", ctx, tile, spec.calib_offset,
-                                      spec.calib_offset + spec.calib_tokens);
-            c.job.key = capture_key(h.model, h.tokenizer, h.text, c.capture);
+            c.label = fmt::format("ctx={} tile={} tokens [{}, {})", ctx, tile, spec.calib_offset,
+                                  spec.calib_offset + spec.calib_tokens);
+            c.key = capture_key(h.model, h.tokenizer, h.text, c.capture);
             plan.push_back(c);
+            const int capture_job = static_cast<int>(plan.size()) - 1;
             for (const TopKRule& topk : spec.topk) {
-                PlannedJob s;
-                s.job.stage = "similarity";
-                s.capture_key = c.job.key;
+                SweepJob s;
+                s.stage = "similarity";
+                s.capture_key = c.key;
                 s.topk = topk;
-                s.job.key = similarity_key(c.job.key, topk);
-                s.job.label = fmt::format("ctx={} tile={} {}", ctx, tile, topk_label(topk));
+                s.key = similarity_key(c.key, topk);
+                s.label = fmt::format("ctx={} tile={} {}", ctx, tile, topk_label(topk));
+                s.depends_on = {capture_job};
                 plan.push_back(s);
+                const int similarity_job = static_cast<int>(plan.size()) - 1;
                 for (const ScheduleParams& params : spec.schedules) {
-                    PlannedJob sc;
-                    sc.job.stage = "schedule";
-                    sc.similarity_key = s.job.key;
+                    SweepJob sc;
+                    sc.stage = "schedule";
+                    sc.similarity_key = s.key;
                     sc.schedule = params;
-                    sc.job.key = schedule_key(s.job.key, params);
-                    sc.job.label = fmt::format("{} ({})", schedule_label(params), s.job.label);
+                    sc.key = schedule_key(s.key, params);
+                    sc.label = fmt::format("{} ({})", schedule_label(params), s.label);
+                    sc.depends_on = {similarity_job};
                     plan.push_back(sc);
-                    eval_job("kascade", ctx, tile, topk, sc.job.key, "kascade " + sc.job.label);
+                    eval_job("kascade", tile, topk, static_cast<int>(plan.size()) - 1, "kascade " + sc.label);
                 }
                 for (const std::string& method : spec.baselines) {
                     if (method == "dense") continue;
-                    eval_job(method, ctx, tile, topk, "", fmt::format("{} ({})", method, s.job.label));
+                    eval_job(method, tile, topk, -1, fmt::format("{} ({})", method, s.label));
                 }
             }
         }
@@ -109,103 +108,230 @@ std::vector<PlannedJob> make_plan(const SweepSpec& spec, const Hashes& h) {
     return plan;
 }
 
-/// Marks the jobs the stages would reuse: a row with the job's key, and for artifacts their file in place (what
-/// Workspace::has_artifact checks). Read-only; no database is created.
-void mark_stored(const fs::path& results_dir, std::vector<PlannedJob>& plan) {
-    const fs::path db_file = results_dir / ResultsDb::kFileName;
-    if (!fs::exists(db_file)) return;
-    QueryDb db(db_file);
-    for (PlannedJob& j : plan) {
-        const std::string& key = j.job.key;
-        if (j.job.stage == "eval") {
-            j.job.stored = !db.select("SELECT 1 FROM runs WHERE key = '" + key + "'").rows.empty();
-        } else if (j.job.stage == "schedule") {
-            j.job.stored = !db.select("SELECT 1 FROM schedules WHERE key = '" + key + "'").rows.empty();
-        } else {
-            const QueryResult row = db.select("SELECT path FROM artifacts WHERE key = '" + key + "'");
-            j.job.stored = !row.rows.empty() && fs::exists(results_dir / std::get<std::string>(row.rows[0][0]));
+void check_plan_key(const SweepSpec& spec, const SweepPlan& plan, const SweepOptions& options) {
+    KASCADE_CHECK(options.expected_key.empty() || options.expected_key == plan.key,
+                  "{}: the sweep's jobs are now {} (key {}), not the ones submitted (key {}): the sweep file or its "
+                  "model or text changed since; submit it again",
+                  spec.file.string(), plan.jobs.size(), plan.key, options.expected_key);
+}
+
+void check_job_index(const SweepSpec& spec, const SweepPlan& plan, int index) {
+    KASCADE_CHECK(index >= 0 && index < static_cast<int>(plan.jobs.size()),
+                  "--job-index {} is out of range: {} has jobs 0..{}", index, spec.file.string(), plan.jobs.size() - 1);
+}
+
+/// Runs plan job `index` alone: in the results folder, or in its own shard after importing its inputs there.
+SweepReport run_one_job(const fs::path& results_dir, const SweepSpec& spec, SweepPlan& plan,
+                        const SweepOptions& options, std::FILE* log) {
+    const int index = *options.job_index;
+    check_job_index(spec, plan, index);
+    const SweepJob& job = plan.jobs[index];
+    SweepReport report;
+    report.key = plan.key;
+    if (job.stored) {
+        std::fprintf(log, "%s\n", job_log_line(plan, index, {true, "stored in " + results_dir.string()}, 0).c_str());
+        report.jobs = plan.jobs;
+        return report;
+    }
+    const bool sharded = !options.shard_dir.empty();
+    const fs::path work_dir = sharded ? job_shard_dir(options.shard_dir, plan, index) : results_dir;
+    Workspace ws(work_dir);
+    record_sweep(ws.db(), spec, plan);
+    if (sharded) {
+        // A shard holds everything its job reads: each input comes from the shard of the job that made it (in
+        // this submission) or from the results folder (made before).
+        for (int dep : job.depends_on) {
+            const fs::path dep_shard = job_shard_dir(options.shard_dir, plan, dep);
+            const fs::path source = fs::exists(dep_shard / ResultsDb::kFileName) ? dep_shard : results_dir;
+            if (!fs::exists(source / ResultsDb::kFileName)) continue;
+            ResultsDb from(source, DbAccess::ReadOnly);
+            const std::set<std::string> keys = {plan.jobs[dep].key};
+            merge_results(from, ws.db(), &keys);
         }
     }
+    for (int dep : job.depends_on) {
+        const SweepJob& input = plan.jobs[dep];
+        KASCADE_CHECK(job_output_stored(ws.db(), input.stage, input.key),
+                      "job {} ({} {}) needs job {} ({} {}), which is not stored in {}: it failed or was cancelled; "
+                      "run the sweep again to retry the missing jobs",
+                      index, job.stage, job.label, dep, input.stage, input.label, results_dir.string());
+    }
+    LoadedModel& model = ws.model(plan.model, plan.tokenizer);
+    LoadedText& text = ws.text(plan.text, model);
+    const double start = omp_get_wtime();
+    JobOutcome outcome;
+    try {
+        outcome = run_sweep_job(ws, model, text, job);
+    } catch (const std::exception& e) {
+        record_job_failure(ws.db(), plan, index, e.what());
+        throw;
+    }
+    report.computed = outcome.cached ? 0 : 1;
+    std::fprintf(log, "%s\n", job_log_line(plan, index, outcome, omp_get_wtime() - start).c_str());
+    report.jobs = plan.jobs;
+    return report;
 }
 
 }  // namespace
 
-SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, bool dry_run, std::FILE* log) {
+SweepPlan plan_sweep(const SweepSpec& spec) {
     const fs::path tokenizer = spec.tokenizer.empty() ? find_tokenizer_for_model(spec.model) : fs::path(spec.tokenizer);
     KASCADE_CHECK(fs::exists(spec.model), "{}: model.path \"{}\" does not exist", spec.file.string(), spec.model);
     KASCADE_CHECK(!tokenizer.empty() && fs::exists(tokenizer),
                   "{}: no tokenizer for model \"{}\" (set model.tokenizer)", spec.file.string(), spec.model);
     const Hashes hashes{model_content_hash(spec.model), hash_file_hex(tokenizer), hash_hex(read_text_file(spec.text))};
-    std::vector<PlannedJob> plan = make_plan(spec, hashes);
+    SweepPlan plan;
+    plan.model = spec.model;
+    plan.tokenizer = tokenizer;
+    plan.text = spec.text;
+    plan.jobs = make_jobs(spec, hashes);
+    std::vector<std::string> keys;
+    for (const SweepJob& j : plan.jobs) keys.push_back(j.key);
+    plan.key = content_key("sweep", 1, {{"jobs", keys}}, nlohmann::json::object());
+    return plan;
+}
+
+bool job_output_stored(ResultsDb& db, std::string_view stage, std::string_view key) {
+    if (stage == "eval") return db.find_run(key).has_value();
+    if (stage == "schedule") return db.find_schedule(key).has_value();
+    const std::optional<ArtifactRecord> artifact = db.find_artifact(key);
+    return artifact.has_value() && fs::exists(db.results_dir() / artifact->path);
+}
+
+void mark_stored(const fs::path& results_dir, SweepPlan& plan) {
+    if (!fs::exists(results_dir / ResultsDb::kFileName)) return;
+    ResultsDb db(results_dir, DbAccess::ReadOnly);
+    if (db.schema_version() == 0) return;  // being created by another process: nothing stored yet
+    for (SweepJob& j : plan.jobs) j.stored = job_output_stored(db, j.stage, j.key);
+}
+
+void record_sweep(ResultsDb& db, const SweepSpec& spec, const SweepPlan& plan) {
+    SweepRecord sweep{plan.key, fs::absolute(spec.file).lexically_normal().string(),
+                      static_cast<int64_t>(plan.jobs.size()), ""};
+    std::vector<SweepJobRecord> jobs;
+    for (size_t i = 0; i < plan.jobs.size(); ++i) {
+        const SweepJob& j = plan.jobs[i];
+        jobs.push_back(
+            {plan.key, static_cast<int64_t>(i), j.stage, j.key, j.label, nlohmann::json(j.depends_on).dump()});
+    }
+    db.record_sweep(sweep, jobs);
+}
+
+fs::path job_shard_dir(const fs::path& shard_dir, const SweepPlan& plan, int index) {
+    return shard_dir / plan.key / fmt::format("job-{}", index);
+}
+
+JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, const SweepJob& job) {
+    JobOutcome outcome;
+    if (job.stage == "capture") {
+        const StageResult r = run_capture(ws, model, text, job.capture);
+        KASCADE_ASSERT(r.key == job.key);
+        outcome.cached = r.cached;
+    } else if (job.stage == "similarity") {
+        const StageResult r = run_similarity(ws, job.capture_key, job.topk);
+        KASCADE_ASSERT(r.key == job.key);
+        outcome.cached = r.cached;
+    } else if (job.stage == "schedule") {
+        const ScheduleResult r = run_schedule(ws, job.similarity_key, job.schedule);
+        KASCADE_ASSERT(r.key == job.key);
+        outcome.cached = r.cached;
+        const auto s = ws.db().load_schedule(r.id);
+        outcome.summary =
+            fmt::format("schedule {}: {} anchors, {} reuse", r.id, s->record.n_anchor_layers, s->record.n_reuse_layers);
+    } else {
+        EvalParams params = job.eval;
+        if (params.method == "kascade") {
+            const std::optional<Schedule> schedule = ws.db().find_schedule(job.schedule_key);
+            KASCADE_CHECK(schedule.has_value(), "schedule {} of eval job \"{}\" is not stored in {}", job.schedule_key,
+                          job.label, ws.results_dir().string());
+            params.schedule_id = schedule->record.id;
+        }
+        const EvalResult r = run_eval(ws, model, text, params);
+        const RunDetails run = ws.db().load_run(r.run_id);
+        KASCADE_ASSERT(run.run.key == job.key);
+        outcome.cached = r.cached;
+        outcome.summary = fmt::format("run {}: ppl {:.4f} ({:+.2f}%) density {:.3f}", r.run_id, run.metrics.ppl_sparse,
+                                      run.metrics.degradation_pct.value_or(0), run.metrics.density);
+    }
+    return outcome;
+}
+
+std::string job_log_line(const SweepPlan& plan, int index, const JobOutcome& outcome, double seconds) {
+    const SweepJob& j = plan.jobs[index];
+    return fmt::format("[{:3}/{}] {:<10} {:<8} {}{}{}  ({:.1f} s)", index + 1, plan.jobs.size(), j.stage,
+                       outcome.cached ? "stored" : "computed", j.label, outcome.summary.empty() ? "" : "  -> ",
+                       outcome.summary, seconds);
+}
+
+void record_job_failure(ResultsDb& db, const SweepPlan& plan, int index, const std::string& error) {
+    try {
+        db.record_job_failure({0, plan.key, index, plan.jobs[index].key, machine_description(), error, utc_now()});
+    } catch (const std::exception&) {
+        // The job's own error is reported by the caller; a store that cannot take the note must not hide it.
+    }
+}
+
+SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, const SweepOptions& options, std::FILE* log) {
+    SweepPlan plan = plan_sweep(spec);
+    check_plan_key(spec, plan, options);
     mark_stored(results_dir, plan);
+    if (options.worker) {
+        serve_as_worker(results_dir, plan);
+        return {};
+    }
+    if (options.job_index) return run_one_job(results_dir, spec, plan, options, log);
 
     SweepReport report;
-    for (const PlannedJob& j : plan) report.jobs.push_back(j.job);
-    const int n_jobs = static_cast<int>(plan.size());
+    report.key = plan.key;
+    report.jobs = plan.jobs;
+    const int n_jobs = static_cast<int>(plan.jobs.size());
     int to_compute = 0;
-    for (const PlannedJob& j : plan) to_compute += j.job.stored ? 0 : 1;
+    for (const SweepJob& j : plan.jobs) to_compute += j.stored ? 0 : 1;
     std::fprintf(log, "sweep %s: %d jobs, %d stored, %d to compute (results in %s)\n", spec.file.c_str(), n_jobs,
                  n_jobs - to_compute, to_compute, results_dir.c_str());
-    if (dry_run) {
+    if (options.dry_run) {
         for (int i = 0; i < n_jobs; ++i) {
-            std::fprintf(log, "[%3d/%d] %-10s %-7s %s\n", i + 1, n_jobs, plan[i].job.stage.c_str(),
-                         plan[i].job.stored ? "stored" : "run", plan[i].job.label.c_str());
+            std::fprintf(log, "[%3d/%d] %-10s %-7s %s\n", i + 1, n_jobs, plan.jobs[i].stage.c_str(),
+                         plan.jobs[i].stored ? "stored" : "run", plan.jobs[i].label.c_str());
         }
         return report;
     }
 
-    Workspace ws(results_dir);
-    LoadedModel& model = ws.model(spec.model, tokenizer);
-    LoadedText& text = ws.text(spec.text, model);
-    KASCADE_ASSERT(model.model_hash == hashes.model && text.hash == hashes.text);
-    std::map<std::string, int64_t> schedule_ids;  // by key
-    ProgressLine progress("sweep", to_compute, "jobs");
     const double sweep_start = omp_get_wtime();
-    int done_computing = 0;
-    for (int i = 0; i < n_jobs; ++i) {
-        PlannedJob& j = plan[i];
-        const double start = omp_get_wtime();
-        bool cached = false;
-        std::string outcome;
-        if (j.job.stage == "capture") {
-            const StageResult r = run_capture(ws, model, text, j.capture);
-            KASCADE_ASSERT(r.key == j.job.key);
-            cached = r.cached;
-        } else if (j.job.stage == "similarity") {
-            const StageResult r = run_similarity(ws, j.capture_key, j.topk);
-            KASCADE_ASSERT(r.key == j.job.key);
-            cached = r.cached;
-        } else if (j.job.stage == "schedule") {
-            const ScheduleResult r = run_schedule(ws, j.similarity_key, j.schedule);
-            KASCADE_ASSERT(r.key == j.job.key);
-            schedule_ids[r.key] = r.id;
-            cached = r.cached;
-            const auto s = ws.db().load_schedule(r.id);
-            outcome = fmt::format("schedule {}: {} anchors, {} reuse", r.id, s->record.n_anchor_layers,
-                                  s->record.n_reuse_layers);
-        } else {
-            if (j.eval.method == "kascade") j.eval.schedule_id = schedule_ids.at(j.schedule_key);
-            const EvalResult r = run_eval(ws, model, text, j.eval);
-            KASCADE_ASSERT(ws.db().load_run(r.run_id).run.key == j.job.key);
-            cached = r.cached;
-            report.run_ids.push_back(r.run_id);
-            const RunMetrics m = ws.db().load_run(r.run_id).metrics;
-            outcome = fmt::format("run {}: ppl {:.4f} ({:+.2f}%) density {:.3f}", r.run_id, m.ppl_sparse,
-                                  m.degradation_pct.value_or(0), m.density);
-        }
-        if (!cached) {
-            ++report.computed;
-            ++done_computing;
+    Workspace ws(results_dir);
+    record_sweep(ws.db(), spec, plan);
+    if (options.workers > 1 && to_compute > 0) {
+        const WorkerTotals totals = run_with_workers(results_dir, spec, plan, options.workers, log);
+        report.computed = totals.computed;
+        report.failed = totals.failed;
+    } else {
+        LoadedModel& model = ws.model(plan.model, plan.tokenizer);
+        LoadedText& text = ws.text(plan.text, model);
+        ProgressLine progress("sweep", to_compute, "jobs");
+        for (int i = 0; i < n_jobs; ++i) {
+            const double start = omp_get_wtime();
+            JobOutcome outcome;
+            try {
+                outcome = run_sweep_job(ws, model, text, plan.jobs[i]);
+            } catch (const std::exception& e) {
+                record_job_failure(ws.db(), plan, i, e.what());
+                throw;
+            }
+            if (!outcome.cached) ++report.computed;
+            progress.finish();
+            std::fprintf(log, "%s\n", job_log_line(plan, i, outcome, omp_get_wtime() - start).c_str());
+            std::fflush(log);
+            progress.update(report.computed);
         }
         progress.finish();
-        std::fprintf(log, "[%3d/%d] %-10s %-8s %s%s%s  (%.1f s)\n", i + 1, n_jobs, j.job.stage.c_str(),
-                     cached ? "stored" : "computed", j.job.label.c_str(), outcome.empty() ? "" : "  -> ",
-                     outcome.c_str(), omp_get_wtime() - start);
-        std::fflush(log);
-        progress.update(done_computing);
     }
-    progress.finish();
-    std::fprintf(log, "sweep done: %d jobs computed, %d reused, %.1f s\n", report.computed, n_jobs - report.computed,
+    for (const SweepJob& j : plan.jobs) {
+        if (j.stage != "eval") continue;
+        if (const auto id = ws.db().find_run(j.key)) report.run_ids.push_back(*id);
+    }
+    std::fprintf(log, "sweep done: %d jobs computed, %d reused%s, %.1f s\n", report.computed,
+                 n_jobs - report.computed - report.failed,
+                 report.failed > 0 ? fmt::format(", {} failed", report.failed).c_str() : "",
                  omp_get_wtime() - sweep_start);
     return report;
 }

@@ -90,6 +90,20 @@ class TableReader {
         return out;
     }
 
+    /// A list of strings.
+    std::vector<std::string> strings(const std::string& key) {
+        if (!has(key)) return {};
+        const toml::array* a = table_->get(key)->as_array();
+        KASCADE_CHECK(a != nullptr, "{}: {}.{} must be a list of strings", file_.string(), where_, key);
+        std::vector<std::string> out;
+        for (const toml::node& n : *a) {
+            const auto v = n.value<std::string>();
+            KASCADE_CHECK(v.has_value(), "{}: {}.{} must be a list of strings", file_.string(), where_, key);
+            out.push_back(*v);
+        }
+        return out;
+    }
+
     /// A string or a list of strings, each one of `allowed`.
     std::vector<std::string> choices(const std::string& key, std::vector<std::string> fallback,
                                      const std::vector<std::string>& allowed) {
@@ -146,7 +160,8 @@ class TableReader {
 };
 
 /// ${VAR} -> its value (an unset variable is an error), then relative paths -> relative to the sweep file.
-std::string resolve_path(const fs::path& file, const std::string& where, const std::string& raw) {
+std::string resolve_path(const fs::path& file, const std::string& where, const std::string& raw,
+                         std::map<std::string, std::string>& environment) {
     std::string out;
     for (size_t i = 0; i < raw.size(); ++i) {
         if (raw[i] == '$' && i + 1 < raw.size() && raw[i + 1] == '{') {
@@ -159,6 +174,7 @@ std::string resolve_path(const fs::path& file, const std::string& where, const s
                           "with models/ and data/ that scripts/fetch_assets.sh prints)",
                           file.string(), where, name);
             out += value;
+            environment[name] = value;
             i = end;
         } else {
             out += raw[i];
@@ -194,15 +210,15 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     spec.file = file;
 
     TableReader top(file, "(top level)", &root,
-                    {"model", "text", "calibration", "test", "grid", "schedules", "baselines"});
+                    {"model", "text", "calibration", "test", "grid", "schedules", "baselines", "slurm"});
 
     TableReader model(file, "model", subtable(root, file, "model", true), {"path", "tokenizer"});
-    spec.model = resolve_path(file, "model.path", model.string("path", "", true));
+    spec.model = resolve_path(file, "model.path", model.string("path", "", true), spec.environment);
     const std::string tokenizer = model.string("tokenizer", "");
-    spec.tokenizer = tokenizer.empty() ? "" : resolve_path(file, "model.tokenizer", tokenizer);
+    spec.tokenizer = tokenizer.empty() ? "" : resolve_path(file, "model.tokenizer", tokenizer, spec.environment);
 
     TableReader text(file, "text", subtable(root, file, "text", true), {"path"});
-    spec.text = resolve_path(file, "text.path", text.string("path", "", true));
+    spec.text = resolve_path(file, "text.path", text.string("path", "", true), spec.environment);
 
     constexpr int64_t kMaxTokens = int64_t{1} << 40;
     TableReader calib(file, "calibration", subtable(root, file, "calibration", false), {"offset", "tokens"});
@@ -284,6 +300,15 @@ SweepSpec load_sweep_spec(const fs::path& file) {
 
     TableReader baselines(file, "baselines", subtable(root, file, "baselines", false), {"methods"});
     spec.baselines = baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming"});
+
+    TableReader slurm(file, "slurm", subtable(root, file, "slurm", false),
+                      {"partition", "time", "cpus_per_task", "mem", "array_throttle", "sbatch_args"});
+    spec.slurm.partition = slurm.string("partition", "");
+    spec.slurm.time = slurm.string("time", "");
+    spec.slurm.cpus_per_task = static_cast<int>(slurm.integer("cpus_per_task", 0, 1, 4096));
+    spec.slurm.mem = slurm.string("mem", "");
+    spec.slurm.array_throttle = static_cast<int>(slurm.integer("array_throttle", 0, 1, 1 << 20));
+    spec.slurm.sbatch_args = slurm.strings("sbatch_args");
 
     const int64_t calib_end = spec.calib_offset + spec.calib_tokens;
     if (spec.test_offset < 0) spec.test_offset = calib_end;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,16 @@
 #include "pipeline/stages/schedule_stage.h"
 
 namespace kascade {
+
+/// How `kascade sweep --slurm` asks for resources: table [slurm] of the sweep file, overridden by CLI options.
+struct SlurmSettings {
+    std::string partition;                 ///< empty: the cluster's default partition
+    std::string time;                      ///< time limit per task, e.g. "04:00:00"; empty: the partition's
+    int cpus_per_task = 0;                 ///< OpenMP threads per task; 0: Slurm's default (1)
+    std::string mem;                       ///< memory per task, e.g. "32G"; empty: the cluster's default
+    int array_throttle = 0;                ///< at most this many tasks of one array at once (%N); 0: no limit
+    std::vector<std::string> sbatch_args;  ///< more sbatch arguments, one word each, e.g. "--account=abc"
+};
 
 struct SweepSpec {
     std::filesystem::path file;
@@ -29,6 +40,9 @@ struct SweepSpec {
     std::vector<TopKRule> topk;             ///< from topk_tiles or topk_pct x k_min
     std::vector<ScheduleParams> schedules;  ///< fully expanded
     std::vector<std::string> baselines;     ///< dense, oracle, streaming
+    SlurmSettings slurm;
+    /// The ${VAR}s the file uses, with their values: batch scripts set them, so tasks read the same paths.
+    std::map<std::string, std::string> environment;
 };
 
 /// Reads and validates a sweep file.

@@ -1,11 +1,10 @@
 #include "pipeline/stages/workspace.h"
 
-#include <signal.h>
-
 #include <algorithm>
 
 #include "io/error.h"
 #include "io/file_util.h"
+#include "io/store/partial_file.h"
 #include "io/text_file.h"
 #include "pipeline/runtime/corpus_tokens.h"
 #include "pipeline/runtime/sequence_start.h"
@@ -16,17 +15,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Removes <name>.partial-<pid> files under artifacts/ whose writer process no longer exists: a killed stage.
+/// Removes partial artifact files whose writer, a process of this host, no longer exists: a killed stage.
 void remove_stale_partial_files(const fs::path& artifacts_dir) {
     std::error_code ec;
     if (!fs::is_directory(artifacts_dir, ec)) return;
     for (const auto& entry : fs::recursive_directory_iterator(artifacts_dir, ec)) {
-        const std::string name = entry.path().filename().string();
-        const size_t at = name.rfind(".partial-");
-        if (at == std::string::npos) continue;
-        const pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + at + 9));
-        if (pid > 0 && ::kill(pid, 0) == 0) continue;  // still being written by a live process
-        fs::remove(entry.path(), ec);
+        if (is_abandoned_partial(entry.path().filename().string())) fs::remove(entry.path(), ec);
     }
 }
 

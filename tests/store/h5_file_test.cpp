@@ -144,7 +144,9 @@ TEST(H5File, WriterWithoutCommitLeavesNothing) {
     {
         H5ArtifactWriter w(path, 1);
         partial = w.partial_path();
-        EXPECT_EQ(partial.string(), path.string() + ".partial-" + std::to_string(::getpid()));
+        char host[256] = {0};
+        ::gethostname(host, sizeof host - 1);
+        EXPECT_EQ(partial.string(), path.string() + ".partial-" + host + "-" + std::to_string(::getpid()));
         w.root().write_dataset<float>("x", std::vector<float>{1, 2}, {2});
         EXPECT_TRUE(fs::exists(partial));
         EXPECT_FALSE(fs::exists(path));

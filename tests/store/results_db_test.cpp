@@ -39,7 +39,8 @@ TEST(ResultsDb, MigratesANewDatabase) {
     EXPECT_EQ(db.database().execAndGet("PRAGMA journal_mode").getString(), "wal");
     EXPECT_EQ(db.database().execAndGet("PRAGMA foreign_keys").getInt(), 1);
     for (const char* table : {"models", "texts", "artifacts", "captures", "similarities", "schedules",
-                              "schedule_layers", "runs", "run_metrics", "run_layers", "kernel_bench", "runs_flat"}) {
+                              "schedule_layers", "runs", "run_metrics", "run_layers", "kernel_bench", "runs_flat",
+                              "sweeps", "sweep_jobs", "job_failures", "slurm_arrays"}) {
         SQLite::Statement st(db.database(), "SELECT count(*) FROM sqlite_master WHERE name = ?");
         st.bind(1, table);
         ASSERT_TRUE(st.executeStep());
@@ -125,6 +126,10 @@ TEST(ResultsDb, FieldListsMatchTheSchema) {
     expect_fields_match_table<RunMetrics>(db);
     expect_fields_match_table<RunLayerRecord>(db);
     expect_fields_match_table<KernelBenchRecord>(db);
+    expect_fields_match_table<SweepRecord>(db);
+    expect_fields_match_table<SweepJobRecord>(db);
+    expect_fields_match_table<JobFailureRecord>(db);
+    expect_fields_match_table<SlurmArrayRecord>(db);
 }
 
 TEST(ResultsDb, ForeignKeysAreEnforced) {
@@ -243,21 +248,28 @@ TEST(ResultsDb, RunRoundTripWithScheduleAndLayers) {
     EXPECT_EQ(error_of([&] { db.load_run(77); }), fmt::format("{}: there is no run with id 77", db.db_file().string()));
 }
 
-TEST(ResultsDb, SameRunKeyIsRefusedUnlessReplacing) {
+// The same key means the same inputs and parameters: a second insert (another process finished the same run
+// first) is a cache hit that writes nothing; only a --force re-run replaces the stored run.
+TEST(ResultsDb, SameRunKeyIsACacheHitUnlessReplacing) {
     TempDir tmp;
     ResultsDb db(tmp.path());
     const test::SampleIds ids = test::fill_sample_store(db);
     const RunRecord run = test::sample_run(ids.model, ids.text, ids.schedule);
-    EXPECT_EQ(error_of([&] { db.insert_run(run, test::sample_metrics(), test::sample_run_layers()); }),
-              fmt::format("{}: run run-1 is already stored as run {}", db.db_file().string(), ids.run));
     RunMetrics better = test::sample_metrics();
     better.ppl_sparse = 7.4;
-    const std::int64_t id = db.insert_run(run, better, {test::sample_run_layers()[0]}, /*replace=*/true);
-    EXPECT_NE(id, ids.run);
+    const StoredRow again = db.insert_run(run, better, {test::sample_run_layers()[0]});
+    EXPECT_EQ(again.id, ids.run);
+    EXPECT_FALSE(again.inserted);
+    EXPECT_EQ(count_rows(db, "run_layers"), 3);
+    EXPECT_DOUBLE_EQ(db.load_run(ids.run).metrics.ppl_sparse, test::sample_metrics().ppl_sparse);
+
+    const StoredRow replaced = db.insert_run(run, better, {test::sample_run_layers()[0]}, /*replace=*/true);
+    EXPECT_TRUE(replaced.inserted);
+    EXPECT_NE(replaced.id, ids.run);
     EXPECT_EQ(count_rows(db, "runs"), 1);
     EXPECT_EQ(count_rows(db, "run_metrics"), 1);
     EXPECT_EQ(count_rows(db, "run_layers"), 1);
-    EXPECT_DOUBLE_EQ(db.load_run(id).metrics.ppl_sparse, 7.4);
+    EXPECT_DOUBLE_EQ(db.load_run(replaced.id).metrics.ppl_sparse, 7.4);
 }
 
 TEST(ResultsDb, ScheduleWithAnExistingKeyReturnsTheStoredId) {
@@ -344,7 +356,7 @@ TEST(ResultsDb, TwoConnectionsShareTheStore) {
     const test::SampleIds ids = test::fill_sample_store(a);
     RunRecord run = test::sample_run(ids.model, ids.text, ids.schedule);
     run.key = "run-from-b";
-    const std::int64_t id = b.insert_run(run, test::sample_metrics(), test::sample_run_layers());
+    const std::int64_t id = b.insert_run(run, test::sample_metrics(), test::sample_run_layers()).id;
     EXPECT_EQ(a.find_run("run-from-b"), id);
     EXPECT_EQ(b.upsert_model(test::sample_model()), ids.model);
 }

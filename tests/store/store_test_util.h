@@ -131,7 +131,7 @@ inline SampleIds fill_sample_store(ResultsDb& db) {
                                       "{\"capture\":\"cap-1\"}", 500, ""},
                        SimilarityRecord{"sim-1", "cap-1", 12, std::nullopt, std::nullopt, "[\"recall_min\"]"});
     ids.schedule = db.insert_schedule(sample_schedule(ids.model), sample_schedule_layers());
-    ids.run = db.insert_run(sample_run(ids.model, ids.text, ids.schedule), sample_metrics(), sample_run_layers());
+    ids.run = db.insert_run(sample_run(ids.model, ids.text, ids.schedule), sample_metrics(), sample_run_layers()).id;
     return ids;
 }
 
