@@ -4,7 +4,6 @@
 
 #include "io/error.h"
 #include "io/store/results_db.h"
-#include "io/store/schema.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
 
@@ -26,10 +25,10 @@ std::filesystem::path db_file(const CommonOptions& common) {
                   "no results database at \"{}\" (run a stage or a sweep first, or "
                   "pass --results DIR)",
                   file.string());
-    // A database that another kascade is still creating (or one from an older kascade) is brought to this
-    // schema version first, waiting for the creator, so that the query sees every table; no result changes.
-    if (ResultsDb(common.results_dir, DbAccess::ReadOnly).schema_version() < kSchemaVersion) {
-        ResultsDb migrated(common.results_dir);
+    // A database that another kascade is still creating (schema version 0) is waited for and completed first, so
+    // that the query sees every table; no result changes. Older versions have every table a query reads.
+    if (ResultsDb(common.results_dir, DbAccess::ReadOnly).schema_version() == 0) {
+        ResultsDb created(common.results_dir);
     }
     return file;
 }

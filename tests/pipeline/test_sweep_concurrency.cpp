@@ -10,12 +10,25 @@
 
 namespace {
 
-/// A second sweep on the same model and text: shares the capture with tiny_sweep_toml(), not its top-k.
+/// A small sweep (7 jobs: dense, capture, similarity, schedule, kascade, oracle, streaming; 4 runs) on the
+/// pipeline test's model, text and ranges.
+std::string small_sweep_toml() {
+    std::string toml = tiny_sweep_toml();
+    toml = toml.substr(0, toml.find("[grid]"));
+    return toml +
+           "[grid]\nctx = [128]\ntile = [16]\ntopk_tiles = [2]\n"
+           "[[schedules]]\npolicy = \"threshold\"\nthreshold = 0.5\nmax_reuse_dist = 2\n"
+           "[baselines]\nmethods = [\"dense\", \"oracle\", \"streaming\"]\n";
+}
+
+/// A different sweep sharing the dense run and the capture with small_sweep_toml(): 6 jobs, 3 runs.
 std::string other_sweep_toml() {
     std::string toml = tiny_sweep_toml();
-    const std::string from = "topk_tiles = [2, 4]";
-    toml.replace(toml.find(from), from.size(), "topk_tiles = [3]");
-    return toml;
+    toml = toml.substr(0, toml.find("[grid]"));
+    return toml +
+           "[grid]\nctx = [128]\ntile = [16]\ntopk_tiles = [3]\n"
+           "[[schedules]]\npolicy = \"dp\"\nanchors = 2\n"
+           "[baselines]\nmethods = [\"dense\", \"oracle\"]\n";
 }
 
 /// Starts `sh -c command` and returns its pid.
@@ -66,17 +79,17 @@ std::map<std::string, std::vector<std::vector<std::string>>> comparable_rows(con
 class SweepConcurrencyTest : public ::testing::Test {
   protected:
     TempDir dir_{"concurrency"};
-    fs::path tiny_ = dir_ / "tiny.toml";
+    fs::path small_ = dir_ / "small.toml";
     fs::path other_ = dir_ / "other.toml";
     void SetUp() override {
-        write_text(tiny_, tiny_sweep_toml());
+        write_text(small_, small_sweep_toml());
         write_text(other_, other_sweep_toml());
     }
     std::string kascade() const { return shell_quote(KASCADE_BIN); }
     /// Both sweeps, one after the other, in a folder of their own: the reference.
     fs::path serial_reference() {
         const fs::path serial = dir_ / "serial";
-        for (const fs::path& toml : {tiny_, other_}) {
+        for (const fs::path& toml : {small_, other_}) {
             const CommandResult r = run_kascade("sweep " + shell_quote(toml) + " --results " + shell_quote(serial));
             EXPECT_EQ(r.exit_code, 0) << r.err;
         }
@@ -96,13 +109,13 @@ TEST_F(SweepConcurrencyTest, FourProcessesOnAFreshFolderEqualASerialRun) {
     const std::string db = shell_quote(results / "kascade.db");
     const std::string queries = "i=0; while [ ! -e " + db +
                                 " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
-                                "for n in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do " +
+                                "for n in 1 2 3 4 5 6 7 8; do " +
                                 kascade() + " query sql 'SELECT count(*) FROM runs_flat' --results " +
                                 shell_quote(results) + " || exit 1; " + kascade() + " query runs --results " +
                                 shell_quote(results) + " --format csv || exit 1; " + kascade() + " status --results " +
                                 shell_quote(results) + " || exit 1; done";
     const std::vector<std::pair<std::string, std::string>> commands = {
-        {"sweep-a1", sweep(tiny_)}, {"sweep-a2", sweep(tiny_)}, {"sweep-b", sweep(other_)}, {"queries", queries}};
+        {"sweep-a1", sweep(small_)}, {"sweep-a2", sweep(small_)}, {"sweep-b", sweep(other_)}, {"queries", queries}};
     std::vector<pid_t> pids;
     for (const auto& [name, command] : commands) pids.push_back(start_shell(logged(name, command)));
     for (size_t i = 0; i < pids.size(); ++i) {
@@ -111,7 +124,7 @@ TEST_F(SweepConcurrencyTest, FourProcessesOnAFreshFolderEqualASerialRun) {
     }
     EXPECT_EQ(sql_value(results / "kascade.db", "PRAGMA integrity_check"), "ok");
     EXPECT_EQ(comparable_rows(results), comparable_rows(serial_reference()));
-    EXPECT_EQ(sql_value(results / "kascade.db", "SELECT count(*) FROM runs"), "16");  // 11 + 5 (one dense run shared)
+    EXPECT_EQ(sql_value(results / "kascade.db", "SELECT count(*) FROM runs"), "6");  // 4 + 3, one dense run shared
 }
 
 TEST_F(SweepConcurrencyTest, TwoIdenticalEvalsAtOnceStoreOneRun) {
@@ -130,7 +143,7 @@ TEST_F(SweepConcurrencyTest, TwoIdenticalEvalsAtOnceStoreOneRun) {
 
 TEST_F(SweepConcurrencyTest, LocalWorkersEqualASerialRun) {
     const fs::path results = dir_ / "workers";
-    for (const fs::path& toml : {tiny_, other_}) {
+    for (const fs::path& toml : {small_, other_}) {
         const CommandResult r =
             run_kascade("sweep " + shell_quote(toml) + " --jobs 2 --results " + shell_quote(results));
         ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -138,7 +151,7 @@ TEST_F(SweepConcurrencyTest, LocalWorkersEqualASerialRun) {
     }
     EXPECT_EQ(comparable_rows(results), comparable_rows(serial_reference()));
     const CommandResult again =
-        run_kascade("sweep " + shell_quote(tiny_) + " --jobs 2 --results " + shell_quote(results));
+        run_kascade("sweep " + shell_quote(small_) + " --jobs 2 --results " + shell_quote(results));
     ASSERT_EQ(again.exit_code, 0) << again.err;
     EXPECT_NE(again.out.find("0 jobs computed"), std::string::npos) << again.out;
 }
@@ -146,7 +159,7 @@ TEST_F(SweepConcurrencyTest, LocalWorkersEqualASerialRun) {
 TEST_F(SweepConcurrencyTest, OnePlannedJobRunsAloneOnceItsInputsAreStored) {
     const fs::path results = dir_ / "results";
     auto job = [&](int index, const std::string& more = "") {
-        return run_kascade("sweep " + shell_quote(tiny_) + " --results " + shell_quote(results) + " --job-index " +
+        return run_kascade("sweep " + shell_quote(small_) + " --results " + shell_quote(results) + " --job-index " +
                            std::to_string(index) + more);
     };
     // Plan: 0 dense eval, 1 capture, 2 similarity (top-k 2), ...
@@ -170,12 +183,12 @@ TEST_F(SweepConcurrencyTest, OnePlannedJobRunsAloneOnceItsInputsAreStored) {
 TEST_F(SweepConcurrencyTest, ShardedJobsMergedEqualTheSharedFolder) {
     const fs::path shards = dir_ / "shards", merged = dir_ / "merged";
     const CommandResult plan =
-        run_kascade("sweep " + shell_quote(tiny_) + " --dry-run --results " + shell_quote(merged));
+        run_kascade("sweep " + shell_quote(small_) + " --dry-run --results " + shell_quote(merged));
     ASSERT_EQ(plan.exit_code, 0);
-    ASSERT_NE(plan.out.find("20 jobs"), std::string::npos) << plan.out;
-    for (int i = 0; i < 20; ++i) {  // in plan order, as the dependency levels of the Slurm arrays run them
+    ASSERT_NE(plan.out.find("7 jobs"), std::string::npos) << plan.out;
+    for (int i = 0; i < 7; ++i) {  // in plan order, as the dependency levels of the Slurm arrays run them
         const CommandResult r =
-            run_kascade("sweep " + shell_quote(tiny_) + " --results " + shell_quote(merged) + " --job-index " +
+            run_kascade("sweep " + shell_quote(small_) + " --results " + shell_quote(merged) + " --job-index " +
                         std::to_string(i) + " --shard-dir " + shell_quote(shards));
         ASSERT_EQ(r.exit_code, 0) << i << ": " << r.err;
     }
@@ -186,7 +199,7 @@ TEST_F(SweepConcurrencyTest, ShardedJobsMergedEqualTheSharedFolder) {
     const CommandResult merge = run_kascade("merge" + shard_list + " --into " + shell_quote(merged));
     ASSERT_EQ(merge.exit_code, 0) << merge.err;
     const fs::path shared = dir_ / "shared";
-    ASSERT_EQ(run_kascade("sweep " + shell_quote(tiny_) + " --results " + shell_quote(shared)).exit_code, 0);
+    ASSERT_EQ(run_kascade("sweep " + shell_quote(small_) + " --results " + shell_quote(shared)).exit_code, 0);
     EXPECT_EQ(comparable_rows(merged), comparable_rows(shared));
     for (const auto& row : sql_rows(merged / "kascade.db", "SELECT path FROM artifacts"))
         EXPECT_TRUE(fs::exists(merged / row[0])) << row[0];
@@ -194,7 +207,7 @@ TEST_F(SweepConcurrencyTest, ShardedJobsMergedEqualTheSharedFolder) {
 
 TEST_F(SweepConcurrencyTest, MergingTwoMachinesShardsGivesTheUnionIdempotently) {
     const fs::path a = dir_ / "machine-a", b = dir_ / "machine-b", merged = dir_ / "merged";
-    ASSERT_EQ(run_kascade("sweep " + shell_quote(tiny_) + " --results " + shell_quote(a)).exit_code, 0);
+    ASSERT_EQ(run_kascade("sweep " + shell_quote(small_) + " --results " + shell_quote(a)).exit_code, 0);
     ASSERT_EQ(run_kascade("sweep " + shell_quote(other_) + " --results " + shell_quote(b)).exit_code, 0);
     {  // machine b's rows say so (a run's machine is not part of its key)
         sqlite3* db = nullptr;
@@ -220,9 +233,9 @@ TEST_F(SweepConcurrencyTest, MergingTwoMachinesShardsGivesTheUnionIdempotently) 
     EXPECT_EQ(all_tables(), everything_once);  // byte for byte the same rows, ids included
 
     // The union: every run of either machine, once, with its results; the same rows a serial run of both has.
-    EXPECT_EQ(sql_value(merged / "kascade.db", "SELECT count(*) FROM runs"), "16");
+    EXPECT_EQ(sql_value(merged / "kascade.db", "SELECT count(*) FROM runs"), "6");
     EXPECT_EQ(sql_value(merged / "kascade.db", "SELECT count(*) FROM runs WHERE machine = 'node-b (other cpu)'"),
-              "5");  // the dense run is a's
+              "2");  // the dense run is a's
     EXPECT_EQ(once, comparable_rows(serial_reference()));
     EXPECT_EQ(sql_value(merged / "kascade.db", "PRAGMA integrity_check"), "ok");
 
