@@ -85,9 +85,10 @@ TileSelection random_selection(int n_kv_heads, int n, float pct, uint64_t seed) 
     scores.n_kv_heads = n_kv_heads;
     scores.n_q_tiles = scores.n_k_tiles = tile_count(n, kTile);
     scores.tile = kTile;
+    scores.n_keys = n;
     scores.mass.resize(static_cast<size_t>(n_kv_heads) * scores.n_q_tiles * scores.n_k_tiles);
     fill(scores.mass, seed);
-    return select_topk_tiles(scores, TopKRule{0, pct, 128});
+    return select_topk_tiles(scores, TopKRule{0, pct, 128, KRule::Visible});
 }
 
 /// (query, key) pairs one query head attends to under `sel` (selected tiles + causal diagonal), per KV head averaged.
@@ -185,7 +186,7 @@ void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill 
         case Prefill::kAnchor: {
             // Exactly what the Kascade policy runs for an anchor layer: a scores-only pass with pooling, top-k, then
             // the layer's own output over the selected tiles.
-            const SparseAttentionOptions options{.tile = kTile, .topk = TopKRule{0, pct, 128}};
+            const SparseAttentionOptions options{.tile = kTile, .topk = TopKRule{0, pct, 128, KRule::Visible}};
             TileSelection sel;
             seconds = timed_loop(state, group, false, [&] {
                 anchor_select_and_attend(in.shape, in.q.data(), in.k.data(), in.v.data(), options, &mass, &sel,
@@ -229,7 +230,7 @@ void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode va
     } else {
         // The decode step's selection: the top-k rule's budget of random tiles before the query's tile.
         const int q_tile = (n - 1) / kTile;
-        const int budget = topk_tile_budget(TopKRule{0, pct, 128}, q_tile, kTile);
+        const int budget = topk_tile_budget(TopKRule{0, pct, 128, KRule::Visible}, q_tile, kTile, n);
         std::vector<int32_t> tiles, count(m.n_kv_heads, budget);
         for (int h = 0; h < m.n_kv_heads; ++h) {
             const TileSelection s = random_selection(1, (q_tile + 1) * kTile, pct, 11 + h);

@@ -15,12 +15,12 @@ TileSelection streaming_selection(int n_tokens, int tile, const TopKRule& rule, 
     s.n_q_tiles = tile_count(n_tokens, tile);
     s.tile = tile;
     s.max_k = 0;
-    for (int qt = 0; qt < s.n_q_tiles; ++qt) s.max_k = std::max(s.max_k, topk_tile_budget(rule, qt, tile, window));
+    for (int qt = 0; qt < s.n_q_tiles; ++qt) s.max_k = std::max(s.max_k, topk_tile_budget(rule, qt, tile, n_tokens, window));
     s.max_k = std::max(s.max_k, 1);
     s.count.assign(s.n_q_tiles, 0);
     s.tiles.assign(static_cast<size_t>(s.n_q_tiles) * s.max_k, 0);
     for (int qt = 0; qt < s.n_q_tiles; ++qt) {
-        const int budget = topk_tile_budget(rule, qt, tile, window);
+        const int budget = topk_tile_budget(rule, qt, tile, n_tokens, window);
         int32_t* list = s.list(0, qt);
         int n = 0;
         if (first_window_tile(qt, tile, window) == 0) {

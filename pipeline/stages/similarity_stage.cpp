@@ -52,7 +52,8 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     const int n_heads = static_cast<int>(in.attr_int("n_kv_heads"));
     const int64_t n_windows = in.attr_int("n_windows");
     const int tile = static_cast<int>(in.attr_int("tile"));
-    const int n_tiles = tile_count(static_cast<int>(in.attr_int("ctx")), tile);
+    const int ctx = static_cast<int>(in.attr_int("ctx"));
+    const int n_tiles = tile_count(ctx, tile);
 
     const size_t table_size = static_cast<size_t>(n_layers) * n_layers * n_heads * n_heads;
     std::vector<std::vector<double>> sums(4, std::vector<double>(table_size, 0.0));
@@ -71,7 +72,7 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     std::vector<TileSelection> selection(n_layers);
     for (int64_t w = 0; w < n_windows; ++w) {
         for (int l = 0; l < n_layers; ++l) {
-            mass[l] = TileMass{n_heads, n_tiles, n_tiles, tile, mass_sets[l].read_rows<float>(w, 1), windows[l]};
+            mass[l] = TileMass{n_heads, n_tiles, n_tiles, tile, mass_sets[l].read_rows<float>(w, 1), windows[l], ctx};
             selection[l] = select_topk_tiles(mass[l], topk);
         }
 #pragma omp parallel for schedule(dynamic)
