@@ -8,6 +8,7 @@
 #include "io/file_util.h"
 #include "io/store/table_format.h"
 #include "io/text_file.h"
+#include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/progress.h"
 #include "pipeline/stages/content_key.h"
 #include "pipeline/stages/eval_stage.h"
@@ -21,8 +22,10 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string topk_label(const TopKRule& r) {
-    return r.tiles > 0 ? fmt::format("topk_tiles={}", r.tiles)
-                       : fmt::format("topk_pct={} k_min={}", r.pct, r.k_min_tokens);
+    std::string s = r.tiles > 0
+                        ? fmt::format("topk_tiles={}", r.tiles)
+                        : fmt::format("topk_pct={} k_min={} k_rule={}", r.pct, r.k_min_tokens, k_rule_name(r.k_rule));
+    return r.round_k > 0 ? s + fmt::format(" round_k={}", r.round_k) : s;
 }
 
 std::string schedule_label(const ScheduleParams& p) {
@@ -39,7 +42,8 @@ struct PlannedJob {
     CaptureParams capture;
     std::string capture_key;  ///< similarity: its input
     TopKRule topk;
-    std::string similarity_key;  ///< schedule: its input
+    KeyGranularity granularity = KeyGranularity::Token;  ///< similarity
+    std::string similarity_key;                          ///< schedule: its input
     ScheduleParams schedule;
     std::string schedule_key;  ///< eval kascade: its schedule
     EvalParams eval;
@@ -51,8 +55,8 @@ struct Hashes {
 
 std::vector<PlannedJob> make_plan(const SweepSpec& spec, const Hashes& h) {
     std::vector<PlannedJob> plan;
-    auto eval_job = [&](const std::string& method, int ctx, int tile, const TopKRule& topk,
-                        const std::string& schedule_key, const std::string& label) {
+    auto eval_job = [&](const std::string& method, int ctx, int tile, const TopKRule& topk, KeyGranularity granularity,
+                        Pooling pooling, const std::string& schedule_key, const std::string& label) {
         PlannedJob j;
         j.job.stage = "eval";
         j.job.label = label;
@@ -63,45 +67,61 @@ std::vector<PlannedJob> make_plan(const SweepSpec& spec, const Hashes& h) {
         if (method != "dense") {
             j.eval.tile = tile;
             j.eval.topk = topk;
+            j.eval.granularity = granularity;
+            j.eval.pooling = pooling;
         }
         j.schedule_key = schedule_key;
-        j.job.key = eval_key(
-            {h.model, h.tokenizer, h.text, method, ctx, spec.test_offset, spec.test_tokens, tile, topk, schedule_key});
+        j.job.key = eval_key({h.model, h.tokenizer, h.text, method, ctx, spec.test_offset, spec.test_tokens, tile, topk,
+                              schedule_key, granularity, pooling});
         plan.push_back(j);
     };
     for (int ctx : spec.ctx) {
         if (std::find(spec.baselines.begin(), spec.baselines.end(), "dense") != spec.baselines.end()) {
-            eval_job("dense", ctx, 0, {}, "", fmt::format("dense ctx={}", ctx));
+            eval_job("dense", ctx, 0, {}, {}, {}, "", fmt::format("dense ctx={}", ctx));
         }
         for (int tile : spec.tile) {
             PlannedJob c;
             c.job.stage = "capture";
-            c.capture = CaptureParams{spec.calib_offset, spec.calib_tokens, ctx, tile, false};
+            // Token-granularity similarity recomputes the per-key mass from the captured queries and keys.
+            const bool save_qk = std::find(spec.granularity.begin(), spec.granularity.end(), KeyGranularity::Token) !=
+                                 spec.granularity.end();
+            c.capture = CaptureParams{spec.calib_offset, spec.calib_tokens, ctx, tile, save_qk};
             c.job.label = fmt::format("ctx={} tile={} tokens [{}, {})", ctx, tile, spec.calib_offset,
                                       spec.calib_offset + spec.calib_tokens);
             c.job.key = capture_key(h.model, h.tokenizer, h.text, c.capture);
             plan.push_back(c);
             for (const TopKRule& topk : spec.topk) {
-                PlannedJob s;
-                s.job.stage = "similarity";
-                s.capture_key = c.job.key;
-                s.topk = topk;
-                s.job.key = similarity_key(c.job.key, topk);
-                s.job.label = fmt::format("ctx={} tile={} {}", ctx, tile, topk_label(topk));
-                plan.push_back(s);
-                for (const ScheduleParams& params : spec.schedules) {
-                    PlannedJob sc;
-                    sc.job.stage = "schedule";
-                    sc.similarity_key = s.job.key;
-                    sc.schedule = params;
-                    sc.job.key = schedule_key(s.job.key, params);
-                    sc.job.label = fmt::format("{} ({})", schedule_label(params), s.job.label);
-                    plan.push_back(sc);
-                    eval_job("kascade", ctx, tile, topk, sc.job.key, "kascade " + sc.job.label);
-                }
-                for (const std::string& method : spec.baselines) {
-                    if (method == "dense") continue;
-                    eval_job(method, ctx, tile, topk, "", fmt::format("{} ({})", method, s.job.label));
+                for (KeyGranularity granularity : spec.granularity) {
+                    const std::string g_label = fmt::format("key_granularity={}", key_granularity_name(granularity));
+                    PlannedJob s;
+                    s.job.stage = "similarity";
+                    s.capture_key = c.job.key;
+                    s.topk = topk;
+                    s.granularity = granularity;
+                    s.job.key = similarity_key(c.job.key, topk, granularity);
+                    s.job.label = fmt::format("ctx={} tile={} {} {}", ctx, tile, topk_label(topk), g_label);
+                    plan.push_back(s);
+                    for (const ScheduleParams& params : spec.schedules) {
+                        PlannedJob sc;
+                        sc.job.stage = "schedule";
+                        sc.similarity_key = s.job.key;
+                        sc.schedule = params;
+                        sc.job.key = schedule_key(s.job.key, params);
+                        sc.job.label = fmt::format("{} ({})", schedule_label(params), s.job.label);
+                        plan.push_back(sc);
+                        for (Pooling pooling : spec.pooling)
+                            eval_job("kascade", ctx, tile, topk, granularity, pooling, sc.job.key,
+                                     fmt::format("kascade {} pooling={}", sc.job.label, pooling_name(pooling)));
+                    }
+                    for (const std::string& method : spec.baselines) {
+                        if (method == "dense") continue;
+                        // Streaming ranks nothing: pooling does not apply to it.
+                        const std::vector<Pooling> poolings =
+                            method == "oracle" ? spec.pooling : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
+                        for (Pooling pooling : poolings)
+                            eval_job(method, ctx, tile, topk, granularity, pooling, "",
+                                     fmt::format("{} ({}) pooling={}", method, s.job.label, pooling_name(pooling)));
+                    }
                 }
             }
         }
@@ -172,7 +192,7 @@ SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, bool d
             KASCADE_ASSERT(r.key == j.job.key);
             cached = r.cached;
         } else if (j.job.stage == "similarity") {
-            const StageResult r = run_similarity(ws, j.capture_key, j.topk);
+            const StageResult r = run_similarity(ws, j.capture_key, j.topk, j.granularity);
             KASCADE_ASSERT(r.key == j.job.key);
             cached = r.cached;
         } else if (j.job.stage == "schedule") {
