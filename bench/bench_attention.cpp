@@ -10,14 +10,22 @@
 // Times are wall clock (the kernels are multi-threaded). Counters: GFLOP/s counts the multiply-adds actually performed
 // (4 * head_dim flops per attended (query, key) pair and query head: 2 for Q.K, 2 for P.V; a scores-only pass counts
 // 2); GB/s counts the K and V bytes a decode reads; density = attended keys / causal keys.
+//
+// Prefill rows: anchor_* / reuse_* select whole key tiles (the first prototype's block-sparse variant), token_* select
+// individual keys (the paper's Kascade; the reuse rows gather the selected K/V rows per KV head and query tile). "N pct"
+// rows use the per-tile visible-context k rule (about N% of the causal pairs at both granularities); "paperN pct" rows
+// the paper's k = N% of the whole sequence minus the tile, which keeps nearly twice the causal pairs in prefill.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -85,9 +93,10 @@ TileSelection random_selection(int n_kv_heads, int n, float pct, uint64_t seed) 
     scores.n_kv_heads = n_kv_heads;
     scores.n_q_tiles = scores.n_k_tiles = tile_count(n, kTile);
     scores.tile = kTile;
+    scores.n_keys = n;
     scores.mass.resize(static_cast<size_t>(n_kv_heads) * scores.n_q_tiles * scores.n_k_tiles);
     fill(scores.mass, seed);
-    return select_topk_tiles(scores, TopKRule{0, pct, 128});
+    return select_topk_tiles(scores, TopKRule{0, pct, 128, KRule::Visible});
 }
 
 /// (query, key) pairs one query head attends to under `sel` (selected tiles + causal diagonal), per KV head averaged.
@@ -97,6 +106,44 @@ double sparse_pairs(const TileSelection& sel, int n) {
         for (int qt = 0; qt < sel.n_q_tiles; ++qt) {
             const double rows = std::min(kTile, n - qt * kTile);
             pairs += sel.size(h, qt) * static_cast<double>(kTile) * rows + rows * (rows + 1) / 2;
+        }
+    }
+    return pairs / sel.n_kv_heads;
+}
+
+/// A token-level selection under `rule`: topk_token_budget() random keys before each query tile (unstructured: the
+/// gather's least favourable case, no two selected keys need be adjacent).
+TokenSelection random_token_selection(int n_kv_heads, int n, const TopKRule& rule, uint64_t seed) {
+    TokenSelection sel;
+    sel.n_kv_heads = n_kv_heads;
+    sel.n_q_tiles = tile_count(n, kTile);
+    sel.tile = kTile;
+    for (int qt = 0; qt < sel.n_q_tiles; ++qt) sel.max_k = std::max(sel.max_k, topk_token_budget(rule, qt, kTile, n));
+    sel.count.assign(static_cast<size_t>(n_kv_heads) * sel.n_q_tiles, 0);
+    sel.keys.assign(static_cast<size_t>(n_kv_heads) * sel.n_q_tiles * sel.max_k, 0);
+    std::mt19937_64 gen(seed);
+    std::vector<int32_t> cand;
+    for (int h = 0; h < n_kv_heads; ++h) {
+        for (int qt = 0; qt < sel.n_q_tiles; ++qt) {
+            const int k = topk_token_budget(rule, qt, kTile, n);
+            cand.resize(static_cast<size_t>(qt) * kTile);
+            std::iota(cand.begin(), cand.end(), 0);
+            for (int i = 0; i < k; ++i) std::swap(cand[i], cand[i + gen() % (cand.size() - i)]);
+            std::sort(cand.begin(), cand.begin() + k);
+            std::copy(cand.begin(), cand.begin() + k, sel.list(h, qt));
+            sel.count[static_cast<size_t>(h) * sel.n_q_tiles + qt] = k;
+        }
+    }
+    return sel;
+}
+
+/// (query, key) pairs one query head attends to under a token selection, per KV head averaged.
+double sparse_pairs(const TokenSelection& sel, int n) {
+    double pairs = 0;
+    for (int h = 0; h < sel.n_kv_heads; ++h) {
+        for (int qt = 0; qt < sel.n_q_tiles; ++qt) {
+            const double rows = std::min(kTile, n - qt * kTile);
+            pairs += sel.size(h, qt) * rows + rows * (rows + 1) / 2;
         }
     }
     return pairs / sel.n_kv_heads;
@@ -151,9 +198,12 @@ void bench_gemm(benchmark::State& state) {
 }
 
 /// Prefill variants of one (model, T): the dense row must be registered first.
-enum class Prefill { kDense, kDenseWithMass, kDenseThenMass, kAnchor, kReuse };
+enum class Prefill { kDense, kDenseWithMass, kDenseThenMass, kAnchor, kReuse, kTokenAnchor, kTokenReuse };
 
-void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill variant, float pct) {
+/// rule: the top-k rule of the sparse rows (the tile rows and token rows at "N pct" use the per-tile visible-context
+/// rule, so both keep about N% of the causal pairs; the "paper" rows use the paper's k of the whole sequence).
+void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill variant, TopKRule rule) {
+    const float pct = rule.pct;
     Inputs in = make_inputs(m, n, n);
     const std::string group = std::string("prefill/") + m.name + "/T:" + std::to_string(n);
     const double dense_flops = 4.0 * m.head_dim * m.n_q_heads * causal_pairs(n);
@@ -162,6 +212,7 @@ void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill 
     std::vector<float> lse(static_cast<size_t>(m.n_q_heads) * n);
     TileMass mass;
     TileSelection reuse_sel;
+    PoolingScratch scratch;
     double seconds = 0;
     switch (variant) {
         case Prefill::kDense:
@@ -182,17 +233,35 @@ void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill 
                 tile_mass_post_softmax(in.shape, kTile, in.q.data(), in.k.data(), lse.data(), &mass);
             });
             break;
-        case Prefill::kAnchor: {
-            // Exactly what the Kascade policy runs for an anchor layer: a scores-only pass with pooling, top-k, then
-            // the layer's own output over the selected tiles.
-            const SparseAttentionOptions options{.tile = kTile, .topk = TopKRule{0, pct, 128}};
-            TileSelection sel;
+        case Prefill::kAnchor:
+        case Prefill::kTokenAnchor: {
+            // Exactly what the Kascade policy runs for an anchor layer: scores-only pooling, top-k, then the layer's
+            // own output over the selected tiles or keys.
+            const SparseAttentionOptions options{
+                .tile = kTile,
+                .topk = rule,
+                .granularity = variant == Prefill::kAnchor ? KeyGranularity::Tile : KeyGranularity::Token};
+            LayerSelection sel;
             seconds = timed_loop(state, group, false, [&] {
-                anchor_select_and_attend(in.shape, in.q.data(), in.k.data(), in.v.data(), options, &mass, &sel,
+                anchor_select_and_attend(in.shape, in.q.data(), in.k.data(), in.v.data(), options, &scratch, &sel,
                                          in.out.data());
             });
+            density = (variant == Prefill::kAnchor ? sparse_pairs(sel.tiles, n) : sparse_pairs(sel.tokens, n)) /
+                      causal_pairs(n);
+            // Token anchors pool in a second pass over Q.K after the row statistics (2 x half a dense layer).
+            flops = (variant == Prefill::kAnchor ? dense_flops / 2 : dense_flops) + dense_flops * density;
+            break;
+        }
+        case Prefill::kTokenReuse: {
+            const TokenSelection sel = random_token_selection(m.n_kv_heads, n, rule, 7);
+            std::vector<int32_t> head_map(m.n_kv_heads);
+            for (int h = 0; h < m.n_kv_heads; ++h) head_map[h] = (h + 1) % m.n_kv_heads;
+            seconds = timed_loop(state, group, false, [&] {
+                attn_token_sparse_prefill(in.shape, kTile, in.q.data(), in.k.data(), in.v.data(), sel, head_map.data(),
+                                          in.out.data());
+            });
             density = sparse_pairs(sel, n) / causal_pairs(n);
-            flops = dense_flops / 2 + dense_flops * density;
+            flops = dense_flops * density;
             break;
         }
         case Prefill::kReuse: {
@@ -229,7 +298,7 @@ void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode va
     } else {
         // The decode step's selection: the top-k rule's budget of random tiles before the query's tile.
         const int q_tile = (n - 1) / kTile;
-        const int budget = topk_tile_budget(TopKRule{0, pct, 128}, q_tile, kTile);
+        const int budget = topk_tile_budget(TopKRule{0, pct, 128, KRule::Visible}, q_tile, kTile, n);
         std::vector<int32_t> tiles, count(m.n_kv_heads, budget);
         for (int h = 0; h < m.n_kv_heads; ++h) {
             const TileSelection s = random_selection(1, (q_tile + 1) * kTile, pct, 11 + h);
@@ -253,9 +322,10 @@ void register_all() {
     for (const ModelShape& m : kModels) {
         for (int n : kPrefillLengths) {
             const std::string base = std::string("prefill/") + m.name + "/T:" + std::to_string(n) + "/";
-            const auto add = [&](const std::string& name, Prefill v, float pct) {
+            const auto add = [&](const std::string& name, Prefill v, float pct, KRule k_rule = KRule::Visible) {
+                const TopKRule rule{0, pct, 128, k_rule};
                 benchmark::RegisterBenchmark((base + name).c_str(),
-                                             [=, &m](benchmark::State& s) { bench_prefill(s, m, n, v, pct); })
+                                             [=, &m](benchmark::State& s) { bench_prefill(s, m, n, v, rule); })
                     ->Unit(benchmark::kMillisecond)
                     ->MinTime(0.2)
                     ->UseRealTime();
@@ -266,6 +336,11 @@ void register_all() {
             add("anchor_10pct", Prefill::kAnchor, 10);
             add("reuse_10pct", Prefill::kReuse, 10);
             add("reuse_25pct", Prefill::kReuse, 25);
+            add("token_anchor_10pct", Prefill::kTokenAnchor, 10);
+            add("token_reuse_10pct", Prefill::kTokenReuse, 10);
+            add("token_reuse_25pct", Prefill::kTokenReuse, 25);
+            add("token_anchor_paper10pct", Prefill::kTokenAnchor, 10, KRule::Sequence);
+            add("token_reuse_paper10pct", Prefill::kTokenReuse, 10, KRule::Sequence);
         }
         for (int n : kDecodeLengths) {
             const std::string base = std::string("decode/") + m.name + "/T:" + std::to_string(n) + "/";

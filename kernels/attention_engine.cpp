@@ -162,7 +162,10 @@ void query_block_load(QueryBlock& b, const AttnShape& shape, const float* q, int
     if (with_output) std::fill(b.o, b.o + static_cast<size_t>(b.n_pad) * d, 0.0f);
 }
 
-void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0) {
+namespace {
+
+// s = K[0 .. n_keys) . qt, no mask.
+void raw_scores(QueryBlock& b, const float* k, int n_keys) {
     KASCADE_KERNEL_ASSERT(n_keys > 0 && n_keys <= b.max_keys);
     const int d = b.head_dim;
     int r0 = 0;
@@ -189,6 +192,12 @@ void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0) {
         default:
             break;
     }
+}
+
+}  // namespace
+
+void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0) {
+    raw_scores(b, k, n_keys);
     // Causal mask: only key rows after the block's first query can be hidden from some column.
     for (int kk = std::max(0, b.min_pos + 1 - key0); kk < n_keys; ++kk) {
         float* row = b.s + kk * b.n_pad;
@@ -204,6 +213,18 @@ void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0) {
             for (int c = 0; c < b.n_pad; c += kLanes)
                 v_store(row + c, v_mask_gt(v_load(row + c), b.pos + c, key0 + kk + b.window - 1, kNegInf));
         }
+    }
+}
+
+void query_block_scores_gathered(QueryBlock& b, const float* k, int n_keys, const int32_t* key_pos) {
+    raw_scores(b, k, n_keys);
+    for (int kk = 0; kk < n_keys; ++kk) {
+        KASCADE_KERNEL_ASSERT(key_pos[kk] < b.min_pos);
+        // Window mask as in query_block_scores: hidden from the columns at positions p >= key + window.
+        if (b.window == 0 || key_pos[kk] + b.window > b.min_pos + b.n_rows - 1) continue;
+        float* row = b.s + kk * b.n_pad;
+        for (int c = 0; c < b.n_pad; c += kLanes)
+            v_store(row + c, v_mask_gt(v_load(row + c), b.pos + c, key_pos[kk] + b.window - 1, kNegInf));
     }
 }
 

@@ -63,6 +63,10 @@ void query_block_load(QueryBlock& b, const AttnShape& shape, const float* q, int
 /// With a window a block may hide every key from some column; the softmax below handles such columns.
 void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0);
 
+/// Scores of gathered keys: k holds n_keys rows copied from the positions key_pos[0 .. n_keys), all before the block's
+/// first query (so no causal mask applies); only the window mask is applied, per key position.
+void query_block_scores_gathered(QueryBlock& b, const float* k, int n_keys, const int32_t* key_pos);
+
 /// First key the window (0 = none) can show to query rows starting at position min_pos, rounded down to a multiple
 /// of `align`: keys before it are outside the window of every row, so the kernels skip them.
 int window_key_begin(int min_pos, int window, int align);

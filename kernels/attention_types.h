@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace kascade {
@@ -64,6 +66,7 @@ struct TileMass {
     int tile = 0;
     std::vector<float> mass;  ///< [n_kv_heads][n_q_tiles][n_k_tiles]
     int window = 0;           ///< AttnShape::effective_window() of the pooled layer: top-k selects only inside it
+    int n_keys = 0;           ///< keys of the pooled sequence (the "sequence" k rule's L)
 
     float* row(int kv_head, int q_tile) {
         return mass.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * n_k_tiles;
@@ -73,14 +76,43 @@ struct TileMass {
     }
 };
 
-/// How many key tiles a query tile keeps: a fixed number of tiles, or a percentage of the causal context with a
-/// floor of k_min_tokens (the paper's k = max(k_min, p% of context)). Always capped by the candidates available
-/// (inside the window, if the layer has one).
+/// Which keys a selection keeps, as whole key tiles or as individual keys. Token is the paper's (its reference code
+/// keeps the top-k individual keys per (KV head, query tile)); tile is the block-sparse variant of the first CPU
+/// prototype. Names: "token", "tile".
+enum class KeyGranularity { Token, Tile };
+
+/// What an anchor pools per (KV head, query tile, key or key tile) to rank keys: the paper's sum of post-softmax
+/// probabilities over the group's query heads and the tile's queries, or the pre-softmax ablation, the max scaled raw
+/// score over them. Names: "post_softmax", "pre_softmax".
+enum class Pooling { PostSoftmax, PreSoftmax };
+
+/// What the percentage of TopKRule::pct is a percentage of (the rule has no effect with TopKRule::tiles). Names:
+///   "sequence": the paper's default, k = min(max(k_min, floor(p% * L)), L) - tile with L the whole sequence (the
+///               window, if the layer has one and it is shorter): one k for every query tile; the tile's own keys
+///               (attended anyway) are taken out of the budget, as the reference code's `k -= tile` does.
+///   "rolling":  the paper's rolling prefill, k_s = max(k_min, floor(p% * s)) for the tile starting at position s
+///               (s capped by the window); tiles with s <= k_s see all their candidates, i.e. run dense.
+///   "visible":  the first prototype's rule, k = max(k_min, floor(p% * V)) with V the keys the tile's last query sees
+///               (min(window, (q_tile + 1) * tile)).
+enum class KRule { Sequence, Rolling, Visible };
+
+std::string_view key_granularity_name(KeyGranularity g);
+std::optional<KeyGranularity> key_granularity_from_name(std::string_view name);
+std::string_view pooling_name(Pooling p);
+std::optional<Pooling> pooling_from_name(std::string_view name);
+std::string_view k_rule_name(KRule r);
+std::optional<KRule> k_rule_from_name(std::string_view name);
+
+/// How many keys a query tile keeps: a fixed number of key tiles, or a percentage (see KRule) with a floor of
+/// k_min_tokens, optionally rounded up to a multiple of round_k tokens (the paper's kernels use 128). With tile
+/// granularity the tokens are rounded up to whole tiles. Always capped by the candidates available (keys or key tiles
+/// before the query tile, inside the window if the layer has one).
 struct TopKRule {
-    int tiles = 0;           ///< > 0: keep this many key tiles
-    float pct = 0;           ///< > 0 (and tiles == 0): keep pct% of the keys visible to the tile's last query
-                             ///< (min(window, (q_tile + 1) * tile) with a window)
-    int k_min_tokens = 128;  ///< floor for the pct rule, in tokens
+    int tiles = 0;                   ///< > 0: keep this many key tiles (tiles * tile keys at token granularity)
+    float pct = 0;                   ///< > 0 (and tiles == 0): keep pct% of the context that k_rule names
+    int k_min_tokens = 128;          ///< floor for the pct rule, in tokens
+    KRule k_rule = KRule::Sequence;  ///< what pct is a percentage of
+    int round_k = 0;                 ///< > 0: k rounded up to a multiple of this many tokens (before the cap)
 };
 
 /// Selected key tiles per (KV head, query tile), strictly before the diagonal, ascending tile index. A layer that
@@ -98,6 +130,53 @@ struct TileSelection {
     }
     int32_t* list(int kv_head, int q_tile) {
         return tiles.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * max_k;
+    }
+    int size(int kv_head, int q_tile) const { return count[static_cast<int64_t>(kv_head) * n_q_tiles + q_tile]; }
+};
+
+/// First key inside the window of some query of query tile q_tile (the tile's first query, at q_tile * tile, sees
+/// the earliest keys); 0 without a window. The token candidates of the tile are keys first_window_key .. q_tile*tile-1.
+inline int first_window_key(int q_tile, int tile, int window) {
+    if (window <= 0) return 0;
+    const int64_t first = static_cast<int64_t>(q_tile) * tile - window + 1;
+    return first <= 0 ? 0 : static_cast<int>(first);
+}
+
+/// Pooled attention per (KV head, query tile, key): the token-granularity counterpart of TileMass. Only the
+/// candidates of a query tile are filled (keys strictly before it and inside the window of some query of the tile);
+/// every other entry is 0.
+struct TokenMass {
+    int n_kv_heads = 0;
+    int n_q_tiles = 0;
+    int n_keys = 0;
+    int tile = 0;
+    std::vector<float> mass;  ///< [n_kv_heads][n_q_tiles][n_keys]
+    int window = 0;           ///< AttnShape::effective_window() of the pooled layer
+
+    float* row(int kv_head, int q_tile) {
+        return mass.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * n_keys;
+    }
+    const float* row(int kv_head, int q_tile) const {
+        return mass.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * n_keys;
+    }
+};
+
+/// Selected individual keys per (KV head, query tile), strictly before the query tile, ascending key index. As with
+/// TileSelection, a layer reading a selection made under another window attends only the selected keys inside its
+/// own window.
+struct TokenSelection {
+    int n_kv_heads = 0;
+    int n_q_tiles = 0;
+    int max_k = 0;  ///< capacity per (head, query tile)
+    int tile = 0;
+    std::vector<int32_t> count;  ///< [n_kv_heads][n_q_tiles] valid entries
+    std::vector<int32_t> keys;   ///< [n_kv_heads][n_q_tiles][max_k]; entries past count are unspecified
+
+    const int32_t* list(int kv_head, int q_tile) const {
+        return keys.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * max_k;
+    }
+    int32_t* list(int kv_head, int q_tile) {
+        return keys.data() + (static_cast<int64_t>(kv_head) * n_q_tiles + q_tile) * max_k;
     }
     int size(int kv_head, int q_tile) const { return count[static_cast<int64_t>(kv_head) * n_q_tiles + q_tile]; }
 };

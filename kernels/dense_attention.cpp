@@ -147,6 +147,7 @@ void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, 
         mass->tile = tile;
         mass->mass.assign(static_cast<size_t>(n_kv) * mass->n_q_tiles * n_k_tiles, 0.0f);
         mass->window = shape.effective_window();
+        mass->n_keys = shape.n_k;
     }
     const int n_blocks = tile_count(shape.n_q, rows);
     const int n_items = n_kv * n_blocks;

@@ -85,6 +85,79 @@ void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const
     }
 }
 
+void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                               const TokenSelection& selection, const int32_t* head_map, float* out) {
+    detail::check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
+    KASCADE_KERNEL_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
+    KASCADE_KERNEL_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
+    check_head_map(head_map, shape.n_kv_heads, selection.n_kv_heads);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_kv = shape.n_kv_heads;
+    const int n_q_tiles = selection.n_q_tiles;
+    // A gathered block holds kMaxRunKeys keys, and the diagonal tile goes through the same scratch.
+    const int max_keys = std::max(kMaxRunKeys, tile);
+    const int n_items = n_kv * n_q_tiles;
+    const size_t block_floats = detail::query_block_floats(d, group, tile, max_keys);
+    // Per thread: the query block, then gathered K and V rows [kMaxRunKeys][d] and their positions.
+    const size_t per_thread = block_floats + 2 * static_cast<size_t>(kMaxRunKeys) * d + kMaxRunKeys;
+    std::vector<float> scratch(per_thread * omp_get_max_threads());
+    const float prescale = shape.scale * detail::kLog2e;
+
+#pragma omp parallel
+    {
+        float* mine = scratch.data() + per_thread * omp_get_thread_num();
+        detail::QueryBlock b = detail::query_block_bind(mine, d, group, tile, max_keys);
+        float* k_rows = mine + block_floats;
+        float* v_rows = k_rows + static_cast<size_t>(kMaxRunKeys) * d;
+        auto* key_pos = reinterpret_cast<int32_t*>(v_rows + static_cast<size_t>(kMaxRunKeys) * d);
+#pragma omp for schedule(dynamic, 1)
+        for (int item = 0; item < n_items; ++item) {
+            const int qt = n_q_tiles - 1 - item / n_kv;
+            const int kv_head = item % n_kv;
+            const int src = head_map ? head_map[kv_head] : kv_head;
+            const int row0 = qt * tile;
+            const int n_rows = std::min(tile, shape.n_q - row0);
+            detail::query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, true);
+            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
+            const float* k_head = k + head_off;
+            const float* v_head = v + head_off;
+            const int32_t* list = selection.list(src, qt);
+            const int count = selection.size(src, qt);
+            KASCADE_KERNEL_ASSERT(count >= 0 && count <= selection.max_k);
+            // Keys before the first row's window are outside every row's window (a selection made under another
+            // layer's window may hold such keys): they are skipped, the rest of the window is masked per key.
+            const int key_begin = detail::window_key_begin(row0, b.window, 1);
+            int n_gathered = 0;
+            const auto flush = [&] {
+                if (n_gathered == 0) return;
+                detail::query_block_scores_gathered(b, k_rows, n_gathered, key_pos);
+                detail::query_block_softmax(b, n_gathered);
+                detail::query_block_accumulate(b, v_rows, n_gathered);
+                n_gathered = 0;
+            };
+            for (int i = 0; i < count; ++i) {
+                const int key = list[i];
+                KASCADE_KERNEL_ASSERT(key >= 0 && key < row0 && (i == 0 || key > list[i - 1]));
+                if (key < key_begin) continue;
+                std::copy(k_head + static_cast<int64_t>(key) * d, k_head + static_cast<int64_t>(key + 1) * d,
+                          k_rows + static_cast<int64_t>(n_gathered) * d);
+                std::copy(v_head + static_cast<int64_t>(key) * d, v_head + static_cast<int64_t>(key + 1) * d,
+                          v_rows + static_cast<int64_t>(n_gathered) * d);
+                key_pos[n_gathered++] = key;
+                if (n_gathered == kMaxRunKeys) flush();
+            }
+            flush();
+            // The diagonal tile, causally masked, read in place.
+            detail::query_block_scores(b, k_head + static_cast<int64_t>(row0) * d, n_rows, row0);
+            detail::query_block_softmax(b, n_rows);
+            detail::query_block_accumulate(b, v_head + static_cast<int64_t>(row0) * d, n_rows);
+            detail::query_block_store(b, shape, kv_head, row0, out, nullptr);
+        }
+    }
+}
+
 void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                         const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map, float* out) {
     detail::check_attn_shape(shape);

@@ -16,6 +16,13 @@ namespace kascade {
 void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                          const TileSelection& selection, const int32_t* head_map, float* out);
 
+/// Token-level prefill (the paper's Kascade): each query row attends to the selected individual keys of its (mapped
+/// KV head, query tile) plus the causal diagonal tile. The selected K/V rows are gathered per (KV head, query tile)
+/// into contiguous blocks and go through the same score / online-softmax / value blocks as the dense kernel.
+/// selection.tile must equal tile; head_map as above.
+void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                               const TokenSelection& selection, const int32_t* head_map, float* out);
+
 /// Decode (shape.n_q == 1, position n_k - 1): per KV head h, attend to the key tiles
 /// tiles[h*max_k .. h*max_k + count[h]) (all strictly before the query's tile) plus the query's own, possibly
 /// partial, tile. head_map as above.

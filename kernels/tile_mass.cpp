@@ -16,6 +16,14 @@ namespace kascade {
 namespace {
 
 using detail::QueryBlock;
+using detail::v_add;
+using detail::v_hmax;
+using detail::v_hsum;
+using detail::v_load;
+using detail::v_max;
+using detail::v_set1;
+using detail::v_zero;
+using detail::vf;
 
 constexpr int kKeyBlock = 64;  ///< target keys (and query rows) per block; rounded to whole tiles
 
@@ -27,6 +35,95 @@ void init_mass(const AttnShape& shape, int tile, TileMass* mass) {
     mass->tile = tile;
     mass->mass.assign(static_cast<size_t>(mass->n_kv_heads) * mass->n_q_tiles * mass->n_k_tiles, 0.0f);
     mass->window = shape.effective_window();
+    mass->n_keys = shape.n_k;
+}
+
+void init_token_mass(const AttnShape& shape, int tile, TokenMass* mass) {
+    KASCADE_KERNEL_ASSERT(mass != nullptr && tile > 0 && shape.n_q == shape.n_k);
+    mass->n_kv_heads = shape.n_kv_heads;
+    mass->n_q_tiles = tile_count(shape.n_q, tile);
+    mass->n_keys = shape.n_k;
+    mass->tile = tile;
+    mass->mass.assign(static_cast<size_t>(mass->n_kv_heads) * mass->n_q_tiles * mass->n_keys, 0.0f);
+    mass->window = shape.effective_window();
+}
+
+// Sum (or max) of row[c] over the columns of local query tile lt: c = g * n_rows + i, i in [i0, i1), every g.
+template <bool kMax>
+float pool_columns(const float* row, int group, int n_rows, int i0, int i1) {
+    vf acc = kMax ? v_set1(-std::numeric_limits<float>::infinity()) : v_zero();
+    float tail = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+    for (int g = 0; g < group; ++g) {
+        const float* r = row + g * n_rows;
+        int i = i0;
+        for (; i + detail::kLanes <= i1; i += detail::kLanes)
+            acc = kMax ? v_max(acc, v_load(r + i)) : v_add(acc, v_load(r + i));
+        for (; i < i1; ++i) tail = kMax ? std::max(tail, r[i]) : tail + r[i];
+    }
+    return kMax ? std::max(v_hmax(acc), tail) : v_hsum(acc) + tail;
+}
+
+// Second pass over Q.K at token granularity: per candidate key of each query tile, the post-softmax probability
+// (kMax false, needs lse) or the max scaled score (kMax true) pooled over the group's heads and the tile's rows.
+template <bool kMax>
+void token_pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
+                     TokenMass* mass) {
+    detail::check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && (kMax || lse != nullptr));
+    init_token_mass(shape, tile, mass);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_kv = shape.n_kv_heads;
+    const int block = tile * std::max(1, kKeyBlock / tile);
+    const int n_blocks = tile_count(shape.n_q, block);
+    const int n_items = n_kv * n_blocks;
+    const size_t cap = detail::round_up(group * block, detail::kPanel);
+    const size_t block_floats = detail::query_block_floats(d, group, block, kKeyBlock);
+    const size_t per_thread = block_floats + cap;
+    std::vector<float> scratch(per_thread * omp_get_max_threads());
+    const float prescale = kMax ? shape.scale : shape.scale * detail::kLog2e;
+
+#pragma omp parallel
+    {
+        float* mine = scratch.data() + per_thread * omp_get_thread_num();
+        QueryBlock b = detail::query_block_bind(mine, d, group, block, kKeyBlock);
+        float* m_fixed = mine + block_floats;
+#pragma omp for schedule(dynamic, 1)
+        for (int item = 0; item < n_items; ++item) {
+            const int qb = n_blocks - 1 - item / n_kv;
+            const int kv_head = item % n_kv;
+            const int row0 = qb * block;
+            const int n_rows = std::min(block, shape.n_q - row0);
+            detail::query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, false);
+            if (!kMax) {
+                std::fill(m_fixed, m_fixed + b.n_pad, 0.0f);
+                for (int g = 0; g < group; ++g)
+                    for (int i = 0; i < n_rows; ++i)
+                        m_fixed[g * n_rows + i] =
+                            lse[static_cast<int64_t>(kv_head * group + g) * shape.n_q + row0 + i] * detail::kLog2e;
+            }
+            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
+            const int q_tile0 = row0 / tile;
+            const int n_local_tiles = tile_count(n_rows, tile);
+            // Candidates end at the last local tile's first row; they start in the window of the first row.
+            const int key_end = row0 + (n_local_tiles - 1) * tile;
+            for (int key0 = detail::window_key_begin(row0, b.window, 1); key0 < key_end; key0 += kKeyBlock) {
+                const int n_keys = std::min(kKeyBlock, key_end - key0);
+                detail::query_block_scores(b, k + head_off + static_cast<int64_t>(key0) * d, n_keys, key0);
+                if (!kMax) detail::query_block_exp_fixed(b, n_keys, m_fixed);
+                for (int lt = 0; lt < n_local_tiles; ++lt) {
+                    const int qt = q_tile0 + lt;
+                    const int lo = std::max(key0, first_window_key(qt, tile, b.window));
+                    const int hi = std::min(key0 + n_keys, qt * tile);
+                    const int i1 = std::min(n_rows, (lt + 1) * tile);
+                    float* out = mass->row(kv_head, qt);
+                    for (int j = lo; j < hi; ++j)
+                        out[j] = pool_columns<kMax>(b.s + static_cast<int64_t>(j - key0) * b.n_pad, group, n_rows,
+                                                    lt * tile, i1);
+                }
+            }
+        }
+    }
 }
 
 // Second pass over Q.K with known row statistics: post-softmax mass (kMax false, needs lse) or the max scaled score
@@ -138,6 +235,26 @@ void attn_row_lse(const AttnShape& shape, const float* q, const float* k, float*
 
 void tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* scores) {
     pool_pass<true>(shape, tile, q, k, nullptr, scores);
+}
+
+void attn_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, TokenMass* mass, float* lse) {
+    KASCADE_KERNEL_ASSERT(mass != nullptr);
+    std::vector<float> own_lse;
+    if (lse == nullptr) {
+        own_lse.resize(static_cast<size_t>(shape.n_q_heads) * shape.n_q);
+        lse = own_lse.data();
+    }
+    attn_row_lse(shape, q, k, lse);
+    token_pool_pass<false>(shape, tile, q, k, lse, mass);
+}
+
+void token_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
+                             TokenMass* mass) {
+    token_pool_pass<false>(shape, tile, q, k, lse, mass);
+}
+
+void token_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TokenMass* scores) {
+    token_pool_pass<true>(shape, tile, q, k, nullptr, scores);
 }
 
 }  // namespace kascade

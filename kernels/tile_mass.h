@@ -31,4 +31,19 @@ void attn_tile_mass(const AttnShape& shape, int tile, const float* q, const floa
 /// Pre-softmax ablation: max over the group's query heads and the tile's rows of the raw scaled score per key tile.
 void tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* scores);
 
+/// Token granularity (the paper's pooling): post-softmax probability of every candidate key of every query tile,
+/// summed over the group's query heads and the tile's rows, [n_kv_heads][n_q_tiles][n_k]. Two passes over Q.K and no V
+/// work: the row log-sum-exp (attn_row_lse), then the exact probabilities pooled per key. lse (optional) as in
+/// attn_dense_prefill.
+void attn_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, TokenMass* mass,
+                     float* lse = nullptr);
+
+/// The pooling pass of attn_token_mass alone, from a known row log-sum-exp `lse` ([n_q_heads][n_q]).
+void token_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
+                             TokenMass* mass);
+
+/// Pre-softmax ablation at token granularity: max over the group's query heads and the tile's rows (those whose window
+/// holds the key) of the raw scaled score of each candidate key.
+void token_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TokenMass* scores);
+
 }  // namespace kascade

@@ -7,9 +7,13 @@
 #include "kernels/kernel_assert.h"
 
 namespace kascade {
+namespace {
 
-TileSimilarity tile_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b,
-                               const TileSelection& sel_a, int head_a, int q_tile) {
+// One definition for both granularities: Mass / Selection are TileMass / TileSelection (ids are key tiles) or
+// TokenMass / TokenSelection (ids are keys); n_ids bounds the ids.
+template <class Mass, class Selection>
+TileSimilarity similarity_of(const Mass& mass_b, const Selection& sel_b, int head_b, const Selection& sel_a, int head_a,
+                             int q_tile, int n_ids) {
     KASCADE_KERNEL_ASSERT(sel_a.n_q_tiles == sel_b.n_q_tiles && mass_b.n_q_tiles == sel_b.n_q_tiles);
     KASCADE_KERNEL_ASSERT(q_tile >= 0 && q_tile < sel_b.n_q_tiles);
     KASCADE_KERNEL_ASSERT(head_a >= 0 && head_a < sel_a.n_kv_heads && head_b >= 0 && head_b < sel_b.n_kv_heads);
@@ -20,14 +24,15 @@ TileSimilarity tile_similarity(const TileMass& mass_b, const TileSelection& sel_
     const float* mass = mass_b.row(head_b, q_tile);
     double on_a = 0, on_b = 0;
     for (int i = 0; i < na; ++i) {
-        KASCADE_KERNEL_ASSERT(a[i] >= 0 && a[i] < mass_b.n_k_tiles);
+        KASCADE_KERNEL_ASSERT(a[i] >= 0 && a[i] < n_ids);
         on_a += mass[a[i]];
     }
     for (int i = 0; i < nb; ++i) {
-        KASCADE_KERNEL_ASSERT(b[i] >= 0 && b[i] < mass_b.n_k_tiles);
+        KASCADE_KERNEL_ASSERT(b[i] >= 0 && b[i] < n_ids);
         on_b += mass[b[i]];
     }
-    // Both lists are ascending (select_topk_tiles guarantees it): count the intersection by merging.
+    // Both lists are ascending (select_topk_tiles / select_topk_tokens guarantee it): count the intersection by
+    // merging.
     int both = 0;
     for (int i = 0, j = 0; i < na && j < nb;) {
         if (a[i] == b[j]) {
@@ -47,15 +52,15 @@ TileSimilarity tile_similarity(const TileMass& mass_b, const TileSelection& sel_
     return r;
 }
 
-HeadPairSimilarity head_pair_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b,
-                                        const TileSelection& sel_a, int head_a) {
+template <class Selection, class PerTile>
+HeadPairSimilarity aggregate(const Selection& sel_b, PerTile per_tile) {
     HeadPairSimilarity r{1.0f, 1.0f, 1.0f, 1.0f};
     const int n = sel_b.n_q_tiles;
     if (n <= 1) return r;  // no query tile has candidates: nothing can be lost by reusing
     double recall_sum = 0, jaccard_sum = 0;
     r.recall_min = r.jaccard_min = std::numeric_limits<float>::infinity();
     for (int qt = 1; qt < n; ++qt) {
-        const TileSimilarity s = tile_similarity(mass_b, sel_b, head_b, sel_a, head_a, qt);
+        const TileSimilarity s = per_tile(qt);
         recall_sum += s.recall;
         jaccard_sum += s.jaccard;
         r.recall_min = std::min(r.recall_min, s.recall);
@@ -64,6 +69,28 @@ HeadPairSimilarity head_pair_similarity(const TileMass& mass_b, const TileSelect
     r.recall_mean = static_cast<float>(recall_sum / (n - 1));
     r.jaccard_mean = static_cast<float>(jaccard_sum / (n - 1));
     return r;
+}
+
+}  // namespace
+
+TileSimilarity tile_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b,
+                               const TileSelection& sel_a, int head_a, int q_tile) {
+    return similarity_of(mass_b, sel_b, head_b, sel_a, head_a, q_tile, mass_b.n_k_tiles);
+}
+
+TileSimilarity token_similarity(const TokenMass& mass_b, const TokenSelection& sel_b, int head_b,
+                                const TokenSelection& sel_a, int head_a, int q_tile) {
+    return similarity_of(mass_b, sel_b, head_b, sel_a, head_a, q_tile, mass_b.n_keys);
+}
+
+HeadPairSimilarity head_pair_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b,
+                                        const TileSelection& sel_a, int head_a) {
+    return aggregate(sel_b, [&](int qt) { return tile_similarity(mass_b, sel_b, head_b, sel_a, head_a, qt); });
+}
+
+HeadPairSimilarity head_pair_similarity(const TokenMass& mass_b, const TokenSelection& sel_b, int head_b,
+                                        const TokenSelection& sel_a, int head_a) {
+    return aggregate(sel_b, [&](int qt) { return token_similarity(mass_b, sel_b, head_b, sel_a, head_a, qt); });
 }
 
 }  // namespace kascade

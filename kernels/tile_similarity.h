@@ -17,6 +17,10 @@ struct TileSimilarity {
 TileSimilarity tile_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b,
                                const TileSelection& sel_a, int head_a, int q_tile);
 
+/// The same at token granularity: the selections are individual keys, the mass is per key.
+TileSimilarity token_similarity(const TokenMass& mass_b, const TokenSelection& sel_b, int head_b,
+                                const TokenSelection& sel_a, int head_a, int q_tile);
+
 /// Aggregates over query tiles for one head pair: mean and min of recall and jaccard. Tiles with no candidates
 /// (q_tile == 0) are skipped.
 struct HeadPairSimilarity {
@@ -26,5 +30,7 @@ struct HeadPairSimilarity {
 
 HeadPairSimilarity head_pair_similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b,
                                         const TileSelection& sel_a, int head_a);
+HeadPairSimilarity head_pair_similarity(const TokenMass& mass_b, const TokenSelection& sel_b, int head_b,
+                                        const TokenSelection& sel_a, int head_a);
 
 }  // namespace kascade

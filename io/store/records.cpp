@@ -131,6 +131,11 @@ const std::vector<Field<RunRecord>>& RunRecord::fields() {
         {"started_at", &R::started_at},
         {"finished_at", &R::finished_at},
         {"status", &R::status},
+        // Added by schema version 2 (columns appended to the table).
+        {"key_granularity", &R::key_granularity},
+        {"k_rule", &R::k_rule},
+        {"round_k", &R::round_k},
+        {"pooling", &R::pooling},
     };
     return f;
 }

@@ -148,17 +148,21 @@ struct RunRecord {
     std::string key;  ///< content key of inputs + params; UNIQUE (re-running the same thing is a cache hit)
     std::int64_t model_id = 0;
     std::int64_t text_id = 0;
-    std::optional<std::int64_t> schedule_id;    ///< set iff method == "kascade"
-    std::string method;                         ///< "kascade", "dense", "oracle" or "streaming"
-    std::optional<std::int64_t> tile;           ///< tile size, tokens (sparse methods)
-    std::optional<std::int64_t> topk_tiles;     ///< fixed k in tiles, or NULL
-    std::optional<double> topk_pct;             ///< k as % of the causal context, or NULL
-    std::optional<std::int64_t> k_min;          ///< lower bound on k, tokens
-    std::optional<std::int64_t> sink_tokens;    ///< streaming: attention-sink tokens kept
-    std::optional<std::int64_t> window_tokens;  ///< streaming: recent-window tokens kept
-    std::int64_t ctx = 0;                       ///< evaluation window length, tokens
-    std::int64_t token_offset = 0;              ///< first evaluated token in the tokenized text
-    std::int64_t n_tokens = 0;                  ///< tokens evaluated
+    std::optional<std::int64_t> schedule_id;     ///< set iff method == "kascade"
+    std::string method;                          ///< "kascade", "dense", "oracle" or "streaming"
+    std::optional<std::int64_t> tile;            ///< tile size, tokens (sparse methods)
+    std::optional<std::int64_t> topk_tiles;      ///< fixed k in tiles, or NULL
+    std::optional<double> topk_pct;              ///< k as % of the causal context, or NULL
+    std::optional<std::int64_t> k_min;           ///< lower bound on k, tokens
+    std::optional<std::string> key_granularity;  ///< sparse methods: "token" (the paper) or "tile"
+    std::optional<std::string> k_rule;           ///< with topk_pct: "sequence", "rolling" or "visible"
+    std::optional<std::int64_t> round_k;         ///< sparse methods: k rounded up to a multiple of it (0 = not)
+    std::optional<std::string> pooling;          ///< sparse methods: "post_softmax" or "pre_softmax"
+    std::optional<std::int64_t> sink_tokens;     ///< streaming: attention-sink tokens kept
+    std::optional<std::int64_t> window_tokens;   ///< streaming: recent-window tokens kept
+    std::int64_t ctx = 0;                        ///< evaluation window length, tokens
+    std::int64_t token_offset = 0;               ///< first evaluated token in the tokenized text
+    std::int64_t n_tokens = 0;                   ///< tokens evaluated
     std::string git_commit;
     std::string machine;  ///< host name / CPU model
     std::int64_t threads = 0;

@@ -233,10 +233,41 @@ CREATE TABLE slurm_arrays (
 CREATE INDEX slurm_arrays_sweep ON slurm_arrays(sweep_key);
 )sql";
 
+// Version 3: the selection variant of every sparse run (key granularity, k rule, round_k, pooling), shown in
+// runs_flat. Runs stored before it were all tile-granularity, post-softmax, with the per-tile visible-context k rule.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE runs ADD COLUMN key_granularity TEXT CHECK (key_granularity IN ('token', 'tile'));
+ALTER TABLE runs ADD COLUMN k_rule TEXT CHECK (k_rule IN ('sequence', 'rolling', 'visible'));
+ALTER TABLE runs ADD COLUMN round_k INTEGER CHECK (round_k >= 0);
+ALTER TABLE runs ADD COLUMN pooling TEXT CHECK (pooling IN ('post_softmax', 'pre_softmax'));
+UPDATE runs SET key_granularity = 'tile', pooling = 'post_softmax', round_k = 0 WHERE method <> 'dense';
+UPDATE runs SET k_rule = 'visible' WHERE method <> 'dense' AND topk_pct IS NOT NULL;
+
+DROP VIEW runs_flat;
+CREATE VIEW runs_flat AS
+SELECT
+    r.id, r.method, s.policy, s.threshold, s.max_reuse_dist, s.n_anchors, s.anchor_list, s.metric, s.aggregation,
+    s.head_map, s.n_anchor_layers, s.n_reuse_layers,
+    r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.key_granularity, r.k_rule, r.round_k, r.pooling,
+    r.sink_tokens, r.window_tokens, r.ctx, r.token_offset, r.n_tokens,
+    m.n_scored, m.nll_dense, m.ppl_dense, m.nll_sparse, m.ppl_sparse, m.degradation_pct, m.density,
+    m.tokens_per_s, m.attn_ms_dense, m.attn_ms_anchor, m.attn_ms_reuse, m.wall_s,
+    md.path AS model_path, md.model_type, md.n_layers, md.hash AS model_hash,
+    t.path AS text_path, t.hash AS text_hash,
+    r.schedule_id, s.key AS schedule_key, s.similarity_key, r.key AS run_key,
+    r.git_commit, r.machine, r.threads, r.started_at, r.finished_at, r.status
+FROM runs r
+LEFT JOIN run_metrics m ON m.run_id = r.id
+JOIN models md ON md.id = r.model_id
+JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules s ON s.id = r.schedule_id;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "create models, texts, artifacts, captures, similarities, schedules, runs, kernel_bench, runs_flat",
               kSchemaV1},
     Migration{2, "add sweeps, sweep_jobs, job_failures, slurm_arrays", kSchemaV2},
+    Migration{3, "runs: key_granularity, k_rule, round_k, pooling (also in runs_flat)", kSchemaV3},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

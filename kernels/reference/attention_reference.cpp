@@ -55,6 +55,53 @@ bool in_list(const int32_t* list, int count, int t) {
     return std::find(list, list + count, t) != list + count;
 }
 
+// The rule's k in tokens, case by case as attention_types.h words it, before granularity and candidates.
+int64_t rule_tokens(const TopKRule& rule, int q_tile, int tile, int n_keys, int window) {
+    int64_t k = 0;
+    if (rule.tiles > 0) {
+        k = static_cast<int64_t>(rule.tiles) * tile;
+    } else if (rule.pct > 0) {
+        int64_t context = 0;
+        if (rule.k_rule == KRule::Sequence) context = n_keys;
+        if (rule.k_rule == KRule::Rolling) context = static_cast<int64_t>(q_tile) * tile;
+        if (rule.k_rule == KRule::Visible) context = static_cast<int64_t>(q_tile + 1) * tile;
+        if (window > 0 && window < context) context = window;
+        k = static_cast<int64_t>(std::floor(static_cast<double>(rule.pct) * context / 100.0));
+        if (k < rule.k_min_tokens) k = rule.k_min_tokens;
+        if (rule.k_rule == KRule::Sequence) {
+            if (k > context) k = context;
+            k -= tile;
+        }
+    }
+    if (rule.round_k > 0)
+        while (k % rule.round_k != 0) ++k;
+    return k < 0 ? 0 : k;
+}
+
+// Probability rows of every query head of a KV head's group and of the rows of query tile qt, pooled per key by sum
+// (or, for kMax, the max raw score over the rows that see the key).
+template <bool kMax>
+std::vector<double> token_pool(const AttnShape& s, int tile, const float* q, const float* k) {
+    const int nqt = tile_count(s.n_q, tile);
+    const double none = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    std::vector<double> mass(static_cast<size_t>(s.n_kv_heads) * nqt * s.n_k, none);
+    for (int h = 0; h < s.n_q_heads; ++h) {
+        const int kvh = h / s.group_size();
+        for (int i = 0; i < s.n_q; ++i) {
+            const int qt = i / tile;
+            double* row = mass.data() + (static_cast<size_t>(kvh) * nqt + qt) * s.n_k;
+            const std::vector<double> p = visible_row(s, q, k, h, i);
+            for (int j : candidate_keys(qt, tile, s.window)) {
+                if (!visible(s, i, j)) continue;
+                row[j] = kMax ? std::max(row[j], score(s, q, k, h, i, j)) : row[j] + p[j];
+            }
+        }
+    }
+    for (double& x : mass)
+        if (x == none) x = 0;
+    return mass;
+}
+
 }  // namespace
 
 std::vector<double> masked_attention(const AttnShape& s, const float* q, const float* k, const float* v,
@@ -102,6 +149,17 @@ std::vector<double> sparse_prefill(const AttnShape& s, int tile, const float* q,
     });
 }
 
+std::vector<double> token_sparse_prefill(const AttnShape& s, int tile, const float* q, const float* k, const float* v,
+                                         const TokenSelection& sel, const int32_t* head_map) {
+    return masked_attention(s, q, k, v, [&](int h, int i, int j) {
+        const int kvh = h / s.group_size();
+        const int src = head_map ? head_map[kvh] : kvh;
+        const int qt = i / tile;
+        if (!visible(s, i, j)) return false;
+        return j / tile == qt || in_list(sel.list(src, qt), sel.size(src, qt), j);
+    });
+}
+
 std::vector<double> sparse_decode(const AttnShape& s, int tile, const float* q, const float* k, const float* v,
                                   const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map) {
     const int last_tile = (s.n_k - 1) / tile;
@@ -145,6 +203,53 @@ std::vector<double> tile_max_score(const AttnShape& s, int tile, const float* q,
     return best;
 }
 
+std::vector<double> token_mass_post_softmax(const AttnShape& s, int tile, const float* q, const float* k) {
+    return token_pool<false>(s, tile, q, k);
+}
+
+std::vector<double> token_max_score(const AttnShape& s, int tile, const float* q, const float* k) {
+    return token_pool<true>(s, tile, q, k);
+}
+
+std::vector<int> candidate_keys(int q_tile, int tile, int window) {
+    std::vector<int> cand;
+    for (int j = 0; j < q_tile * tile; ++j) {
+        bool seen = false;
+        for (int p = q_tile * tile; p < (q_tile + 1) * tile; ++p) seen = seen || window == 0 || j > p - window;
+        if (seen) cand.push_back(j);
+    }
+    return cand;
+}
+
+int token_budget(const TopKRule& rule, int q_tile, int tile, int n_keys, int window) {
+    const int64_t k = rule_tokens(rule, q_tile, tile, n_keys, window);
+    return static_cast<int>(std::min<int64_t>(k, candidate_keys(q_tile, tile, window).size()));
+}
+
+TokenSelection select_topk_tokens(const TokenMass& scores, const TopKRule& rule) {
+    TokenSelection sel;
+    sel.n_kv_heads = scores.n_kv_heads;
+    sel.n_q_tiles = scores.n_q_tiles;
+    sel.tile = scores.tile;
+    for (int qt = 0; qt < scores.n_q_tiles; ++qt)
+        sel.max_k = std::max(sel.max_k, token_budget(rule, qt, scores.tile, scores.n_keys, scores.window));
+    sel.count.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles, 0);
+    sel.keys.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles * sel.max_k, -1);
+    for (int h = 0; h < scores.n_kv_heads; ++h) {
+        for (int qt = 0; qt < scores.n_q_tiles; ++qt) {
+            std::vector<int> cand = candidate_keys(qt, scores.tile, scores.window);
+            const float* row = scores.row(h, qt);
+            std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) { return row[a] > row[b]; });
+            const int kk = token_budget(rule, qt, scores.tile, scores.n_keys, scores.window);
+            std::vector<int> keep(cand.begin(), cand.begin() + kk);
+            std::sort(keep.begin(), keep.end());
+            std::copy(keep.begin(), keep.end(), sel.list(h, qt));
+            sel.count[static_cast<size_t>(h) * sel.n_q_tiles + qt] = kk;
+        }
+    }
+    return sel;
+}
+
 std::vector<int> candidate_tiles(int q_tile, int tile, int window) {
     std::vector<int> cand;
     for (int kt = 0; kt < q_tile; ++kt)
@@ -152,18 +257,10 @@ std::vector<int> candidate_tiles(int q_tile, int tile, int window) {
     return cand;
 }
 
-int topk_budget(const TopKRule& rule, int q_tile, int tile, int window) {
-    int tiles = 0;
-    if (rule.tiles > 0) {
-        tiles = rule.tiles;
-    } else if (rule.pct > 0) {
-        int64_t context = static_cast<int64_t>(q_tile + 1) * tile;
-        if (window > 0 && window < context) context = window;
-        int64_t tokens = static_cast<int64_t>(std::floor(static_cast<double>(rule.pct) * context / 100.0));
-        if (tokens < rule.k_min_tokens) tokens = rule.k_min_tokens;
-        tiles = static_cast<int>((tokens + tile - 1) / tile);
-    }
-    return std::min(tiles, static_cast<int>(candidate_tiles(q_tile, tile, window).size()));
+int topk_budget(const TopKRule& rule, int q_tile, int tile, int n_keys, int window) {
+    const int64_t tokens = rule_tokens(rule, q_tile, tile, n_keys, window);
+    const int64_t tiles = (tokens + tile - 1) / tile;
+    return static_cast<int>(std::min<int64_t>(tiles, candidate_tiles(q_tile, tile, window).size()));
 }
 
 TileSelection select_topk(const TileMass& scores, const TopKRule& rule) {
@@ -172,7 +269,7 @@ TileSelection select_topk(const TileMass& scores, const TopKRule& rule) {
     sel.n_q_tiles = scores.n_q_tiles;
     sel.tile = scores.tile;
     for (int qt = 0; qt < scores.n_q_tiles; ++qt)
-        sel.max_k = std::max(sel.max_k, topk_budget(rule, qt, scores.tile, scores.window));
+        sel.max_k = std::max(sel.max_k, topk_budget(rule, qt, scores.tile, scores.n_keys, scores.window));
     sel.count.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles, 0);
     sel.tiles.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles * sel.max_k, -1);
     for (int h = 0; h < scores.n_kv_heads; ++h) {
@@ -180,7 +277,7 @@ TileSelection select_topk(const TileMass& scores, const TopKRule& rule) {
             std::vector<int> cand = candidate_tiles(qt, scores.tile, scores.window);
             const float* row = scores.row(h, qt);
             std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) { return row[a] > row[b]; });
-            const int kk = topk_budget(rule, qt, scores.tile, scores.window);
+            const int kk = topk_budget(rule, qt, scores.tile, scores.n_keys, scores.window);
             std::vector<int> keep(cand.begin(), cand.begin() + kk);
             std::sort(keep.begin(), keep.end());
             std::copy(keep.begin(), keep.end(), sel.list(h, qt));

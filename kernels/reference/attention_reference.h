@@ -28,6 +28,11 @@ std::vector<double> dense_attention(const AttnShape& shape, const float* q, cons
 std::vector<double> sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                                    const TileSelection& selection, const int32_t* head_map);
 
+/// Token-level sparse prefill: the selected keys of the row's (mapped KV head, query tile) plus the causal diagonal
+/// tile, only the keys inside the row's window.
+std::vector<double> token_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k,
+                                         const float* v, const TokenSelection& selection, const int32_t* head_map);
+
 /// Sparse decode: the listed tiles per (mapped) KV head plus the query's own tile, inside the query's window.
 std::vector<double> sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                                   const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map);
@@ -40,12 +45,31 @@ std::vector<double> tile_mass_post_softmax(const AttnShape& shape, int tile, con
 /// diagonal or outside every row's window).
 std::vector<double> tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k);
 
+/// Post-softmax probability per (KV head, query tile, key) [n_kv_heads][n_q_tiles][n_k], summed over the group's
+/// heads and tile rows, for the candidate keys of each query tile only (strictly before it, seen by some row of it);
+/// 0 elsewhere.
+std::vector<double> token_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k);
+
+/// Max scaled raw score per (KV head, query tile, candidate key) over the rows that see the key; 0 elsewhere.
+std::vector<double> token_max_score(const AttnShape& shape, int tile, const float* q, const float* k);
+
+/// Keys before query tile q_tile that some query of the tile sees, found by trying every (query, key) pair.
+std::vector<int> candidate_keys(int q_tile, int tile, int window);
+
+/// Budget in keys of query tile qt of an n_keys sequence, written out from the rule's definition (attention_types.h)
+/// and capped by candidate_keys().
+int token_budget(const TopKRule& rule, int q_tile, int tile, int n_keys, int window = 0);
+
+/// Top-k keys by a full stable sort of the candidates (score descending, key ascending); lists ascending.
+TokenSelection select_topk_tokens(const TokenMass& scores, const TopKRule& rule);
+
 /// Key tiles before query tile q_tile holding a key some query of the tile sees (window 0 = none), found by trying
 /// every (query, key) pair.
 std::vector<int> candidate_tiles(int q_tile, int tile, int window);
 
-/// Budget of query tile qt, written out from the rule's definition and capped by candidate_tiles().
-int topk_budget(const TopKRule& rule, int q_tile, int tile, int window = 0);
+/// Budget in key tiles of query tile qt of an n_keys sequence, written out from the rule's definition and capped by
+/// candidate_tiles().
+int topk_budget(const TopKRule& rule, int q_tile, int tile, int n_keys, int window = 0);
 
 /// Top-k by a full stable sort of the candidates under scores.window (score descending, tile ascending); lists
 /// ascending.

@@ -19,6 +19,7 @@ struct EvalArgs {
     int tile = 0;
     int64_t offset = -1;
     EvalParams params;
+    std::string pooling;
     bool force = false;
 };
 }  // namespace
@@ -38,6 +39,9 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
     auto* method = cmd->add_option("--method", args->method, "dense | oracle | streaming (instead of --schedule)");
     schedule->excludes(method);
     args->topk.add_to(*cmd);
+    cmd->add_option("--pooling", args->pooling,
+                    "what ranks keys: post_softmax (the paper: summed probabilities) or pre_softmax (max raw score); "
+                    "default post_softmax");
     cmd->add_option("--tile", args->tile, "tokens per tile (default: the schedule's capture tile, else 16)");
     cmd->add_option("--ctx", args->params.ctx, "positions per window (BOS included)")->capture_default_str();
     cmd->add_option("--eval-tokens", args->params.n_tokens, "test tokens to score (0: all after --offset)")
@@ -50,7 +54,10 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
         EvalParams p = args->params;
         p.method = schedule->count() ? "kascade" : args->method;
         if (schedule->count()) p.schedule_id = args->schedule_id;
-        if (args->topk.given()) p.topk = args->topk.rule();
+        const TopKRule rule = args->topk.rule();
+        if (args->topk.given()) p.topk = rule;
+        p.granularity = args->topk.key_granularity();
+        if (!args->pooling.empty()) p.pooling = parse_pooling(args->pooling, "--pooling");
         if (args->tile > 0) p.tile = args->tile;
         if (args->offset >= 0) p.token_offset = args->offset;
         Workspace ws(common.results_dir);

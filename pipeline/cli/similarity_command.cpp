@@ -22,7 +22,8 @@ void register_similarity_command(CLI::App& app, const CommonOptions& common) {
     cmd->footer(
         "Writes <results>/artifacts/similarity/<key>.h5 and prints its key.\n"
         "Example:\n"
-        "  kascade similarity --capture 3f2a9c0d1e4b5a67 --topk-tiles 8");
+        "  kascade similarity --capture 3f2a9c0d1e4b5a67 --topk-tiles 8 --key-granularity tile\n"
+        "  kascade similarity --capture 3f2a9c0d1e4b5a67 --topk-pct 10   # token granularity: needs capture --save-qk");
     cmd->add_option("--capture", args->capture, "capture key (printed by `kascade capture`, listed by status)")
         ->required();
     args->topk.add_to(*cmd);
@@ -30,7 +31,9 @@ void register_similarity_command(CLI::App& app, const CommonOptions& common) {
     cmd->callback([args, &common] {
         KASCADE_CHECK(args->topk.given(), "similarity needs --topk-tiles N or --topk-pct P");
         Workspace ws(common.results_dir);
-        const StageResult r = run_similarity(ws, args->capture, args->topk.rule(), args->force);
+        const StageResult r =
+            run_similarity(ws, args->capture, args->topk.rule(),
+                           args->topk.key_granularity().value_or(SparseAttentionOptions{}.granularity), args->force);
         std::printf("similarity %s%s\n", r.key.c_str(), r.cached ? " (cached)" : "");
     });
 }

@@ -61,4 +61,29 @@ LayerDensity sparse_prefill_density(const AttnShape& shape, int tile, const Tile
     return d;
 }
 
+LayerDensity token_sparse_prefill_density(const AttnShape& shape, int tile, const TokenSelection& selection,
+                                          const int32_t* head_map) {
+    LayerDensity d = dense_prefill_density(shape);
+    d.attended_keys = 0;
+    const int n = shape.n_q;
+    const int window = shape.effective_window();
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+        const int source = head_map != nullptr ? head_map[h] : h;
+        for (int qt = 0; qt < tile_count(n, tile); ++qt) {
+            const int32_t* list = selection.list(source, qt);
+            const int32_t* end = list + selection.size(source, qt);
+            const int p0 = qt * tile;
+            double keys = 0;
+            for (int p = p0; p < std::min(n, p0 + tile); ++p) {
+                const int begin = window_start(p, window);
+                // Selected keys are ascending and before the tile: those from the window's start on are seen.
+                keys += static_cast<double>(end - std::lower_bound(list, end, begin));
+                keys += p + 1 - std::max(p0, begin);  // the diagonal tile, causally
+            }
+            d.attended_keys += shape.group_size() * keys;
+        }
+    }
+    return d;
+}
+
 }  // namespace kascade

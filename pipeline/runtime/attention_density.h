@@ -30,4 +30,9 @@ LayerDensity dense_prefill_density(const AttnShape& shape);
 LayerDensity sparse_prefill_density(const AttnShape& shape, int tile, const TileSelection& selection,
                                     const int32_t* head_map);
 
+/// Token-level sparse prefill: each row sees the selected keys of its query tile and the causal part of its own tile
+/// that lie inside its window. head_map as in attn_token_sparse_prefill.
+LayerDensity token_sparse_prefill_density(const AttnShape& shape, int tile, const TokenSelection& selection,
+                                          const int32_t* head_map);
+
 }  // namespace kascade

@@ -9,43 +9,93 @@
 #include "kernels/topk_tiles.h"
 
 namespace kascade {
+namespace {
 
-TileSelection select_layer_tiles(const TileMass& mass, const SparseAttentionOptions& options) {
-    if (!options.pooled_heads) return select_topk_tiles(mass, options.topk);
-    TileMass pooled;
+// The pooled-heads ablation for either granularity: the scores summed over KV heads (row_len entries per query tile),
+// one selection made from them, and that selection copied to every KV head so readers need no special head map.
+template <typename Mass, typename Selection, typename Select>
+Selection select_pooled_heads(const Mass& mass, int row_len, Select select, std::vector<int32_t> Selection::*ids) {
+    Mass pooled = mass;
     pooled.n_kv_heads = 1;
-    pooled.n_q_tiles = mass.n_q_tiles;
-    pooled.n_k_tiles = mass.n_k_tiles;
-    pooled.tile = mass.tile;
-    pooled.window = mass.window;
-    pooled.mass.assign(static_cast<size_t>(mass.n_q_tiles) * mass.n_k_tiles, 0.0f);
+    pooled.mass.assign(static_cast<size_t>(mass.n_q_tiles) * row_len, 0.0f);
     for (int h = 0; h < mass.n_kv_heads; ++h) {
         for (int qt = 0; qt < mass.n_q_tiles; ++qt) {
             const float* src = mass.row(h, qt);
             float* dst = pooled.row(0, qt);
-            for (int kt = 0; kt < mass.n_k_tiles; ++kt) dst[kt] += src[kt];
+            for (int x = 0; x < row_len; ++x) dst[x] += src[x];
         }
     }
-    const TileSelection shared = select_topk_tiles(pooled, options.topk);
-    // The one set copied to every KV head, so that readers need no special head map.
-    TileSelection sel = shared;
+    const Selection shared = select(pooled);
+    Selection sel = shared;
     sel.n_kv_heads = mass.n_kv_heads;
     sel.count.resize(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles);
-    sel.tiles.resize(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles * sel.max_k);
+    (sel.*ids).resize(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles * sel.max_k);
     for (int h = 1; h < sel.n_kv_heads; ++h) {
         std::copy(shared.count.begin(), shared.count.end(), sel.count.begin() + static_cast<size_t>(h) * sel.n_q_tiles);
-        std::copy(shared.tiles.begin(), shared.tiles.end(),
-                  sel.tiles.begin() + static_cast<size_t>(h) * sel.n_q_tiles * sel.max_k);
+        std::copy((shared.*ids).begin(), (shared.*ids).end(),
+                  (sel.*ids).begin() + static_cast<size_t>(h) * sel.n_q_tiles * sel.max_k);
     }
     return sel;
 }
 
+}  // namespace
+
+TileSelection select_layer_tiles(const TileMass& mass, const SparseAttentionOptions& options) {
+    const auto select = [&](const TileMass& m) { return select_topk_tiles(m, options.topk); };
+    if (!options.pooled_heads) return select(mass);
+    return select_pooled_heads<TileMass, TileSelection>(mass, mass.n_k_tiles, select, &TileSelection::tiles);
+}
+
+TokenSelection select_layer_tokens(const TokenMass& mass, const SparseAttentionOptions& options) {
+    const auto select = [&](const TokenMass& m) { return select_topk_tokens(m, options.topk); };
+    if (!options.pooled_heads) return select(mass);
+    return select_pooled_heads<TokenMass, TokenSelection>(mass, mass.n_keys, select, &TokenSelection::keys);
+}
+
+void select_layer_keys(const AttnShape& shape, const float* q, const float* k, const SparseAttentionOptions& options,
+                       PoolingScratch* scratch, LayerSelection* selection) {
+    selection->granularity = options.granularity;
+    const bool post = options.pooling == Pooling::PostSoftmax;
+    if (options.granularity == KeyGranularity::Tile) {
+        if (post) {
+            attn_tile_mass(shape, options.tile, q, k, &scratch->tile_mass);
+        } else {
+            tile_max_score(shape, options.tile, q, k, &scratch->tile_mass);
+        }
+        selection->tiles = select_layer_tiles(scratch->tile_mass, options);
+        selection->tokens = {};
+    } else {
+        if (post) {
+            attn_token_mass(shape, options.tile, q, k, &scratch->token_mass);
+        } else {
+            token_max_score(shape, options.tile, q, k, &scratch->token_mass);
+        }
+        selection->tokens = select_layer_tokens(scratch->token_mass, options);
+        selection->tiles = {};
+    }
+}
+
+void attend_selection(const AttnShape& shape, const float* q, const float* k, const float* v, int tile,
+                      const LayerSelection& selection, const int32_t* head_map, float* out) {
+    if (selection.granularity == KeyGranularity::Tile) {
+        attn_sparse_prefill(shape, tile, q, k, v, selection.tiles, head_map, out);
+    } else {
+        attn_token_sparse_prefill(shape, tile, q, k, v, selection.tokens, head_map, out);
+    }
+}
+
+LayerDensity selection_density(const AttnShape& shape, int tile, const LayerSelection& selection,
+                               const int32_t* head_map) {
+    if (selection.granularity == KeyGranularity::Tile)
+        return sparse_prefill_density(shape, tile, selection.tiles, head_map);
+    return token_sparse_prefill_density(shape, tile, selection.tokens, head_map);
+}
+
 void anchor_select_and_attend(const AttnShape& shape, const float* q, const float* k, const float* v,
-                              const SparseAttentionOptions& options, TileMass* mass, TileSelection* selection,
+                              const SparseAttentionOptions& options, PoolingScratch* scratch, LayerSelection* selection,
                               float* out) {
-    attn_tile_mass(shape, options.tile, q, k, mass);
-    *selection = select_layer_tiles(*mass, options);
-    attn_sparse_prefill(shape, options.tile, q, k, v, *selection, nullptr, out);
+    select_layer_keys(shape, q, k, options, scratch, selection);
+    attend_selection(shape, q, k, v, options.tile, *selection, nullptr, out);
 }
 
 KascadeAttention::KascadeAttention(AttentionSchedule schedule, SparseAttentionOptions options)
@@ -76,23 +126,27 @@ void KascadeAttention::attend(const AttentionCall& call) {
 
     switch (plan.role) {
         case LayerRole::Dense:
-            if (feeds_reuse_[l]) {
-                attn_dense_prefill_with_mass(shape, tile, call.q, call.k, call.v, call.out, &mass_);
-                selections_[l] = select_layer_tiles(mass_, options_);
+            if (feeds_reuse_[l] && options_.granularity == KeyGranularity::Tile &&
+                options_.pooling == Pooling::PostSoftmax) {
+                // The dense output and the tile mass in one pass.
+                attn_dense_prefill_with_mass(shape, tile, call.q, call.k, call.v, call.out, &scratch_.tile_mass);
+                selections_[l].granularity = KeyGranularity::Tile;
+                selections_[l].tiles = select_layer_tiles(scratch_.tile_mass, options_);
             } else {
                 attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
+                if (feeds_reuse_[l]) select_layer_keys(shape, call.q, call.k, options_, &scratch_, &selections_[l]);
             }
             density_[l].add(dense_prefill_density(shape));
             break;
         case LayerRole::Anchor:
-            anchor_select_and_attend(shape, call.q, call.k, call.v, options_, &mass_, &selections_[l], call.out);
-            density_[l].add(sparse_prefill_density(shape, tile, selections_[l], nullptr));
+            anchor_select_and_attend(shape, call.q, call.k, call.v, options_, &scratch_, &selections_[l], call.out);
+            density_[l].add(selection_density(shape, tile, selections_[l], nullptr));
             break;
         case LayerRole::Reuse: {
-            const TileSelection& selection = selections_[plan.anchor];
-            KASCADE_ASSERT(plan.anchor < l && selection.n_q_tiles == tile_count(shape.n_q, tile));
-            attn_sparse_prefill(shape, tile, call.q, call.k, call.v, selection, plan.head_map.data(), call.out);
-            density_[l].add(sparse_prefill_density(shape, tile, selection, plan.head_map.data()));
+            const LayerSelection& selection = selections_[plan.anchor];
+            KASCADE_ASSERT(plan.anchor < l && selection.granularity == options_.granularity);
+            attend_selection(shape, call.q, call.k, call.v, tile, selection, plan.head_map.data(), call.out);
+            density_[l].add(selection_density(shape, tile, selection, plan.head_map.data()));
             break;
         }
     }

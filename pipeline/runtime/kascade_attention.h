@@ -1,12 +1,13 @@
 // pipeline/runtime/kascade_attention.h: the Kascade attention policy (and, with AttentionSchedule::oracle, the
 // oracle top-k baseline), prefill only.
 //
-// Dense layers attend exactly; when a reuse layer depends on one it also pools its attention mass and keeps its
-// top-k tiles. Anchor layers score every key (one scores-only pass pooling the post-softmax mass), keep their top-k
-// key tiles per (KV head, query tile) and attend only to those plus the diagonal tile. Reuse layers attend to their
-// anchor's tiles through the schedule's head map. With a sliding window (AttnShape::window) every layer selects and
-// attends only inside its own window; a reuse layer whose window differs from its anchor's attends the anchor's
-// tiles only where they fall inside its own window, and its density counts exactly those keys.
+// Dense layers attend exactly; when a reuse layer depends on one it also pools its attention and keeps its top-k.
+// Anchor layers score every key, pool per (KV head, query tile, key or key tile), keep their top-k and attend only to
+// those plus the diagonal tile. Reuse layers attend to their anchor's keys through the schedule's head map. Selections
+// are individual keys (KeyGranularity::Token, the paper's) or whole key tiles (KeyGranularity::Tile). With a sliding
+// window (AttnShape::window) every layer selects and attends only inside its own window; a reuse layer whose window
+// differs from its anchor's attends the anchor's keys only where they fall inside its own window, and its density
+// counts exactly those keys.
 #pragma once
 
 #include <vector>
@@ -18,22 +19,50 @@
 namespace kascade {
 
 struct SparseAttentionOptions {
-    int tile = 16;              ///< tokens per query and key tile
-    TopKRule topk;              ///< how many key tiles an anchor keeps
-    bool pooled_heads = false;  ///< ablation: one tile set per query tile shared by all KV heads (mass summed)
+    int tile = 16;                                       ///< tokens per query tile (and key tile)
+    TopKRule topk;                                       ///< how many keys an anchor keeps
+    KeyGranularity granularity = KeyGranularity::Token;  ///< individual keys (the paper) or whole key tiles
+    Pooling pooling = Pooling::PostSoftmax;              ///< what ranks the keys
+    bool pooled_heads = false;  ///< ablation: one selection per query tile shared by all KV heads (scores summed)
 };
 
-/// The top-k key tiles of a layer from its pooled mass (select_topk_tiles with options.topk, inside mass.window). With
-/// options.pooled_heads the mass is summed over KV heads first and the one tile set is given to every KV head.
-TileSelection select_layer_tiles(const TileMass& mass, const SparseAttentionOptions& options);
+/// One layer's selection, at the granularity of the options that made it (the other member is empty).
+struct LayerSelection {
+    KeyGranularity granularity = KeyGranularity::Token;
+    TileSelection tiles;
+    TokenSelection tokens;
+};
 
-/// One anchor layer's prefill (shape.n_q == shape.n_k): the post-softmax tile mass in one scores-only pass
-/// (attn_tile_mass), its top-k key tiles (select_layer_tiles), then exact attention over those tiles plus the
-/// diagonal (attn_sparse_prefill). KascadeAttention runs this for every anchor layer and bench_attention times it,
-/// so the benchmark measures what an evaluation runs. mass: scratch (reused across calls); selection: the tiles kept;
+/// Scratch of the pooling step, reused across calls.
+struct PoolingScratch {
+    TileMass tile_mass;
+    TokenMass token_mass;
+};
+
+/// The top-k key tiles of a layer from its pooled scores (select_topk_tiles with options.topk, inside mass.window).
+/// With options.pooled_heads the scores are summed over KV heads first and the one set is given to every KV head.
+TileSelection select_layer_tiles(const TileMass& mass, const SparseAttentionOptions& options);
+/// The same at token granularity (select_topk_tokens).
+TokenSelection select_layer_tokens(const TokenMass& mass, const SparseAttentionOptions& options);
+
+/// Pools a layer's attention as options say (granularity, pooling) in scores-only passes and keeps its top-k.
+void select_layer_keys(const AttnShape& shape, const float* q, const float* k, const SparseAttentionOptions& options,
+                       PoolingScratch* scratch, LayerSelection* selection);
+
+/// Exact attention over a selection plus the diagonal tile (attn_sparse_prefill or attn_token_sparse_prefill).
+/// head_map as in attn_sparse_prefill (null = identity).
+void attend_selection(const AttnShape& shape, const float* q, const float* k, const float* v, int tile,
+                      const LayerSelection& selection, const int32_t* head_map, float* out);
+
+/// Keys attended under a selection (sparse_prefill_density or token_sparse_prefill_density).
+LayerDensity selection_density(const AttnShape& shape, int tile, const LayerSelection& selection,
+                               const int32_t* head_map);
+
+/// One anchor layer's prefill (shape.n_q == shape.n_k): select_layer_keys, then attend_selection. KascadeAttention
+/// runs this for every anchor layer and bench_attention times it, so the benchmark measures what an evaluation runs.
 /// out: [n_q][n_q_heads][head_dim].
 void anchor_select_and_attend(const AttnShape& shape, const float* q, const float* k, const float* v,
-                              const SparseAttentionOptions& options, TileMass* mass, TileSelection* selection,
+                              const SparseAttentionOptions& options, PoolingScratch* scratch, LayerSelection* selection,
                               float* out);
 
 class KascadeAttention : public AttentionPolicy {
@@ -50,10 +79,10 @@ class KascadeAttention : public AttentionPolicy {
   private:
     AttentionSchedule schedule_;
     SparseAttentionOptions options_;
-    std::vector<bool> feeds_reuse_;          ///< [layer] some reuse layer reads its selection
-    std::vector<TileSelection> selections_;  ///< [layer] tiles kept in the current forward pass
+    std::vector<bool> feeds_reuse_;           ///< [layer] some reuse layer reads its selection
+    std::vector<LayerSelection> selections_;  ///< [layer] keys kept in the current forward pass
     std::vector<LayerDensity> density_;
-    TileMass mass_;
+    PoolingScratch scratch_;
 };
 
 }  // namespace kascade

@@ -18,6 +18,12 @@ namespace kascade {
 /// heads.
 TileSelection streaming_selection(int n_tokens, int tile, const TopKRule& rule, int window = 0);
 
+/// The token-level streaming set of every query tile (KeyGranularity::Token): the first min(tile, budget) keys (the
+/// sinks) and the most recent keys before the tile, budget = topk_token_budget(rule, q_tile, tile, n_tokens, window)
+/// keys in all. When key 0 is outside the window of every query of the tile the whole budget goes to the most recent
+/// keys. One set shared by all KV heads.
+TokenSelection streaming_token_selection(int n_tokens, int tile, const TopKRule& rule, int window = 0);
+
 class StreamingAttention : public AttentionPolicy {
   public:
     StreamingAttention(int n_layers, SparseAttentionOptions options);
@@ -29,7 +35,7 @@ class StreamingAttention : public AttentionPolicy {
   private:
     SparseAttentionOptions options_;
     std::vector<LayerDensity> density_;
-    TileSelection selection_;  ///< for the last sequence length and window seen
+    LayerSelection selection_;  ///< for the last sequence length and window seen
     int selection_tokens_ = -1;
     int selection_window_ = -1;
     std::vector<int32_t> shared_head_map_;

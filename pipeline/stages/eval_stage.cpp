@@ -28,6 +28,8 @@ struct ResolvedEval {
     EvalParams params;
     TopKRule topk;
     int tile = kDefaultTile;
+    KeyGranularity granularity = SparseAttentionOptions{}.granularity;
+    Pooling pooling = SparseAttentionOptions{}.pooling;
     int64_t token_offset = 0;
     std::optional<Schedule> schedule;
     std::string schedule_key;
@@ -60,9 +62,17 @@ ResolvedEval resolve(Workspace& ws, const LoadedModel& model, const LoadedText& 
         const auto capture = ws.db().find_capture(similarity->capture_key);
         KASCADE_CHECK(capture.has_value(), "similarity {} has no capture in {}", similarity->artifact_key,
                       ws.db().db_file().string());
+        // The selection the similarity measured. Artifacts made before k rules and key granularity existed were
+        // tile-granular with the per-tile visible-context rule.
+        const nlohmann::json sim_params =
+            nlohmann::json::parse(ws.db().find_artifact(similarity->artifact_key)->params_json);
         r.topk = TopKRule{static_cast<int>(similarity->topk_tiles.value_or(0)),
                           static_cast<float>(similarity->topk_pct.value_or(0)),
-                          static_cast<int>(similarity->k_min.value_or(128))};
+                          static_cast<int>(similarity->k_min.value_or(TopKRule{}.k_min_tokens)),
+                          parse_k_rule(sim_params.value("k_rule", std::string("visible")), "similarity k_rule"),
+                          sim_params.value("round_k", 0)};
+        r.granularity = parse_key_granularity(sim_params.value("key_granularity", std::string("tile")),
+                                              "similarity key_granularity");
         if (!params.tile) r.tile = static_cast<int>(capture->tile);
         const int64_t calib_begin = capture->token_offset, calib_end = capture->token_offset + capture->n_tokens;
         if (!params.token_offset) r.token_offset = calib_end;
@@ -76,6 +86,8 @@ ResolvedEval resolve(Workspace& ws, const LoadedModel& model, const LoadedText& 
         }
     }
     if (params.topk) r.topk = *params.topk;
+    if (params.granularity) r.granularity = *params.granularity;
+    if (params.pooling) r.pooling = *params.pooling;
     if (params.method != "dense") {
         check_topk_rule(r.topk);
         KASCADE_CHECK(r.tile >= 1 && r.tile <= params.ctx, "invalid tile={} (must be in [1, ctx={}])", r.tile,
@@ -89,7 +101,7 @@ ResolvedEval resolve(Workspace& ws, const LoadedModel& model, const LoadedText& 
 
 std::string run_key(const LoadedModel& model, const LoadedText& text, const ResolvedEval& r) {
     return eval_key({model.model_hash, model.tokenizer_hash, text.hash, r.params.method, r.params.ctx, r.token_offset,
-                     r.params.n_tokens, r.tile, r.topk, r.schedule_key});
+                     r.params.n_tokens, r.tile, r.topk, r.schedule_key, r.granularity, r.pooling});
 }
 
 }  // namespace
@@ -101,6 +113,8 @@ std::string eval_key(const EvalKeyInputs& k) {
     if (k.method != "dense") {
         params["tile"] = k.tile;
         params["topk"] = topk_rule_json(k.topk);
+        params["key_granularity"] = std::string(key_granularity_name(k.granularity));
+        params["pooling"] = std::string(pooling_name(k.pooling));
     }
     if (k.method == "kascade") inputs["schedule"] = k.schedule_key;
     return content_key("eval", kEvalFormatVersion, inputs, params);
@@ -118,7 +132,8 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
     options.ctx = r.params.ctx;
     options.offset = r.token_offset;
     options.max_tokens = r.params.n_tokens;
-    const SparseAttentionOptions sparse{.tile = r.tile, .topk = r.topk, .pooled_heads = false};
+    const SparseAttentionOptions sparse{
+        .tile = r.tile, .topk = r.topk, .granularity = r.granularity, .pooling = r.pooling, .pooled_heads = false};
 
     // Every sparse run is compared with the dense run of the same tokens, made first if it does not exist yet.
     std::optional<RunMetrics> dense_metrics;
@@ -129,6 +144,8 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
         dense_params.token_offset = r.token_offset;
         dense_params.topk.reset();
         dense_params.tile.reset();
+        dense_params.granularity.reset();
+        dense_params.pooling.reset();
         const EvalResult dense = run_eval(ws, model, text, dense_params);
         dense_metrics = ws.db().load_run(dense.run_id).metrics;
     }
@@ -193,7 +210,11 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
         } else {
             run.topk_pct = r.topk.pct;
             run.k_min = r.topk.k_min_tokens;
+            run.k_rule = std::string(k_rule_name(r.topk.k_rule));
         }
+        run.round_k = r.topk.round_k;
+        run.key_granularity = std::string(key_granularity_name(r.granularity));
+        run.pooling = std::string(pooling_name(r.pooling));
         if (r.params.method == "streaming") {
             run.sink_tokens = r.tile;
             if (r.topk.tiles > 0) run.window_tokens = static_cast<int64_t>(r.topk.tiles - 1) * r.tile;

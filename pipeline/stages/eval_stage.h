@@ -16,10 +16,12 @@ namespace kascade {
 inline constexpr int kEvalFormatVersion = 1;
 
 struct EvalParams {
-    std::string method = "kascade";      ///< kascade | oracle | streaming | dense
-    std::optional<int64_t> schedule_id;  ///< method kascade
-    std::optional<TopKRule> topk;        ///< default for kascade: the rule the schedule's similarity used
-    std::optional<int> tile;             ///< default for kascade: the capture's tile; else 16
+    std::string method = "kascade";             ///< kascade | oracle | streaming | dense
+    std::optional<int64_t> schedule_id;         ///< method kascade
+    std::optional<TopKRule> topk;               ///< default for kascade: the rule the schedule's similarity used
+    std::optional<int> tile;                    ///< default for kascade: the capture's tile; else 16
+    std::optional<KeyGranularity> granularity;  ///< default for kascade: the similarity's; else token (the paper)
+    std::optional<Pooling> pooling;             ///< default post_softmax (the paper)
     int ctx = 512;
     std::optional<int64_t> token_offset;  ///< default for kascade: right after the calibration range; else 0
     int64_t n_tokens = 8192;              ///< test tokens scored (0: all after the offset)
@@ -39,9 +41,11 @@ struct EvalKeyInputs {
     int ctx = 0;
     int64_t token_offset = 0;
     int64_t n_tokens = 0;
-    int tile = 0;              ///< ignored for dense
-    TopKRule topk;             ///< ignored for dense
-    std::string schedule_key;  ///< method kascade
+    int tile = 0;                                        ///< ignored for dense
+    TopKRule topk;                                       ///< ignored for dense
+    std::string schedule_key;                            ///< method kascade
+    KeyGranularity granularity = KeyGranularity::Token;  ///< ignored for dense
+    Pooling pooling = Pooling::PostSoftmax;              ///< ignored for dense
 };
 
 /// The content key of a run (pure: a sweep's --dry-run uses it to tell what is stored already).

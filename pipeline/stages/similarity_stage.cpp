@@ -5,6 +5,7 @@
 
 #include "io/error.h"
 #include "io/store/h5_file.h"
+#include "kernels/tile_mass.h"
 #include "kernels/tile_similarity.h"
 #include "kernels/topk_tiles.h"
 #include "pipeline/runtime/progress.h"
@@ -20,28 +21,67 @@ void check_topk_rule(const TopKRule& rule) {
     KASCADE_CHECK(rule.pct >= 0 && rule.pct <= 100, "invalid topk-pct={} (must be in (0, 100])", rule.pct);
     KASCADE_CHECK(rule.tiles >= 0, "invalid topk-tiles={} (must be > 0)", rule.tiles);
     KASCADE_CHECK(rule.k_min_tokens >= 0, "invalid k-min={} (must be >= 0 tokens)", rule.k_min_tokens);
+    KASCADE_CHECK(rule.round_k >= 0, "invalid round-k={} (must be >= 0 tokens; 0 = no rounding)", rule.round_k);
 }
 
 nlohmann::json topk_rule_json(const TopKRule& rule) {
-    if (rule.tiles > 0) return {{"topk_tiles", rule.tiles}};
-    return {{"topk_pct", rule.pct}, {"k_min", rule.k_min_tokens}};
+    nlohmann::json j = rule.tiles > 0 ? nlohmann::json{{"topk_tiles", rule.tiles}}
+                                      : nlohmann::json{{"topk_pct", rule.pct},
+                                                       {"k_min", rule.k_min_tokens},
+                                                       {"k_rule", std::string(k_rule_name(rule.k_rule))}};
+    j["round_k"] = rule.round_k;
+    return j;
 }
 
-std::string similarity_key(const std::string& capture_key, const TopKRule& topk) {
-    return content_key("similarity", kSimilarityFormatVersion, {{"capture", capture_key}}, topk_rule_json(topk));
+namespace {
+
+template <typename E>
+E parse_mode(const std::string& name, std::string_view option, std::optional<E> (*from_name)(std::string_view),
+             std::string_view choices) {
+    const std::optional<E> e = from_name(name);
+    KASCADE_CHECK(e.has_value(), "invalid {}='{}' (expected {})", option, name, choices);
+    return *e;
+}
+
+}  // namespace
+
+KeyGranularity parse_key_granularity(const std::string& name, std::string_view option) {
+    return parse_mode(name, option, key_granularity_from_name, "token or tile");
+}
+Pooling parse_pooling(const std::string& name, std::string_view option) {
+    return parse_mode(name, option, pooling_from_name, "post_softmax or pre_softmax");
+}
+KRule parse_k_rule(const std::string& name, std::string_view option) {
+    return parse_mode(name, option, k_rule_from_name, "sequence, rolling or visible");
+}
+
+namespace {
+
+nlohmann::json similarity_params(const TopKRule& topk, KeyGranularity granularity) {
+    nlohmann::json params = topk_rule_json(topk);
+    params["key_granularity"] = std::string(key_granularity_name(granularity));
+    return params;
+}
+
+}  // namespace
+
+std::string similarity_key(const std::string& capture_key, const TopKRule& topk, KeyGranularity granularity) {
+    return content_key("similarity", kSimilarityFormatVersion, {{"capture", capture_key}},
+                       similarity_params(topk, granularity));
 }
 
 namespace {
 constexpr const char* kMeasures[] = {"recall_mean", "recall_min", "jaccard_mean", "jaccard_min"};
 }
 
-StageResult run_similarity(Workspace& ws, const std::string& capture_key, const TopKRule& topk, bool force) {
+StageResult run_similarity(Workspace& ws, const std::string& capture_key, const TopKRule& topk,
+                           KeyGranularity granularity, bool force) {
     check_topk_rule(topk);
     const std::optional<ArtifactRecord> capture_record = ws.db().find_artifact(capture_key);
     KASCADE_CHECK(capture_record && capture_record->stage == "capture",
                   "no capture with key '{}' in {} (run `kascade capture` first, or see `kascade status`)", capture_key,
                   ws.db().db_file().string());
-    const std::string key = similarity_key(capture_key, topk);
+    const std::string key = similarity_key(capture_key, topk, granularity);
     if (!force && ws.has_artifact(key)) return {key, true};
 
     H5ArtifactReader capture(ws.results_dir() / capture_record->path, kCaptureFormatVersion, kCaptureFormatVersion,
@@ -51,29 +91,35 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     const int n_layers = static_cast<int>(in.attr_int("n_layers"));
     const int n_heads = static_cast<int>(in.attr_int("n_kv_heads"));
     const int64_t n_windows = in.attr_int("n_windows");
+    const bool token = granularity == KeyGranularity::Token;
+    KASCADE_CHECK(!token || in.open_group("layer_00").has("q"),
+                  "similarity with key granularity token needs the queries and keys of capture {} ({}), which was "
+                  "made without them: capture again with --save-qk",
+                  capture_key, capture_record->path);
     const int tile = static_cast<int>(in.attr_int("tile"));
-    const int n_tiles = tile_count(static_cast<int>(in.attr_int("ctx")), tile);
+    const int ctx = static_cast<int>(in.attr_int("ctx"));
+    const int n_tiles = tile_count(ctx, tile);
 
     const size_t table_size = static_cast<size_t>(n_layers) * n_layers * n_heads * n_heads;
     std::vector<std::vector<double>> sums(4, std::vector<double>(table_size, 0.0));
-    std::vector<H5Dataset> mass_sets;
+    std::vector<H5Dataset> mass_sets, q_sets, k_sets;
     std::vector<float> importance(n_layers);
     std::vector<int> windows(n_layers);
     for (int l = 0; l < n_layers; ++l) {
         const H5Group g = in.open_group(fmt::format("layer_{:02}", l));
         mass_sets.push_back(g.open_dataset("tile_mass"));
+        if (token) {
+            q_sets.push_back(g.open_dataset("q"));
+            k_sets.push_back(g.open_dataset("k"));
+        }
         importance[l] = static_cast<float>(g.attr_double("importance"));
         windows[l] = static_cast<int>(g.attr_int("window"));
     }
 
-    ProgressLine progress("similarity", n_windows, "windows");
-    std::vector<TileMass> mass(n_layers);
-    std::vector<TileSelection> selection(n_layers);
-    for (int64_t w = 0; w < n_windows; ++w) {
-        for (int l = 0; l < n_layers; ++l) {
-            mass[l] = TileMass{n_heads, n_tiles, n_tiles, tile, mass_sets[l].read_rows<float>(w, 1), windows[l]};
-            selection[l] = select_topk_tiles(mass[l], topk);
-        }
+    const int n_q_heads = static_cast<int>(in.attr_int("n_heads"));
+    const int head_dim = static_cast<int>(in.attr_int("head_dim"));
+    // Sums one window's head-pair measures of every layer pair (a < b) into `sums`.
+    const auto accumulate = [&](const auto& mass, const auto& selection) {
 #pragma omp parallel for schedule(dynamic)
         for (int b = 1; b < n_layers; ++b) {
             for (int a = 0; a < b; ++a) {
@@ -89,13 +135,45 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
                 }
             }
         }
+    };
+
+    ProgressLine progress("similarity", n_windows, "windows");
+    std::vector<TileMass> mass(n_layers);
+    std::vector<TileSelection> selection(n_layers);
+    std::vector<TokenMass> token_mass(token ? n_layers : 0);
+    std::vector<TokenSelection> token_selection(token ? n_layers : 0);
+    for (int64_t w = 0; w < n_windows; ++w) {
+        if (token) {
+            for (int l = 0; l < n_layers; ++l) {
+                // The per-key mass recomputed from the captured post-RoPE queries and keys, scaled as the runtime does.
+                const std::vector<float> q = q_sets[l].read_rows<float>(w, 1);
+                const std::vector<float> k = k_sets[l].read_rows<float>(w, 1);
+                AttnShape shape;
+                shape.n_q_heads = n_q_heads;
+                shape.n_kv_heads = n_heads;
+                shape.head_dim = head_dim;
+                shape.n_q = shape.n_k = shape.kv_stride = ctx;
+                shape.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+                shape.window = windows[l];
+                attn_token_mass(shape, tile, q.data(), k.data(), &token_mass[l]);
+                token_selection[l] = select_topk_tokens(token_mass[l], topk);
+            }
+            accumulate(token_mass, token_selection);
+        } else {
+            for (int l = 0; l < n_layers; ++l) {
+                mass[l] =
+                    TileMass{n_heads, n_tiles, n_tiles, tile, mass_sets[l].read_rows<float>(w, 1), windows[l], ctx};
+                selection[l] = select_topk_tiles(mass[l], topk);
+            }
+            accumulate(mass, selection);
+        }
         progress.update(w + 1);
     }
     progress.finish();
 
     H5ArtifactWriter writer(ws.artifact_path("similarity", key), kSimilarityFormatVersion);
     const ArtifactHeader header =
-        make_artifact_header("similarity", key, {{"capture", capture_key}}, topk_rule_json(topk),
+        make_artifact_header("similarity", key, {{"capture", capture_key}}, similarity_params(topk, granularity),
                              capture_header.model_hash, capture_header.text_hash, capture_header.tokenizer_hash);
     write_artifact_header(writer.root(), header);
     if (topk.tiles > 0) {
@@ -103,7 +181,10 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     } else {
         writer.root().set_attr("topk_pct", static_cast<double>(topk.pct));
         writer.root().set_attr("k_min", static_cast<int64_t>(topk.k_min_tokens));
+        writer.root().set_attr("k_rule", std::string(k_rule_name(topk.k_rule)));
     }
+    writer.root().set_attr("round_k", static_cast<int64_t>(topk.round_k));
+    writer.root().set_attr("key_granularity", std::string(key_granularity_name(granularity)));
     writer.root().set_attr("n_layers", n_layers);
     writer.root().set_attr("n_kv_heads", n_heads);
     writer.root().set_attr("n_windows", n_windows);

@@ -10,6 +10,7 @@
 #include "io/host_info.h"
 #include "io/store/results_merge.h"
 #include "io/text_file.h"
+#include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/progress.h"
 #include "pipeline/stages/content_key.h"
 
@@ -20,8 +21,10 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string topk_label(const TopKRule& r) {
-    return r.tiles > 0 ? fmt::format("topk_tiles={}", r.tiles)
-                       : fmt::format("topk_pct={} k_min={}", r.pct, r.k_min_tokens);
+    std::string s = r.tiles > 0
+                        ? fmt::format("topk_tiles={}", r.tiles)
+                        : fmt::format("topk_pct={} k_min={} k_rule={}", r.pct, r.k_min_tokens, k_rule_name(r.k_rule));
+    return r.round_k > 0 ? s + fmt::format(" round_k={}", r.round_k) : s;
 }
 
 std::string schedule_label(const ScheduleParams& p) {
@@ -42,8 +45,8 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
     for (int ctx : spec.ctx) {
         // Every sparse eval compares with the dense run of its tokens: it waits for the dense job of its ctx.
         std::vector<int> dense_dep;
-        auto eval_job = [&](const std::string& method, int tile, const TopKRule& topk, int schedule_job,
-                            const std::string& label) {
+        auto eval_job = [&](const std::string& method, int tile, const TopKRule& topk, KeyGranularity granularity,
+                            Pooling pooling, int schedule_job, const std::string& label) {
             SweepJob j;
             j.stage = "eval";
             j.label = label;
@@ -55,52 +58,71 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
             if (method != "dense") {
                 j.eval.tile = tile;
                 j.eval.topk = topk;
+                j.eval.granularity = granularity;
+                j.eval.pooling = pooling;
             }
             if (schedule_job >= 0) {
                 j.schedule_key = plan[schedule_job].key;
                 j.depends_on.push_back(schedule_job);
             }
             j.key = eval_key({h.model, h.tokenizer, h.text, method, ctx, spec.test_offset, spec.test_tokens, tile, topk,
-                              j.schedule_key});
+                              j.schedule_key, granularity, pooling});
             plan.push_back(j);
         };
         if (has_dense) {
-            eval_job("dense", 0, {}, -1, fmt::format("dense ctx={}", ctx));
+            eval_job("dense", 0, {}, {}, {}, -1, fmt::format("dense ctx={}", ctx));
             dense_dep = {static_cast<int>(plan.size()) - 1};
         }
         for (int tile : spec.tile) {
             SweepJob c;
             c.stage = "capture";
-            c.capture = CaptureParams{spec.calib_offset, spec.calib_tokens, ctx, tile, false};
+            // Token-granularity similarity recomputes the per-key mass from the captured queries and keys.
+            const bool save_qk = std::find(spec.granularity.begin(), spec.granularity.end(), KeyGranularity::Token) !=
+                                 spec.granularity.end();
+            c.capture = CaptureParams{spec.calib_offset, spec.calib_tokens, ctx, tile, save_qk};
             c.label = fmt::format("ctx={} tile={} tokens [{}, {})", ctx, tile, spec.calib_offset,
                                   spec.calib_offset + spec.calib_tokens);
             c.key = capture_key(h.model, h.tokenizer, h.text, c.capture);
             plan.push_back(c);
             const int capture_job = static_cast<int>(plan.size()) - 1;
             for (const TopKRule& topk : spec.topk) {
-                SweepJob s;
-                s.stage = "similarity";
-                s.capture_key = c.key;
-                s.topk = topk;
-                s.key = similarity_key(c.key, topk);
-                s.label = fmt::format("ctx={} tile={} {}", ctx, tile, topk_label(topk));
-                s.depends_on = {capture_job};
-                plan.push_back(s);
-                const int similarity_job = static_cast<int>(plan.size()) - 1;
-                for (const ScheduleParams& params : spec.schedules) {
-                    SweepJob sc;
-                    sc.stage = "schedule";
-                    sc.similarity_key = s.key;
-                    sc.schedule = params;
-                    sc.key = schedule_key(s.key, params);
-                    sc.label = fmt::format("{} ({})", schedule_label(params), s.label);
-                    sc.depends_on = {similarity_job};
-                    plan.push_back(sc);
-                    eval_job("kascade", tile, topk, static_cast<int>(plan.size()) - 1, "kascade " + sc.label);
-                }
-                for (const std::string& method : spec.baselines) {
-                    if (method == "dense") continue;
-                    eval_job(method, tile, topk, -1, fmt::format("{} ({})", method, s.label));
+                for (KeyGranularity granularity : spec.granularity) {
+                    SweepJob s;
+                    s.stage = "similarity";
+                    s.capture_key = c.key;
+                    s.topk = topk;
+                    s.granularity = granularity;
+                    s.key = similarity_key(c.key, topk, granularity);
+                    s.label = fmt::format("ctx={} tile={} {} key_granularity={}", ctx, tile, topk_label(topk),
+                                          key_granularity_name(granularity));
+                    s.depends_on = {capture_job};
+                    plan.push_back(s);
+                    const int similarity_job = static_cast<int>(plan.size()) - 1;
+                    for (const ScheduleParams& params : spec.schedules) {
+                        SweepJob sc;
+                        sc.stage = "schedule";
+                        sc.similarity_key = s.key;
+                        sc.schedule = params;
+                        sc.key = schedule_key(s.key, params);
+                        sc.label = fmt::format("{} ({})", schedule_label(params), s.label);
+                        sc.depends_on = {similarity_job};
+                        plan.push_back(sc);
+                        const int schedule_job = static_cast<int>(plan.size()) - 1;
+                        for (Pooling pooling : spec.pooling) {
+                            eval_job("kascade", tile, topk, granularity, pooling, schedule_job,
+                                     fmt::format("kascade {} pooling={}", sc.label, pooling_name(pooling)));
+                        }
+                    }
+                    for (const std::string& method : spec.baselines) {
+                        if (method == "dense") continue;
+                        // Streaming ranks nothing: pooling does not apply to it.
+                        const std::vector<Pooling> poolings =
+                            method == "oracle" ? spec.pooling : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
+                        for (Pooling pooling : poolings) {
+                            eval_job(method, tile, topk, granularity, pooling, -1,
+                                     fmt::format("{} ({}) pooling={}", method, s.label, pooling_name(pooling)));
+                        }
+                    }
                 }
             }
         }
@@ -228,7 +250,7 @@ JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, co
         KASCADE_ASSERT(r.key == job.key);
         outcome.cached = r.cached;
     } else if (job.stage == "similarity") {
-        const StageResult r = run_similarity(ws, job.capture_key, job.topk);
+        const StageResult r = run_similarity(ws, job.capture_key, job.topk, job.granularity);
         KASCADE_ASSERT(r.key == job.key);
         outcome.cached = r.cached;
     } else if (job.stage == "schedule") {

@@ -33,6 +33,7 @@ struct SweepJob {
     CaptureParams capture;       ///< capture
     std::string capture_key;     ///< similarity: its input
     TopKRule topk;               ///< similarity
+    KeyGranularity granularity = KeyGranularity::Token;  ///< similarity
     std::string similarity_key;  ///< schedule: its input
     ScheduleParams schedule;     ///< schedule
     std::string schedule_key;    ///< eval kascade: its schedule

@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "io/error.h"
+#include "pipeline/runtime/kascade_attention.h"
 
 namespace kascade {
 
@@ -230,19 +231,36 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     spec.test_tokens = test.integer("tokens", 8192, 1, kMaxTokens);
 
     TableReader grid(file, "grid", subtable(root, file, "grid", true),
-                     {"ctx", "tile", "topk_tiles", "topk_pct", "k_min", "metric", "aggregation", "head_map"});
+                     {"ctx", "tile", "topk_tiles", "topk_pct", "k_min", "k_rule", "round_k", "key_granularity",
+                      "pooling", "metric", "aggregation", "head_map"});
     for (double v : grid.numbers("ctx", {512}, 2, 1 << 20, true)) spec.ctx.push_back(static_cast<int>(v));
     for (double v : grid.numbers("tile", {16}, 1, 4096, true)) spec.tile.push_back(static_cast<int>(v));
     const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
     KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
+    const std::vector<double> round_ks = grid.numbers("round_k", {0}, 0, 1 << 20, true);
+    const std::string default_k_rule(k_rule_name(TopKRule{}.k_rule));
+    const auto k_rules = grid.choices("k_rule", {default_k_rule}, {"sequence", "rolling", "visible"});
     if (has_tiles) {
+        KASCADE_CHECK(!grid.has("k_rule"), "{}: grid.k_rule applies to topk_pct only, not to topk_tiles",
+                      file.string());
         for (double v : grid.numbers("topk_tiles", {}, 1, 1 << 20, true))
-            spec.topk.push_back({static_cast<int>(v), 0, 0});
+            for (double r : round_ks)
+                spec.topk.push_back({static_cast<int>(v), 0, 0, TopKRule{}.k_rule, static_cast<int>(r)});
     } else {
-        const std::vector<double> k_mins = grid.numbers("k_min", {128}, 0, 1 << 20, true);
+        const std::vector<double> k_mins = grid.numbers("k_min", {TopKRule{}.k_min_tokens}, 0, 1 << 20, true);
         for (double p : grid.numbers("topk_pct", {}, 0.001, 100, false))
-            for (double k : k_mins) spec.topk.push_back({0, static_cast<float>(p), static_cast<int>(k)});
+            for (double k : k_mins)
+                for (const std::string& rule : k_rules)
+                    for (double r : round_ks)
+                        spec.topk.push_back({0, static_cast<float>(p), static_cast<int>(k), *k_rule_from_name(rule),
+                                             static_cast<int>(r)});
     }
+    const std::string default_granularity(key_granularity_name(SparseAttentionOptions{}.granularity));
+    for (const std::string& g : grid.choices("key_granularity", {default_granularity}, {"token", "tile"}))
+        spec.granularity.push_back(*key_granularity_from_name(g));
+    const std::string default_pooling(pooling_name(SparseAttentionOptions{}.pooling));
+    for (const std::string& p : grid.choices("pooling", {default_pooling}, {"post_softmax", "pre_softmax"}))
+        spec.pooling.push_back(*pooling_from_name(p));
     const auto metrics = grid.choices("metric", {"recall"}, {"recall", "jaccard"});
     const auto aggregations = grid.choices("aggregation", {"mean"}, {"mean", "min"});
     const auto head_maps = grid.choices("head_map", {"argmax"}, {"argmax", "identity", "pooled"});

@@ -19,6 +19,7 @@ TileMass random_mass(int n_kv_heads, int n_tiles, int tile, uint64_t seed) {
     m.n_kv_heads = n_kv_heads;
     m.n_q_tiles = m.n_k_tiles = n_tiles;
     m.tile = tile;
+    m.n_keys = n_tiles * tile;
     m.mass = reference::random_floats(static_cast<size_t>(n_kv_heads) * n_tiles * n_tiles, seed, 0.0f, 1.0f);
     return m;
 }
@@ -58,7 +59,7 @@ TEST(TileSimilarity, MatchesReferenceAndAggregates) {
         const TileMass mass_b = random_mass(2, n_tiles, 32, 3 + n_tiles);
         const TileMass mass_a = random_mass(3, n_tiles, 32, 4 + n_tiles);
         const TileSelection sel_b = select_topk_tiles(mass_b, TopKRule{3, 0, 0});
-        const TileSelection sel_a = select_topk_tiles(mass_a, TopKRule{0, 20, 32});
+        const TileSelection sel_a = select_topk_tiles(mass_a, TopKRule{0, 20, 32, KRule::Visible});
         for (int hb = 0; hb < 2; ++hb) {
             for (int ha = 0; ha < 3; ++ha) {
                 double recall_sum = 0, jaccard_sum = 0, recall_min = 1e9, jaccard_min = 1e9;

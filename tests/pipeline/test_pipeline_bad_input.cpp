@@ -35,7 +35,7 @@ class BadPipelineInput : public ::testing::Test {
                         " --text " + shell_quote(kStoriesText) + " --calib-tokens 254 --ctx 128");
         EXPECT_EQ(c.exit_code, 0) << c.err;
         const CommandResult s = run_kascade("similarity --results " + shell_quote(results_) + " --capture " +
-                                            c.out.substr(8, 16) + " --topk-tiles 2");
+                                            c.out.substr(8, 16) + " --topk-tiles 2 --key-granularity tile");
         EXPECT_EQ(s.exit_code, 0) << s.err;
         const CommandResult p = run_kascade("schedule --results " + shell_quote(results_) + " --similarity " +
                                             s.out.substr(11, 16) + " --policy dp --anchors 2");

@@ -52,12 +52,16 @@ TEST(SparsePolicies, TopKCoveringEveryTileReproducesDensePerplexity) {
     options.ctx = 512;
     DenseAttention dense;
     const double ppl_dense = evaluate_perplexity(model, dense, tokens, w.config.bos_token_id, options).perplexity();
-    for (int tile : {16, 32}) {
-        SparseAttentionOptions sparse{.tile = tile, .topk = {.tiles = 1000}};
-        KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads), sparse);
-        const double ppl = evaluate_perplexity(model, kascade, tokens, w.config.bos_token_id, options).perplexity();
-        EXPECT_LT(std::abs(ppl - ppl_dense) / ppl_dense, 1e-6) << "tile " << tile;
-        for (const LayerDensity& d : kascade.layer_density()) EXPECT_EQ(d.ratio(), 1.0);
+    for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
+        for (int tile : {1, 16, 32}) {
+            if (tile == 1 && g == KeyGranularity::Tile) continue;
+            SparseAttentionOptions sparse{.tile = tile, .topk = {.tiles = 1000}, .granularity = g};
+            KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads), sparse);
+            const double ppl = evaluate_perplexity(model, kascade, tokens, w.config.bos_token_id, options).perplexity();
+            EXPECT_LT(std::abs(ppl - ppl_dense) / ppl_dense, 1e-6)
+                << "tile " << tile << " granularity " << key_granularity_name(g);
+            for (const LayerDensity& d : kascade.layer_density()) EXPECT_EQ(d.ratio(), 1.0);
+        }
     }
 }
 
@@ -68,20 +72,24 @@ TEST(SparsePolicies, OracleAttendsExactlyTheBudget) {
     const auto tokens = tokens_for_test(n - 1);
     PerplexityOptions options;
     options.ctx = n;
-    KascadeAttention oracle(AttentionSchedule::oracle(w.config.n_layers), {.tile = tile, .topk = {.tiles = k_tiles}});
-    evaluate_perplexity(model, oracle, tokens, w.config.bos_token_id, options);
-    // Per query head, row p of tile p/16 sees min(4, p/16) full earlier tiles and p%16 + 1 keys of its own tile.
+    // Per query head, row p of tile p/16 sees min(4, p/16) full earlier tiles (token granularity: min(64, 16 (p/16))
+    // keys, the same count) and p%16 + 1 keys of its own tile.
     double expected = 0, causal = 0;
     for (int p = 0; p < n; ++p) {
         expected += std::min(k_tiles, p / tile) * tile + p % tile + 1;
         causal += p + 1;
     }
-    const double heads = w.config.n_heads;
-    const auto& density = oracle.layer_density();
-    EXPECT_EQ(density[0].attended_keys, causal * heads);  // layer 0 dense
-    for (int l = 1; l < w.config.n_layers; ++l) {
-        EXPECT_EQ(density[l].attended_keys, expected * heads) << "layer " << l;
-        EXPECT_EQ(density[l].causal_keys, causal * heads) << "layer " << l;
+    for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
+        KascadeAttention oracle(AttentionSchedule::oracle(w.config.n_layers),
+                                {.tile = tile, .topk = {.tiles = k_tiles}, .granularity = g});
+        evaluate_perplexity(model, oracle, tokens, w.config.bos_token_id, options);
+        const double heads = w.config.n_heads;
+        const auto& density = oracle.layer_density();
+        EXPECT_EQ(density[0].attended_keys, causal * heads);  // layer 0 dense
+        for (int l = 1; l < w.config.n_layers; ++l) {
+            EXPECT_EQ(density[l].attended_keys, expected * heads) << "layer " << l << " " << key_granularity_name(g);
+            EXPECT_EQ(density[l].causal_keys, causal * heads) << "layer " << l;
+        }
     }
 }
 
@@ -93,12 +101,16 @@ TEST(SparsePolicies, SparsityChangesPerplexityButStaysFinite) {
     options.ctx = 512;
     DenseAttention dense;
     const double ppl_dense = evaluate_perplexity(model, dense, tokens, w.config.bos_token_id, options).perplexity();
-    KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads),
-                             {.tile = 16, .topk = {.tiles = 2}});
-    const double ppl = evaluate_perplexity(model, kascade, tokens, w.config.bos_token_id, options).perplexity();
-    EXPECT_TRUE(std::isfinite(ppl));
-    EXPECT_NE(ppl, ppl_dense);  // 2 of up to 31 tiles: the sparse pass must not silently be the dense one
-    EXPECT_LT(kascade.layer_density()[2].ratio(), 0.5);
+    for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
+        for (Pooling pooling : {Pooling::PostSoftmax, Pooling::PreSoftmax}) {
+            KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads),
+                                     {.tile = 16, .topk = {.tiles = 2}, .granularity = g, .pooling = pooling});
+            const double ppl = evaluate_perplexity(model, kascade, tokens, w.config.bos_token_id, options).perplexity();
+            EXPECT_TRUE(std::isfinite(ppl));
+            EXPECT_NE(ppl, ppl_dense);  // 2 of up to 31 tiles: the sparse pass must not silently be the dense one
+            EXPECT_LT(kascade.layer_density()[2].ratio(), 0.5);
+        }
+    }
 }
 
 TEST(SparsePolicies, StreamingSelectionIsSinkPlusRecentWindow) {
@@ -122,6 +134,7 @@ TEST(SparsePolicies, PooledHeadsSelectFromTheSummedMassForEveryHead) {
     const float head0[] = {5, 0, 1}, head1[] = {0, 4, 3};  // query tile 3, candidate tiles 0..2
     std::copy(head0, head0 + 3, mass.row(0, 3));
     std::copy(head1, head1 + 3, mass.row(1, 3));
+    mass.n_keys = 64;
     const TileSelection own = select_layer_tiles(mass, {.tile = 16, .topk = {.tiles = 2}});
     const TileSelection pooled = select_layer_tiles(mass, {.tile = 16, .topk = {.tiles = 2}, .pooled_heads = true});
     auto tiles_of = [](const TileSelection& s, int h) {
@@ -185,19 +198,23 @@ void expect_dense_windowed(AttentionPolicy& policy, int n, const char* what) {
 TEST(SparsePolicies, WindowedPoliciesWithEveryCandidateEqualDenseWindowed) {
     for (int n : {129, 300}) {
         SCOPED_TRACE("T=" + std::to_string(n));
-        const SparseAttentionOptions options{.tile = 16, .topk = {.tiles = 1000}};
-        KascadeAttention kascade(reuse_schedule(5, 2), options);
-        expect_dense_windowed(kascade, n, "kascade");
-        KascadeAttention oracle(AttentionSchedule::oracle(5), options);
-        expect_dense_windowed(oracle, n, "oracle");
-        StreamingAttention streaming(5, options);
-        expect_dense_windowed(streaming, n, "streaming");
-        for (const auto* density : {&kascade.layer_density(), &oracle.layer_density(), &streaming.layer_density()}) {
-            for (int l = 0; l < 5; ++l) {
-                EXPECT_EQ((*density)[l].ratio(), 1.0) << "layer " << l;
-                // Rows 0..w-1 see p + 1 keys, the others w, for each of the 6 query heads.
-                const double w = kWindows[l];
-                EXPECT_EQ((*density)[l].causal_keys, 6 * (w * (w + 1) / 2 + (n - w) * w)) << "layer " << l;
+        for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
+            SCOPED_TRACE(key_granularity_name(g));
+            const SparseAttentionOptions options{.tile = 16, .topk = {.tiles = 1000}, .granularity = g};
+            KascadeAttention kascade(reuse_schedule(5, 2), options);
+            expect_dense_windowed(kascade, n, "kascade");
+            KascadeAttention oracle(AttentionSchedule::oracle(5), options);
+            expect_dense_windowed(oracle, n, "oracle");
+            StreamingAttention streaming(5, options);
+            expect_dense_windowed(streaming, n, "streaming");
+            for (const auto* density :
+                 {&kascade.layer_density(), &oracle.layer_density(), &streaming.layer_density()}) {
+                for (int l = 0; l < 5; ++l) {
+                    EXPECT_EQ((*density)[l].ratio(), 1.0) << "layer " << l;
+                    // Rows 0..w-1 see p + 1 keys, the others w, for each of the 6 query heads.
+                    const double w = kWindows[l];
+                    EXPECT_EQ((*density)[l].causal_keys, 6 * (w * (w + 1) / 2 + (n - w) * w)) << "layer " << l;
+                }
             }
         }
     }
@@ -240,7 +257,7 @@ TEST(SparsePolicies, StreamingWithWindowMovesTheSinkBudgetToRecentTiles) {
     // query tile). Selected tiles: query tile 1, rows 8..15, see 8,8,8,8,7,6,5,4 keys of tile 0 (54); query tile 2,
     // rows 16..18, see 3,2,1 keys of tile 0 (6); query tiles 3 and 4 see 8,8,8,8,7,6,5,4 of tiles 2 and 3 (54 each).
     // Per query head 5 * 36 + 54 + 6 + 54 + 54 = 348, of 1+..+12 + 28 * 12 = 414 windowed causal keys.
-    StreamingAttention streaming(2, {.tile = 8, .topk = {.tiles = 1}});
+    StreamingAttention streaming(2, {.tile = 8, .topk = {.tiles = 1}, .granularity = KeyGranularity::Tile});
     const LayerInputs in = random_layer(40, 4, 2, 8, 12, 7);
     std::vector<float> out(in.q.size());
     streaming.attend({1, in.shape, in.q.data(), in.k.data(), in.v.data(), out.data()});

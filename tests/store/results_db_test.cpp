@@ -63,6 +63,39 @@ TEST(ResultsDb, ReopeningIsANoOp) {
     EXPECT_EQ(count_rows(db, "schedule_layers"), 3);
 }
 
+TEST(ResultsDb, Version2RecordsTheSelectionVariantOfOlderRuns) {
+    // A version-1 database with a dense and a sparse run: the sparse run was tile-granular, post-softmax, with the
+    // per-tile visible-context k rule (all that version 1's kascade could run); the dense run has no variant.
+    TempDir tmp;
+    {
+        SQLite::Database raw(tmp.path() / "kascade.db", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        raw.exec(schema_migrations()[0].sql);
+        raw.exec("PRAGMA user_version = 1");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec("INSERT INTO texts VALUES (1, 'h', 't', 10, 't')");
+        const char* run =
+            "INSERT INTO runs (key, model_id, text_id, method, tile, topk_pct, k_min, ctx, token_offset, "
+            "n_tokens, git_commit, machine, threads, started_at, finished_at) VALUES ";
+        raw.exec(std::string(run) + "('a', 1, 1, 'oracle', 16, 10, 128, 512, 0, 100, 'g', 'm', 1, 's', 'f')");
+        raw.exec(std::string(run) + "('b', 1, 1, 'dense', NULL, NULL, NULL, 512, 0, 100, 'g', 'm', 1, 's', 'f')");
+    }
+    ResultsDb db(tmp.path());
+    EXPECT_EQ(db.schema_version(), kSchemaVersion);
+    EXPECT_EQ(db.database()
+                  .execAndGet("SELECT key_granularity || ' ' || k_rule || ' ' || round_k || ' ' || pooling FROM runs "
+                              "WHERE key = 'a'")
+                  .getString(),
+              "tile visible 0 post_softmax");
+    EXPECT_EQ(db.database()
+                  .execAndGet("SELECT count(*) FROM runs WHERE key = 'b' AND key_granularity IS NULL AND "
+                              "k_rule IS NULL AND pooling IS NULL")
+                  .getInt(),
+              1);
+    // runs_flat shows the new columns (a run row without metrics still appears: LEFT JOIN).
+    EXPECT_EQ(db.database().execAndGet("SELECT key_granularity FROM runs_flat WHERE run_key = 'a'").getString(),
+              "tile");
+}
+
 TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {
     TempDir tmp;
     {
