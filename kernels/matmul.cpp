@@ -57,15 +57,9 @@ constexpr int kParallelRoundingMinRows = 64;
 /// core for a while).
 constexpr int kUnitsPerThread = 8;
 
-/// 64-byte aligned scratch buffer for the converted activations.
-template <typename T>
-struct AlignedBuffer {
-    struct Free {
-        void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
-    };
-    std::unique_ptr<T[], Free> data;
-    explicit AlignedBuffer(size_t count)
-        : data(static_cast<T*>(::operator new[](std::max<size_t>(count, 1) * sizeof(T), std::align_val_t(64)))) {}
+/// Frees the 64-byte aligned scratch buffer of the converted activations.
+struct AlignedFree {
+    void operator()(mm::ActBf16* p) const { ::operator delete[](p, std::align_val_t(64)); }
 };
 
 /// The weight rows of all targets cut into panels of kPanelRows rows (a panel never straddles two targets).
@@ -126,35 +120,32 @@ struct Problem {
     std::span<const MatmulTarget> targets;
 };
 
-/// Rows [r0, r0 + MR) of x against the panel starting at weight row `row0` of target t (rows past the matrix
-/// repeat its last row and are discarded).
+/// Pointers to the kPanelRows weight rows from `row0` (rows past the matrix repeat its last row; their results are
+/// discarded).
+template <typename Element>
+void panel_rows(const MatrixView& w, int row0, const Element* (&rows)[mm::kPanelRows]) {
+    const auto* data = static_cast<const Element*>(w.data);
+    for (int j = 0; j < mm::kPanelRows; ++j)
+        rows[j] = data + static_cast<size_t>(std::min(row0 + j, w.rows - 1)) * w.cols;
+}
+
+/// Rows [r0, r0 + MR) of x against the panel starting at weight row `row0` of target t.
 template <int MR>
 void compute_tile(const Problem& p, const MatmulTarget& t, int r0, int row0, float* out) {
-    const MatrixView& w = t.w;
-    const int last_row = w.rows - 1;
-    const size_t elem = matrix_type_size(w.type);
-    const void* rows[mm::kPanelRows];
-    for (int j = 0; j < mm::kPanelRows; ++j) {
-        rows[j] = static_cast<const char*>(w.data) + static_cast<size_t>(std::min(row0 + j, last_row)) * w.cols * elem;
+    if (t.w.type == MatrixType::F32) {
+        const float* rows[mm::kPanelRows];
+        panel_rows(t.w, row0, rows);
+        mm::dot_tile_f32<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
+        return;
     }
-    switch (w.type) {
-        case MatrixType::BF16:
-            if (p.x_bf16 != nullptr) {
-                mm::dot_tile_bf16<MR>(p.x_bf16 + static_cast<size_t>(r0) * p.bf16_stride, p.bf16_stride,
-                                      reinterpret_cast<const uint16_t* const*>(rows), p.cols, out);
-            } else {
-                mm::dot_tile_bf16_exact<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols,
-                                            reinterpret_cast<const uint16_t* const*>(rows), p.cols, out);
-            }
-            break;
-        case MatrixType::F16:
-            mm::dot_tile_f16<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols,
-                                 reinterpret_cast<const uint16_t* const*>(rows), p.cols, out);
-            break;
-        case MatrixType::F32:
-            mm::dot_tile_f32<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols,
-                                 reinterpret_cast<const float* const*>(rows), p.cols, out);
-            break;
+    const uint16_t* rows[mm::kPanelRows];
+    panel_rows(t.w, row0, rows);
+    if (t.w.type == MatrixType::F16) {
+        mm::dot_tile_f16<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
+    } else if (p.x_bf16 != nullptr) {  // BF16 weights, MatmulPrecision::Bf16
+        mm::dot_tile_bf16<MR>(p.x_bf16 + static_cast<size_t>(r0) * p.bf16_stride, p.bf16_stride, rows, p.cols, out);
+    } else {  // BF16 weights, exact
+        mm::dot_tile_bf16_exact<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
     }
 }
 
@@ -217,10 +208,12 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
     if (panels.count() == 0) return;
 
     const int padded_cols = (cols + mm::kActBf16Cols - 1) / mm::kActBf16Cols * mm::kActBf16Cols;
-    std::unique_ptr<AlignedBuffer<mm::ActBf16>> x_bf16;
-    if (any_bf16) x_bf16 = std::make_unique<AlignedBuffer<mm::ActBf16>>(static_cast<size_t>(n) * padded_cols);
-    const Problem problem{x,      any_bf16 ? x_bf16->data.get() : nullptr, static_cast<size_t>(padded_cols), n, cols,
-                          targets};
+    std::unique_ptr<mm::ActBf16[], AlignedFree> x_bf16;
+    if (any_bf16) {
+        const size_t bytes = static_cast<size_t>(n) * padded_cols * sizeof(mm::ActBf16);
+        x_bf16.reset(static_cast<mm::ActBf16*>(::operator new[](bytes, std::align_val_t(64))));
+    }
+    const Problem problem{x, x_bf16.get(), static_cast<size_t>(padded_cols), n, cols, targets};
 
     const bool tiny = macs < kParallelMinMacs && weight_bytes < kParallelMinWeightBytes;
     const int threads = tiny ? 1 : omp_get_max_threads();
@@ -230,7 +223,7 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
     auto round_rows = [&](int r0, int r1) {
         for (int r = r0; r < r1; ++r) {
             mm::round_row_bf16(x + static_cast<size_t>(r) * cols, cols,
-                               x_bf16->data.get() + static_cast<size_t>(r) * padded_cols, padded_cols);
+                               x_bf16.get() + static_cast<size_t>(r) * padded_cols, padded_cols);
         }
     };
     // A few rows (decode) are rounded before the parallel region: one barrier less, which matters when a thread
