@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "io/error.h"
+#include "kernels/log_sum_exp.h"
 
 namespace kascade {
 
@@ -70,15 +71,13 @@ PerplexityResult evaluate_perplexity(const Transformer& model, AttentionPolicy& 
             const int rows = std::min(kLogitRowsPerChunk, n - 1 - row0);
             model.lm_head(hidden.data() + static_cast<size_t>(row0) * c.dim, rows, logits.data(), &result.stats);
             double chunk_nll = 0;
+            const double scoring_start = omp_get_wtime();
 #pragma omp parallel for reduction(+ : chunk_nll) schedule(static) if (rows * c.vocab_size > (1 << 16))
             for (int r = 0; r < rows; ++r) {
                 const float* z = logits.data() + static_cast<size_t>(r) * c.vocab_size;
-                const float z_max = *std::max_element(z, z + c.vocab_size);
-                double sum = 0;
-                for (int i = 0; i < c.vocab_size; ++i) sum += std::exp(static_cast<double>(z[i]) - z_max);
-                const int target = input[row0 + r + 1];
-                chunk_nll += std::log(sum) + z_max - z[target];
+                chunk_nll += log_sum_exp(z, c.vocab_size) - z[input[row0 + r + 1]];
             }
+            result.scoring_ms += (omp_get_wtime() - scoring_start) * 1e3;
             result.nll_sum += chunk_nll;
             result.n_scored += rows;
         }
