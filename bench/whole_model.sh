@@ -167,8 +167,10 @@ heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
 head_dim = c.get("head_dim", dim // heads)
 for ctx in map(int, sys.argv[3:]):
     kv_cache = 2 * layers * kv * head_dim * ctx * 4
-    # transformer activations (x, h, block_out, q, att, k, v, gate, up), hidden states, 32 rows of logits
-    act = 4 * ctx * (4 * dim + 2 * heads * head_dim + 2 * kv * head_dim + 2 * hidden) + 4 * 32 * c["vocab_size"]
+    # transformer activations (x, h, block_out, q, att, k, v, gate, up), hidden states, one chunk of logits
+    # (pipeline/runtime/perplexity.cpp: 32 MiB worth of rows, 16 to 128)
+    logit_rows = max(16, min(128, (32 << 20) // (4 * c["vocab_size"])))
+    act = 4 * ctx * (4 * dim + 2 * heads * head_dim + 2 * kv * head_dim + 2 * hidden) + 4 * logit_rows * c["vocab_size"]
     print(f"target: peak RSS ctx {ctx} <= {(1.15 * size + kv_cache + act) / 2**20:.0f} MiB "
           f"(1.15 x {size / 2**20:.0f} MiB safetensors + {kv_cache / 2**20:.0f} MiB KV cache + {act / 2**20:.0f} MiB activations)")
 EOF

@@ -6,7 +6,8 @@
 
 namespace kascade {
 
-/// z: [n], n >= 1. Computed as max + log(sum e^{z_i - max}) with exp_simd (kernels/exp_simd.h); the terms are summed
+/// z: [n], n >= 1. Computed as max + log(sum e^{z_i - max}) with exp_simd (kernels/exp_simd.h), in one pass over z with
+/// the maximum found block by block (the sum rescaled when it grows); the terms are summed
 /// in fp32 over blocks of kLogSumExpBlock values and the block sums in double, so the relative error of the sum stays
 /// near fp32 rounding for vocabularies of any size. All -inf gives -inf; a +inf gives +inf; a NaN gives NaN.
 double log_sum_exp(const float* z, int64_t n);
