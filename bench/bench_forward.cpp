@@ -1,31 +1,54 @@
-// bench/bench_forward.cpp: end-to-end prefill speed of the whole model (Google Benchmark), and where the time goes.
+// bench/bench_forward.cpp: whole-model speed (Google Benchmark), timing what `kascade perplexity` / eval and
+// `kascade generate` run, against the machine's limits measured in the same run (bench/machine_limits.h).
 //
-// Rows are named forward/<model>/ctx:<n>/<method>. Each iteration runs one window of ctx tokens from position 0
-// through every layer and the LM head (logits for every position, as perplexity needs them). Counters per row:
-//   tokens_per_s   positions per second of wall time
-//   matmul_ms      projections, MLP and LM head (Eigen GEMM) per window; matmul_frac = share of the time
-//   attention_ms   inside the attention policy per window; other_ms = the rest (norms, RoPE, SwiGLU, copies)
-//   speedup        (kascade rows) dense time / own time, both measured in this run
-// Models: stories260K (real weights; its trained context is 512, the 2048 row measures speed only) and a
-// randomly initialised model with SmolLM2-135M's config.json (30 layers, 9/3 heads, d 64; speed does not depend on
-// the weights' values). The kascade rows use a fixed schedule: anchors at every 4th layer, the layers between reuse
-// them (identity head map), top-k 10% of the context (k_min 128 tokens), tile 32.
+// Rows:
+//   prefill/<model>/ctx:<n>/<method>/<numerics>   one perplexity window: evaluate_perplexity() over BOS + ctx-1
+//                                                 tokens (forward pass, LM head in chunks, log-softmax scoring)
+//   decode/<model>/T:<n>/<method>/<numerics>      one new token after n cached positions: forward() of one token,
+//                                                 the LM head of its row and the greedy pick, as generate does
+// numerics: exact (weights as in the file, fp32 activations: --matmul exact), bf16 (file weights, activations
+// rounded to BF16: --matmul bf16), f32 (weights expanded to fp32 at load: --weights-dtype f32).
+// method: dense, or kascade (prefill: anchors at every 4th layer, the layers between reuse them with the identity
+// head map, top-k 10 % of the keys with a 128-token floor, tile 32). Decode methods are listed in decode_methods().
+//
+// Counters:
+//   tokens_per_s          positions (prefill) or new tokens (decode) per second of wall time
+//   matmul_ms, attention_ms, other_ms   the split of one iteration (other = everything else, scoring included);
+//   norm_ms, rope_kv_ms, act_ms, scoring_ms   parts of other: norms with residual adds, RoPE + KV-cache copy,
+//                         SwiGLU, log-softmax of the logits
+//   GFLOP/s               prefill: matrix-product flops / matrix-product time
+//   GB/s                  decode: bytes of weights + KV cache read per token / time per token
+//   pct_limit             prefill: GFLOP/s / the GEMM peak of its numerics (BF16 peak for bf16 on BF16 weights, else
+//                         fp32 peak); decode: GB/s / memory bandwidth
+//   speedup               dense time / own time in the same (model, ctx or T, numerics) group, measured in this run
+// Models: stories260K (real weights, fp32 file; prefill only: it is trained to 512 positions), and random BF16
+// checkpoints with SmolLM2-135M's and Llama-3.2-1B's config.json written by write_random_checkpoint and loaded by
+// load_model (memory-mapped) like any checkpoint. They are written to a temporary folder removed at exit, or kept
+// in $KASCADE_BENCH_MODELS and reused. Decode positions beyond a model's max_position_embeddings (SmolLM2 at 32K)
+// measure speed only. Decode caches are filled with random keys and values (dense decode speed does not depend on
+// them).
 //
 // Model files are found under $KASCADE_ASSETS (models/...), else under the build's KASCADE_SHARED_DIR.
 #include <benchmark/benchmark.h>
 #include <omp.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "bench/bench_results_reporter.h"
+#include "bench/machine_limits.h"
 #include "io/weights/model_weights.h"
+#include "io/weights/random_checkpoint.h"
 #include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/runtime/perplexity.h"
+#include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/transformer.h"
 
 namespace kascade {
@@ -36,53 +59,119 @@ std::filesystem::path assets_dir() {
     return env != nullptr && *env ? std::filesystem::path(env) : std::filesystem::path(KASCADE_SHARED_DIR);
 }
 
-/// A model of the given config with random weights held in memory (no file).
-ModelWeights random_model(const ModelConfig& config, uint64_t seed) {
-    auto buffers = std::make_shared<std::vector<std::vector<float>>>();
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 0.04f);
-    auto tensor = [&](size_t n, bool is_norm) {
-        buffers->emplace_back(n);
-        for (float& x : buffers->back()) x = is_norm ? 1.0f + 0.1f * normal(rng) : normal(rng);
-        return buffers->back().data();
-    };
-    auto matrix = [&](size_t rows, size_t cols) {
-        return WeightMatrix{DType::F32, tensor(rows * cols, false), static_cast<int>(rows), static_cast<int>(cols)};
-    };
-    const size_t D = config.dim, H = config.hidden_dim, Q = config.n_heads * config.head_dim,
-                 KV = config.n_kv_heads * config.head_dim;
-    ModelWeights w;
-    w.config = config;
-    w.embed = matrix(config.vocab_size, D);
-    w.lm_head = w.embed;
-    w.layers.resize(config.n_layers);
-    for (LayerWeights& l : w.layers) {
-        l.attn_norm = tensor(D, true);
-        l.wq = matrix(Q, D);
-        l.wk = matrix(KV, D);
-        l.wv = matrix(KV, D);
-        l.wo = matrix(D, Q);
-        l.mlp_norm = tensor(D, true);
-        l.w_gate = matrix(H, D);
-        l.w_up = matrix(H, D);
-        l.w_down = matrix(D, H);
+// ---- numerics ----
+
+enum class Numerics { Exact, Bf16, F32 };
+
+const char* numerics_name(Numerics n) {
+    switch (n) {
+        case Numerics::Exact:
+            return "exact";
+        case Numerics::Bf16:
+            return "bf16";
+        case Numerics::F32:
+            return "f32";
     }
-    w.final_norm = tensor(D, true);
-    w.format = "random";
-    w.storage = buffers;
-    return w;
+    return "?";
 }
 
-const ModelWeights& model_named(const std::string& name) {
-    static std::map<std::string, ModelWeights> models;
-    auto it = models.find(name);
-    if (it != models.end()) return it->second;
-    if (name == "stories260k") {
-        return models.emplace(name, load_model(assets_dir() / "models/stories260K/stories260K.bin")).first->second;
-    }
-    const ModelConfig config = load_hf_config(assets_dir() / "models/smollm2-135m-tokenizer/config.json");
-    return models.emplace(name, random_model(config, 135)).first->second;
+WeightsDType weights_dtype(Numerics n) {
+    return n == Numerics::F32 ? WeightsDType::F32 : WeightsDType::File;
 }
+
+MatmulPrecision matmul_precision(Numerics n) {
+    return n == Numerics::Bf16 ? MatmulPrecision::Bf16 : MatmulPrecision::Exact;
+}
+
+// ---- models ----
+
+/// Where the random checkpoints go: $KASCADE_BENCH_MODELS (kept), else a temporary folder removed at exit.
+class ModelFolder {
+  public:
+    ModelFolder() {
+        const char* env = std::getenv("KASCADE_BENCH_MODELS");
+        if (env != nullptr && *env) {
+            path_ = env;
+        } else {
+            path_ = std::filesystem::temp_directory_path() / ("kascade-bench-forward-" + std::to_string(getpid()));
+            temporary_ = true;
+        }
+    }
+    ~ModelFolder() {
+        std::error_code ignored;
+        if (temporary_) std::filesystem::remove_all(path_, ignored);
+    }
+    const std::filesystem::path& path() const { return path_; }
+
+  private:
+    std::filesystem::path path_;
+    bool temporary_ = false;
+};
+
+ModelFolder& model_folder() {
+    static ModelFolder folder;
+    return folder;
+}
+
+/// The checkpoint of a benchmark model, written first if it is a random one.
+std::filesystem::path model_path(const std::string& name) {
+    if (name == "stories260k") return assets_dir() / "models/stories260K/stories260K.bin";
+    const std::filesystem::path config = name == "smollm2" ? assets_dir() / "models/smollm2-135m-tokenizer/config.json"
+                                                           : assets_dir() / "models/configs/llama-3.2-1b/config.json";
+    const std::filesystem::path dir = model_folder().path() / name;
+    if (!std::filesystem::exists(dir / "model.safetensors")) {
+        write_random_checkpoint(config, dir, RandomCheckpointOptions{.seed = 1, .layers = 0, .dtype = DType::BF16});
+    }
+    return dir;
+}
+
+/// The weights of `name` in the dtype `numerics` needs; one model is held at a time (rows are registered grouped
+/// by model and dtype, so each is loaded once).
+const ModelWeights& model_weights(const std::string& name, Numerics numerics) {
+    static std::string loaded_key;
+    static std::unique_ptr<ModelWeights> loaded;
+    const std::string key = name + "/" + std::string(weights_dtype_name(weights_dtype(numerics)));
+    if (key != loaded_key) {
+        loaded.reset();
+        loaded = std::make_unique<ModelWeights>(load_model(model_path(name), LoadOptions{weights_dtype(numerics)}));
+        loaded_key = key;
+    }
+    return *loaded;
+}
+
+size_t matrix_elements(const WeightMatrix& m) {
+    return static_cast<size_t>(m.rows) * m.cols;
+}
+
+/// Multiply-adds of the layer matrices per token.
+double layer_macs_per_token(const ModelWeights& w) {
+    double macs = 0;
+    for (const LayerWeights& l : w.layers) {
+        for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+            macs += static_cast<double>(matrix_elements(*m));
+        }
+    }
+    return macs;
+}
+
+/// Bytes one decode step reads from memory: every layer matrix and the LM head once, one embedding row, and the keys
+/// and values of `positions` positions in every layer (within its window).
+double decode_bytes(const ModelWeights& w, int positions) {
+    auto bytes = [](const WeightMatrix& m) { return static_cast<double>(matrix_elements(m) * dtype_size(m.dtype)); };
+    double total = bytes(w.lm_head) + static_cast<double>(w.embed.cols * dtype_size(w.embed.dtype));
+    for (const LayerWeights& l : w.layers) {
+        for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) total += bytes(*m);
+    }
+    const ModelConfig& c = w.config;
+    for (int layer = 0; layer < c.n_layers; ++layer) {
+        const int window = c.window(layer);
+        const int keys = window > 0 ? std::min(window, positions) : positions;
+        total += 2.0 * keys * c.n_kv_heads * c.head_dim * sizeof(float);
+    }
+    return total;
+}
+
+// ---- attention methods ----
 
 AttentionSchedule every_fourth_layer_anchors(const ModelConfig& c) {
     AttentionSchedule s = AttentionSchedule::all_dense(c.n_layers);
@@ -98,62 +187,202 @@ AttentionSchedule every_fourth_layer_anchors(const ModelConfig& c) {
     return s;
 }
 
-std::map<std::string, double> g_dense_seconds;  ///< per "<model>/ctx:<n>"
+/// A way of attending that a row can run; the first of each list is the baseline of `speedup`.
+struct AttentionMethod {
+    std::string name;
+    std::function<std::unique_ptr<AttentionPolicy>(const ModelConfig&)> make;
+};
 
-void BM_forward(benchmark::State& state, const std::string& model_name, int ctx, const std::string& method) {
-    const ModelWeights& weights = model_named(model_name);
-    const ModelConfig& c = weights.config;
-    const Transformer model(weights, ctx);
-    std::unique_ptr<AttentionPolicy> policy;
+AttentionMethod dense_method() {
+    return {"dense", [](const ModelConfig&) { return std::make_unique<DenseAttention>(); }};
+}
+
+AttentionMethod kascade_method() {
+    return {"kascade", [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
+                return std::make_unique<KascadeAttention>(every_fourth_layer_anchors(c),
+                                                          SparseAttentionOptions{.tile = 32, .topk = {0, 10.0f, 128}});
+            }};
+}
+
+/// Decode methods (sparse decode policies join here).
+std::vector<AttentionMethod> decode_methods() {
+    return {dense_method()};
+}
+
+// ---- measurement ----
+
+machine_limits::MachineLimits g_limits;
+std::map<std::string, double> g_dense_seconds;  ///< per "<kind>/<model>/<size>/<numerics>"
+
+void report_speedup(benchmark::State& state, const std::string& group, const std::string& method, double seconds) {
     if (method == "dense") {
-        policy = std::make_unique<DenseAttention>();
-    } else {
-        policy = std::make_unique<KascadeAttention>(every_fourth_layer_anchors(c),
-                                                    SparseAttentionOptions{.tile = 32, .topk = {0, 10.0f, 128}});
-    }
-    std::vector<int32_t> tokens(ctx);
-    for (int i = 0; i < ctx; ++i) tokens[i] = (i * 7919 + 13) % c.vocab_size;
-    KvCache cache(c, ctx);
-    std::vector<float> hidden(static_cast<size_t>(ctx) * c.dim);
-    constexpr int kLogitRows = 64;
-    std::vector<float> logits(static_cast<size_t>(kLogitRows) * c.vocab_size);
-    ForwardStats stats;
-    double seconds = 0;
-    for (auto _ : state) {
-        const double t0 = omp_get_wtime();
-        cache.clear();
-        model.forward(tokens, cache, *policy, hidden.data(), &stats);
-        for (int r = 0; r < ctx; r += kLogitRows) {
-            model.lm_head(hidden.data() + static_cast<size_t>(r) * c.dim, std::min(kLogitRows, ctx - r), logits.data(),
-                          &stats);
-        }
-        benchmark::DoNotOptimize(logits.data());
-        seconds += omp_get_wtime() - t0;
-    }
-    const double n = static_cast<double>(state.iterations());
-    state.counters["tokens_per_s"] = benchmark::Counter(ctx * n / seconds);
-    state.counters["matmul_ms"] = stats.matmul_ms / n;
-    state.counters["attention_ms"] = stats.attention_ms / n;
-    state.counters["other_ms"] = stats.other_ms() / n;
-    state.counters["matmul_frac"] = stats.matmul_ms / stats.total_ms;
-    state.counters["threads"] = omp_get_max_threads();
-    const std::string group = model_name + "/ctx:" + std::to_string(ctx);
-    if (method == "dense") {
-        g_dense_seconds[group] = seconds / n;
+        g_dense_seconds[group] = seconds;
     } else if (g_dense_seconds.count(group)) {
-        state.counters["speedup"] = g_dense_seconds[group] / (seconds / n);
+        state.counters["speedup"] = g_dense_seconds[group] / seconds;
     }
 }
 
+void report_split(benchmark::State& state, const ForwardStats& stats, double seconds, double scoring_ms, double n) {
+    const double total_ms = seconds * 1e3;
+    state.counters["matmul_ms"] = stats.matmul_ms / n;
+    state.counters["attention_ms"] = stats.attention_ms / n;
+    state.counters["other_ms"] = (total_ms - stats.matmul_ms - stats.attention_ms) / n;
+    state.counters["norm_ms"] = stats.norm_ms / n;
+    state.counters["rope_kv_ms"] = stats.rope_kv_ms / n;
+    state.counters["act_ms"] = stats.activation_ms / n;
+    state.counters["scoring_ms"] = scoring_ms / n;
+    state.counters["threads"] = omp_get_max_threads();
+}
+
+/// Token ids for a synthetic text: deterministic, spread over the vocabulary.
+std::vector<int32_t> synthetic_tokens(int count, int vocab_size) {
+    std::vector<int32_t> tokens(count);
+    for (int i = 0; i < count; ++i) tokens[i] = static_cast<int32_t>((i * 7919ll + 13) % vocab_size);
+    return tokens;
+}
+
+void BM_prefill(benchmark::State& state, const std::string& model_name, int ctx, Numerics numerics,
+                const AttentionMethod& method) {
+    const ModelWeights& weights = model_weights(model_name, numerics);
+    const ModelConfig& c = weights.config;
+    const Transformer model(weights, ctx, matmul_precision(numerics));
+    const std::unique_ptr<AttentionPolicy> policy = method.make(c);
+    const int32_t bos = sequence_start_token(c, nullptr);
+    const int text_tokens = bos >= 0 ? ctx - 1 : ctx;
+    const std::vector<int32_t> text = synthetic_tokens(text_tokens, c.vocab_size);
+    const PerplexityOptions options{.ctx = ctx, .offset = 0, .max_tokens = text_tokens};
+    {
+        // Warm-up: every weight paged in and the activation buffers grown, on a short window.
+        const PerplexityOptions short_window{.ctx = std::min(ctx, 64), .offset = 0, .max_tokens = 0};
+        evaluate_perplexity(model, *policy, std::span(text).first(std::min(text_tokens, 63)), bos, short_window);
+    }
+    ForwardStats stats;
+    double seconds = 0, scoring_ms = 0;
+    for (auto _ : state) {
+        const PerplexityResult r = evaluate_perplexity(model, *policy, text, bos, options);
+        benchmark::DoNotOptimize(r.nll_sum);
+        seconds += r.seconds;
+        scoring_ms += r.scoring_ms;
+        stats.matmul_ms += r.stats.matmul_ms;
+        stats.attention_ms += r.stats.attention_ms;
+        stats.norm_ms += r.stats.norm_ms;
+        stats.rope_kv_ms += r.stats.rope_kv_ms;
+        stats.activation_ms += r.stats.activation_ms;
+    }
+    const double n = static_cast<double>(state.iterations());
+    report_split(state, stats, seconds, scoring_ms, n);
+    state.counters["tokens_per_s"] = ctx * n / seconds;
+    // Every position runs through the layers; ctx - 1 rows are scored through the LM head (with or without BOS).
+    const double flops =
+        2.0 * (layer_macs_per_token(weights) * ctx + static_cast<double>(matrix_elements(weights.lm_head)) * (ctx - 1));
+    const double gflops = flops * n / (stats.matmul_ms * 1e-3) * 1e-9;
+    const bool bf16_products = numerics == Numerics::Bf16 && weights.layers[0].wq.dtype == DType::BF16;
+    state.counters["GFLOP/s"] = gflops;
+    state.counters["pct_limit"] =
+        100.0 * gflops / (bf16_products ? g_limits.bf16_gemm_gflops : g_limits.fp32_gemm_gflops);
+    report_speedup(state, "prefill/" + model_name + "/" + std::to_string(ctx) + "/" + numerics_name(numerics),
+                   method.name, seconds / n);
+}
+
+/// Fills every layer of `cache` with `positions` random keys and values and sets its length.
+void fill_cache(KvCache& cache, const ModelConfig& c, int positions) {
+    const size_t per_layer = static_cast<size_t>(c.n_kv_heads) * cache.capacity() * c.head_dim;
+    for (int l = 0; l < c.n_layers; ++l) {
+        for (float* data : {cache.keys(l), cache.values(l)}) {
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < per_layer; ++i) {
+                uint32_t s = static_cast<uint32_t>(i * 2654435761u + l * 97u + 1);
+                s ^= s >> 15, s *= 2246822519u, s ^= s >> 13;
+                data[i] = static_cast<float>(static_cast<int32_t>(s >> 8) - (1 << 23)) / static_cast<float>(1 << 23);
+            }
+        }
+    }
+    cache.advance(positions);
+}
+
+void BM_decode(benchmark::State& state, const std::string& model_name, int positions, Numerics numerics,
+               const AttentionMethod& method) {
+    const ModelWeights& weights = model_weights(model_name, numerics);
+    const ModelConfig& c = weights.config;
+    const Transformer model(weights, positions + 1, matmul_precision(numerics));
+    const std::unique_ptr<AttentionPolicy> policy = method.make(c);
+    KvCache cache(c, positions + 1);
+    fill_cache(cache, c, positions);
+    std::vector<float> hidden(c.dim), logits(c.vocab_size);
+    int32_t token = c.bos_token_id >= 0 ? c.bos_token_id : 0;
+    ForwardStats stats;
+    auto step = [&](ForwardStats* s) {
+        cache.truncate(positions);
+        model.forward(std::span<const int32_t>(&token, 1), cache, *policy, hidden.data(), s);
+        model.lm_head(hidden.data(), 1, logits.data(), s);
+        token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    };
+    step(nullptr);  // warm-up: weights paged in
+    double seconds = 0;
+    for (auto _ : state) {
+        const double t0 = omp_get_wtime();
+        step(&stats);
+        seconds += omp_get_wtime() - t0;
+    }
+    const double n = static_cast<double>(state.iterations());
+    report_split(state, stats, seconds, 0, n);
+    state.counters["tokens_per_s"] = n / seconds;
+    const double gbps = decode_bytes(weights, positions + 1) * n / seconds * 1e-9;
+    state.counters["GB/s"] = gbps;
+    state.counters["pct_limit"] = 100.0 * gbps / g_limits.memory_gbps;
+    report_speedup(state, "decode/" + model_name + "/" + std::to_string(positions) + "/" + numerics_name(numerics),
+                   method.name, seconds / n);
+}
+
+// ---- rows ----
+
+std::string size_label(int n) {
+    return n % 1024 == 0 ? std::to_string(n / 1024) + "K" : std::to_string(n);
+}
+
+void register_prefill(const std::string& model, int ctx, Numerics numerics, const AttentionMethod& method) {
+    const std::string name =
+        "prefill/" + model + "/ctx:" + std::to_string(ctx) + "/" + method.name + "/" + numerics_name(numerics);
+    benchmark::RegisterBenchmark(name.c_str(), BM_prefill, model, ctx, numerics, method)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(2.0)
+        ->UseRealTime();
+}
+
+void register_decode(const std::string& model, int positions, Numerics numerics, const AttentionMethod& method) {
+    const std::string name =
+        "decode/" + model + "/T:" + size_label(positions) + "/" + method.name + "/" + numerics_name(numerics);
+    benchmark::RegisterBenchmark(name.c_str(), BM_decode, model, positions, numerics, method)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(1.0)
+        ->UseRealTime();
+}
+
+/// Grouped by model and weights dtype (exact and bf16 share the file's weights), so each model is loaded once per
+/// dtype.
 void register_all() {
-    for (const char* model : {"stories260k", "smollm2"}) {
-        for (int ctx : {512, 2048}) {
-            for (const char* method : {"dense", "kascade"}) {
-                const std::string name = std::string("forward/") + model + "/ctx:" + std::to_string(ctx) + "/" + method;
-                benchmark::RegisterBenchmark(name.c_str(), BM_forward, std::string(model), ctx, std::string(method))
-                    ->Unit(benchmark::kMillisecond)
-                    ->MinTime(1.0)
-                    ->UseRealTime();
+    register_prefill("stories260k", 512, Numerics::Exact, dense_method());
+
+    struct ModelRows {
+        std::string model;
+        std::vector<int> prefill_ctx;
+        int kascade_ctx;  ///< prefill ctx with Kascade rows too (0: none)
+        std::vector<int> decode_positions;
+    };
+    const ModelRows models[] = {{"smollm2", {512, 2048}, 0, {64, 8192, 32768}},
+                                {"llama32_1b", {512, 4096}, 4096, {8192, 32768}}};
+    for (const ModelRows& m : models) {
+        for (Numerics numerics : {Numerics::Exact, Numerics::Bf16, Numerics::F32}) {
+            for (int ctx : m.prefill_ctx) {
+                register_prefill(m.model, ctx, numerics, dense_method());
+                if (ctx == m.kascade_ctx && numerics != Numerics::F32)
+                    register_prefill(m.model, ctx, numerics, kascade_method());
+            }
+            if (numerics == Numerics::F32) continue;  // decode: the file's BF16 weights, the two numerics
+            for (int positions : m.decode_positions) {
+                for (const AttentionMethod& method : decode_methods()) {
+                    register_decode(m.model, positions, numerics, method);
+                }
             }
         }
     }
@@ -166,7 +395,12 @@ int main(int argc, char** argv) {
     const auto results_dir = kascade::ResultsDbReporter::take_results_flag(argc, argv);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    kascade::g_limits = kascade::machine_limits::measure();
     benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
+    benchmark::AddCustomContext("matmul_path", kascade::matmul_path());
+    benchmark::AddCustomContext("bf16_gemm_gflops", std::to_string(kascade::g_limits.bf16_gemm_gflops));
+    benchmark::AddCustomContext("fp32_gemm_gflops", std::to_string(kascade::g_limits.fp32_gemm_gflops));
+    benchmark::AddCustomContext("memory_gbps", std::to_string(kascade::g_limits.memory_gbps));
     kascade::register_all();
     kascade::run_benchmarks(results_dir);
     benchmark::Shutdown();

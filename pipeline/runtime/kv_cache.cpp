@@ -25,6 +25,11 @@ void KvCache::write(int layer, const float* k_rows, const float* v_rows, int n) 
     }
 }
 
+void KvCache::truncate(int length) {
+    KASCADE_ASSERT(length >= 0 && length <= length_);
+    length_ = length;
+}
+
 void KvCache::advance(int n) {
     KASCADE_ASSERT(length_ + n <= capacity_);
     length_ += n;

@@ -16,6 +16,9 @@ class KvCache {
     int capacity() const { return capacity_; }
     int length() const { return length_; }  ///< positions stored so far
     void clear() { length_ = 0; }
+    /// Forgets every position from `length` on (0 <= length <= length()): a decode step can be rerun from the same
+    /// cache, as a benchmark does.
+    void truncate(int length);
 
     float* keys(int layer) { return k_[layer].data(); }
     float* values(int layer) { return v_[layer].data(); }

@@ -6,12 +6,19 @@
 #include <cmath>
 
 #include "io/error.h"
+#include "kernels/log_sum_exp.h"
 
 namespace kascade {
 
 namespace {
-/// LM-head rows computed at once: bounds the logits buffer to a few MB even for 100K+ vocabularies.
-constexpr int kLogitRowsPerChunk = 32;
+/// Bytes of logits computed at once. The LM head is the largest matrix; each chunk streams it once, and the
+/// product runs faster on more rows (measured on SmolLM2-135M: 128 rows instead of 32 took 10 % off the matrix-product
+/// time of a window), while the buffer stays bounded for 100K+ vocabularies.
+constexpr size_t kLogitChunkBytes = size_t{32} << 20;
+/// Rows per LM-head chunk for a vocabulary: as many as kLogitChunkBytes holds, within [16, 128].
+int logit_rows_per_chunk(int vocab_size) {
+    return static_cast<int>(std::clamp<size_t>(kLogitChunkBytes / (sizeof(float) * vocab_size), 16, 128));
+}
 }  // namespace
 
 std::vector<TokenWindow> make_windows(int64_t n_text_tokens, const PerplexityOptions& options, bool has_bos,
@@ -58,7 +65,8 @@ PerplexityResult evaluate_perplexity(const Transformer& model, AttentionPolicy& 
     PerplexityResult result;
     KvCache cache(c, options.ctx);
     std::vector<float> hidden(static_cast<size_t>(options.ctx) * c.dim);
-    std::vector<float> logits(static_cast<size_t>(kLogitRowsPerChunk) * c.vocab_size);
+    const int chunk_rows = logit_rows_per_chunk(c.vocab_size);
+    std::vector<float> logits(static_cast<size_t>(chunk_rows) * c.vocab_size);
     const double start = omp_get_wtime();
     for (const TokenWindow& window : windows) {
         const std::vector<int32_t> input = window_input(text_tokens, window, bos);
@@ -66,19 +74,17 @@ PerplexityResult evaluate_perplexity(const Transformer& model, AttentionPolicy& 
         cache.clear();
         model.forward(input, cache, policy, hidden.data(), &result.stats);
         // Row i predicts input[i + 1].
-        for (int row0 = 0; row0 < n - 1; row0 += kLogitRowsPerChunk) {
-            const int rows = std::min(kLogitRowsPerChunk, n - 1 - row0);
+        for (int row0 = 0; row0 < n - 1; row0 += chunk_rows) {
+            const int rows = std::min(chunk_rows, n - 1 - row0);
             model.lm_head(hidden.data() + static_cast<size_t>(row0) * c.dim, rows, logits.data(), &result.stats);
             double chunk_nll = 0;
+            const double scoring_start = omp_get_wtime();
 #pragma omp parallel for reduction(+ : chunk_nll) schedule(static) if (rows * c.vocab_size > (1 << 16))
             for (int r = 0; r < rows; ++r) {
                 const float* z = logits.data() + static_cast<size_t>(r) * c.vocab_size;
-                const float z_max = *std::max_element(z, z + c.vocab_size);
-                double sum = 0;
-                for (int i = 0; i < c.vocab_size; ++i) sum += std::exp(static_cast<double>(z[i]) - z_max);
-                const int target = input[row0 + r + 1];
-                chunk_nll += std::log(sum) + z_max - z[target];
+                chunk_nll += log_sum_exp(z, c.vocab_size) - z[input[row0 + r + 1]];
             }
+            result.scoring_ms += (omp_get_wtime() - scoring_start) * 1e3;
             // NaN/inf weights or an overflow give a non-finite NLL; a perplexity of "nan" must not pass as a result.
             KASCADE_CHECK(std::isfinite(chunk_nll),
                           "model \"{}\" produced non-finite logits in the window of text tokens [{}, {}) (do its "

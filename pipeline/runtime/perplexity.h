@@ -38,7 +38,8 @@ struct PerplexityResult {
     int64_t n_scored = 0;  ///< tokens whose prediction was scored
     double nll_sum = 0;    ///< nats
     int n_windows = 0;
-    double seconds = 0;  ///< wall time of the forward passes and scoring
+    double seconds = 0;     ///< wall time of the forward passes and scoring
+    double scoring_ms = 0;  ///< of which log-softmax scoring of the logits (after the LM head)
     ForwardStats stats;
 
     double mean_nll() const { return n_scored > 0 ? nll_sum / n_scored : 0; }

@@ -31,6 +31,18 @@ class ScopedTimer {
     double start_;
 };
 
+/// Marks a flag for the duration of a scope; a second holder at the same time is a bug.
+class ExclusiveUse {
+  public:
+    explicit ExclusiveUse(std::atomic<bool>& flag) : flag_(flag) { KASCADE_ASSERT(!flag_.exchange(true)); }
+    ~ExclusiveUse() { flag_.store(false); }
+    ExclusiveUse(const ExclusiveUse&) = delete;
+    ExclusiveUse& operator=(const ExclusiveUse&) = delete;
+
+  private:
+    std::atomic<bool>& flag_;
+};
+
 }  // namespace
 
 Transformer::Transformer(const ModelWeights& weights, int max_positions, MatmulPrecision precision)
@@ -43,6 +55,16 @@ Transformer::Transformer(const ModelWeights& weights, int max_positions, MatmulP
     KASCADE_CHECK(weights.config.head_dim % 8 == 0,
                   "model \"{}\": head_dim {} is not supported (must be a multiple of 8)", weights.source.string(),
                   weights.config.head_dim);
+}
+
+void Transformer::Activations::reserve(const ModelConfig& c, int n) {
+    if (n <= rows) return;
+    rows = n;
+    const size_t r = static_cast<size_t>(n);
+    for (std::vector<float>* buffer : {&x, &h, &block_out}) buffer->resize(r * c.dim);
+    for (std::vector<float>* buffer : {&q, &att}) buffer->resize(r * c.n_heads * c.head_dim);
+    for (std::vector<float>* buffer : {&k, &v}) buffer->resize(r * c.n_kv_heads * c.head_dim);
+    for (std::vector<float>* buffer : {&gate, &up}) buffer->resize(r * c.hidden_dim);
 }
 
 void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, AttentionPolicy& policy, float* hidden_out,
@@ -58,6 +80,7 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
         KASCADE_CHECK(t >= 0 && t < c.vocab_size, "token id {} is outside the model's vocabulary [0, {})", t,
                       c.vocab_size);
     }
+    const ExclusiveUse exclusive(in_forward_);  // the activation buffers are shared: one forward at a time
 
     ForwardStats local_stats;
     ForwardStats& st = stats != nullptr ? *stats : local_stats;
@@ -65,35 +88,44 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
     ScopedTimer total_timer(&st.total_ms);
 
     const int dim = c.dim;
-    const int q_dim = c.n_heads * c.head_dim;
-    const int kv_dim = c.n_kv_heads * c.head_dim;
     const size_t rows = static_cast<size_t>(n);
-    std::vector<float> x(rows * dim), h(rows * dim), block_out(rows * dim);
-    std::vector<float> q(rows * q_dim), k(rows * kv_dim), v(rows * kv_dim), att(rows * q_dim);
-    std::vector<float> gate(rows * c.hidden_dim), up(rows * c.hidden_dim);
+    Activations& a = activations_;
+    a.reserve(c, n);
+    float* x = a.x.data();
+    float* h = a.h.data();
+    float* block_out = a.block_out.data();
 
-    for (int t = 0; t < n; ++t) {
-        weight_row_to_f32(weights_.embed, tokens[t], x.data() + t * static_cast<size_t>(dim));
+    {
+        ScopedTimer t(&st.embed_ms);
+        for (int i = 0; i < n; ++i) weight_row_to_f32(weights_.embed, tokens[i], x + i * static_cast<size_t>(dim));
+    }
+    {
+        ScopedTimer t(&st.norm_ms);
+        rmsnorm(x, weights_.layers[0].attn_norm, h, n, dim, c.rms_norm_eps);
     }
 
     const bool interleaved = c.rope_layout == RopeLayout::Interleaved;
     for (int l = 0; l < c.n_layers; ++l) {
         const LayerWeights& w = weights_.layers[l];
-        rmsnorm(x.data(), w.attn_norm, h.data(), n, dim, c.rms_norm_eps);
+        // h = attn_norm(x) here (before layer 0 above, else at the end of the previous layer).
         {
             ScopedTimer t(&st.matmul_ms);
-            const MatmulTarget qkv[] = {{matrix_view(w.wq), w.bq, q.data(), 0},
-                                        {matrix_view(w.wk), w.bk, k.data(), 0},
-                                        {matrix_view(w.wv), w.bv, v.data(), 0}};
-            matmul(h.data(), n, qkv, precision_);
+            const MatmulTarget qkv[] = {{matrix_view(w.wq), w.bq, a.q.data(), 0},
+                                        {matrix_view(w.wk), w.bk, a.k.data(), 0},
+                                        {matrix_view(w.wv), w.bv, a.v.data(), 0}};
+            matmul(h, n, qkv, precision_);
         }
         if (w.q_norm != nullptr) {  // Qwen3: RMSNorm over each head's vector, before RoPE
-            rmsnorm(q.data(), w.q_norm, q.data(), rows * c.n_heads, c.head_dim, c.rms_norm_eps);
-            rmsnorm(k.data(), w.k_norm, k.data(), rows * c.n_kv_heads, c.head_dim, c.rms_norm_eps);
+            ScopedTimer t(&st.norm_ms);
+            rmsnorm(a.q.data(), w.q_norm, a.q.data(), rows * c.n_heads, c.head_dim, c.rms_norm_eps);
+            rmsnorm(a.k.data(), w.k_norm, a.k.data(), rows * c.n_kv_heads, c.head_dim, c.rms_norm_eps);
         }
-        rope_apply(rope_, interleaved, q.data(), n, c.n_heads, pos0);
-        rope_apply(rope_, interleaved, k.data(), n, c.n_kv_heads, pos0);
-        cache.write(l, k.data(), v.data(), n);
+        {
+            ScopedTimer t(&st.rope_kv_ms);
+            rope_apply(rope_, interleaved, a.q.data(), n, c.n_heads, pos0);
+            rope_apply(rope_, interleaved, a.k.data(), n, c.n_kv_heads, pos0);
+            cache.write(l, a.k.data(), a.v.data(), n);
+        }
 
         AttentionCall call;
         call.layer = l;
@@ -105,10 +137,10 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
         call.shape.kv_stride = cache.capacity();
         call.shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
         call.shape.window = c.window(l);
-        call.q = q.data();
+        call.q = a.q.data();
         call.k = cache.keys(l);
         call.v = cache.values(l);
-        call.out = att.data();
+        call.out = a.att.data();
         {
             const double t0 = omp_get_wtime();
             policy.attend(call);
@@ -118,27 +150,37 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
         }
         {
             ScopedTimer t(&st.matmul_ms);
-            matmul(att.data(), n, matrix_view(w.wo), w.bo, block_out.data(), precision_);
+            matmul(a.att.data(), n, matrix_view(w.wo), w.bo, block_out, precision_);
         }
-        if (policy.observes_layers()) policy.observe_layer(l, x.data(), block_out.data(), n, dim);
-        for (size_t i = 0; i < rows * dim; ++i) x[i] += block_out[i];
-
-        rmsnorm(x.data(), w.mlp_norm, h.data(), n, dim, c.rms_norm_eps);
+        if (policy.observes_layers()) policy.observe_layer(l, x, block_out, n, dim);
+        {
+            ScopedTimer t(&st.norm_ms);
+            add_rmsnorm(x, block_out, w.mlp_norm, h, n, dim, c.rms_norm_eps);
+        }
         {
             ScopedTimer t(&st.matmul_ms);
-            const MatmulTarget gate_up[] = {{matrix_view(w.w_gate), nullptr, gate.data(), 0},
-                                            {matrix_view(w.w_up), nullptr, up.data(), 0}};
-            matmul(h.data(), n, gate_up, precision_);
+            const MatmulTarget gate_up[] = {{matrix_view(w.w_gate), nullptr, a.gate.data(), 0},
+                                            {matrix_view(w.w_up), nullptr, a.up.data(), 0}};
+            matmul(h, n, gate_up, precision_);
         }
-        swiglu(gate.data(), up.data(), gate.data(), static_cast<int64_t>(rows) * c.hidden_dim);
+        {
+            ScopedTimer t(&st.activation_ms);
+            swiglu(a.gate.data(), a.up.data(), a.gate.data(), static_cast<int64_t>(rows) * c.hidden_dim);
+        }
         {
             ScopedTimer t(&st.matmul_ms);
-            matmul(gate.data(), n, matrix_view(w.w_down), nullptr, block_out.data(), precision_);
+            matmul(a.gate.data(), n, matrix_view(w.w_down), nullptr, block_out, precision_);
         }
-        for (size_t i = 0; i < rows * dim; ++i) x[i] += block_out[i];
+        // The residual add, fused with the next norm: the next layer's attention norm, or the final norm into
+        // hidden_out after the last layer.
+        {
+            ScopedTimer t(&st.norm_ms);
+            const bool last = l + 1 == c.n_layers;
+            add_rmsnorm(x, block_out, last ? weights_.final_norm : weights_.layers[l + 1].attn_norm,
+                        last ? hidden_out : h, n, dim, c.rms_norm_eps);
+        }
     }
     cache.advance(n);
-    rmsnorm(x.data(), weights_.final_norm, hidden_out, n, dim, c.rms_norm_eps);
     st.tokens += n;
 }
 

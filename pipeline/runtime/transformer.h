@@ -7,8 +7,10 @@
 // Attention goes through an AttentionPolicy, so sparse methods change only that step.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "io/weights/model_weights.h"
 #include "kernels/matmul.h"
@@ -33,7 +35,8 @@ class Transformer {
 
     /// Runs `tokens` at positions cache.length() ... through the model, appends their keys and values to `cache`,
     /// and writes the final-normed hidden state of each token to hidden_out ([tokens.size()][dim]).
-    /// stats (optional) accumulates timings.
+    /// stats (optional) accumulates timings. The activations live in buffers the transformer keeps between calls
+    /// (a decode step allocates nothing), so one transformer runs one forward at a time (checked).
     void forward(std::span<const int32_t> tokens, KvCache& cache, AttentionPolicy& policy, float* hidden_out,
                  ForwardStats* stats = nullptr) const;
 
@@ -41,9 +44,18 @@ class Transformer {
     void lm_head(const float* hidden, int n, float* logits, ForwardStats* stats = nullptr) const;
 
   private:
+    /// The activations of one forward pass, [rows][...] each, grown to the longest call so far.
+    struct Activations {
+        int rows = 0;
+        std::vector<float> x, h, block_out, q, k, v, att, gate, up;
+        void reserve(const ModelConfig& c, int n);
+    };
+
     const ModelWeights& weights_;
     MatmulPrecision precision_;
     RopeTable rope_;
+    mutable Activations activations_;
+    mutable std::atomic<bool> in_forward_{false};
 };
 
 }  // namespace kascade

@@ -1,6 +1,7 @@
 // tests/runtime/test_forward_vs_naive.cpp: the runtime's logits against the independent double-precision forward
 // in naive_llama.h, on the real stories260K weights (both file formats) and on a randomly initialised model with
-// SmolLM2-135M's exact config.json written as BF16 safetensors.
+// SmolLM2-135M's exact config.json written as BF16 safetensors; and the perplexity of several windows (LM head in
+// chunks, log-softmax scoring) against the naive logits scored in double.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "common/temp_dir.h"
 #include "io/weights/model_weights.h"
 #include "naive_llama.h"
+#include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/transformer.h"
 #include "random_checkpoint.h"
 #include "runtime_logits.h"
@@ -123,6 +125,41 @@ TEST(ForwardVsNaive, RandomSmolLM2ShapedModelFromBf16Safetensors) {
     EXPECT_EQ(weights.config.n_layers, 30);
     EXPECT_LT(relative_error(runtime_prefill_logits(weights, tokens), reference), kMaxRelativeError);
     EXPECT_LT(relative_error(runtime_decode_logits(weights, tokens), reference), kMaxRelativeError);
+}
+
+// ---- perplexity: windows, LM-head chunks and scoring ---------------------------------------------------------------
+
+/// log(sum exp(z)) - z[target], in double.
+double naive_nll(const std::vector<double>& z, int target) {
+    const double z_max = *std::max_element(z.begin(), z.end());
+    double sum = 0;
+    for (const double v : z) sum += std::exp(v - z_max);
+    return z_max + std::log(sum) - z[target];
+}
+
+TEST(PerplexityVsNaive, Stories260kWindowsOfSeveralLogitChunks) {
+    // 301 text tokens in windows of BOS + 159: two windows (159 and 142 tokens scored), each longer than one LM-head
+    // chunk of rows.
+    const fs::path bin = kShared / "models/stories260K/stories260K.bin";
+    const naive::Model m = read_llama2c_naively(bin);
+    const int32_t bos = 1;
+    const std::vector<int32_t> text = test_tokens(301, m.vocab, 5, 10);
+    const PerplexityOptions options{.ctx = 160, .offset = 0, .max_tokens = 0};
+    double nll_sum = 0;
+    int64_t scored = 0;
+    for (size_t b = 0; b < text.size(); b += options.ctx - 1) {
+        std::vector<int32_t> input{bos};
+        input.insert(input.end(), text.begin() + b, text.begin() + std::min(text.size(), b + options.ctx - 1));
+        const auto logits = naive::logits(m, input);
+        for (size_t i = 0; i + 1 < input.size(); ++i, ++scored) nll_sum += naive_nll(logits[i], input[i + 1]);
+    }
+    const ModelWeights weights = load_model(bin);
+    const Transformer model(weights);
+    DenseAttention dense;
+    const PerplexityResult r = evaluate_perplexity(model, dense, text, bos, options);
+    EXPECT_EQ(r.n_windows, 2);
+    EXPECT_EQ(r.n_scored, scored);
+    EXPECT_NEAR(r.mean_nll(), nll_sum / scored, 1e-5);
 }
 
 }  // namespace

@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# bench/whole_model.sh: whole-model speed and peak memory of `kascade perplexity` / `kascade generate` on random BF16
+# checkpoints of SmolLM2-135M and Llama-3.2-1B, optionally side by side with llama.cpp on the same weights.
+#
+#   bench/whole_model.sh                                  kascade only
+#   LLAMA_CPP_DIR=/tmp/peer/llama.cpp bench/whole_model.sh   also llama.cpp (built per ../shared/tools/llama-cpp-peer)
+#
+# What it does:
+#  1. writes the checkpoints with `kascade random-model` (SmolLM2's tokenizer.json beside both: Llama-3.2-1B's own
+#     tokenizer is not in ../shared, and the ids only need to be valid) into $MODELS (kept and reused);
+#  2. per configuration, runs `kascade perplexity` under /usr/bin/time -f %M for tokens/s and peak RSS:
+#     kascade with --weights-dtype f32, and on the BF16 file with --matmul exact and --matmul bf16; decode tokens/s
+#     from `kascade generate -n 64 --greedy` (SmolLM2 only: generate prints the tokens, and Llama's ids beyond the
+#     borrowed tokenizer cannot be printed; bench_forward has the Llama decode rows);
+#  3. with LLAMA_CPP_DIR: converts each checkpoint to GGUF f32 and bf16 (convert_wrap.py of llama-cpp-peer) and runs
+#     llama-perplexity (same text, ctx, threads; its prompt-eval tokens/s) and llama-bench -p 0 -n 64 (decode);
+#  4. repeats everything $REPS times, the programs alternating within each repetition, and prints one markdown table
+#     of medians per model.
+# The numbers: kascade's tokens/s counts every position of every window over the wall time of the forward passes,
+# LM head and scoring; llama-perplexity's prompt-eval tokens/s counts the same positions (it scores the second half
+# of each window and keeps an f16 KV cache). Peak RSS is the whole process (memory-mapped weights count once
+# touched). Memory target of the model-families issue: RSS <= 1.15 x safetensors size + KV cache + activations.
+#
+# Settings (environment): KASCADE (the kascade binary, default build/pipeline/kascade), MODELS (default
+# /tmp/kascade-whole-model), TEXT (default ../shared/data/wikitext-2/wiki.test.raw), THREADS (2), REPS (3),
+# SMOLLM2_CTX ("512 2048"), LLAMA_CTX ("512 4096"), SMOLLM2_TOKENS / LLAMA_TOKENS (about this many positions per run,
+# in whole windows, at least one), MODELS_TO_RUN ("smollm2 llama32_1b"), PEER (convert_wrap.py).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+shared=${KASCADE_SHARED:-$here/../shared}
+KASCADE=${KASCADE:-$here/build/pipeline/kascade}
+MODELS=${MODELS:-/tmp/kascade-whole-model}
+TEXT=${TEXT:-$shared/data/wikitext-2/wiki.test.raw}
+THREADS=${THREADS:-2}
+REPS=${REPS:-3}
+SMOLLM2_CTX=${SMOLLM2_CTX:-"512 2048"}
+LLAMA_CTX=${LLAMA_CTX:-"512 4096"}
+SMOLLM2_TOKENS=${SMOLLM2_TOKENS:-8192}
+LLAMA_TOKENS=${LLAMA_TOKENS:-4095}
+MODELS_TO_RUN=${MODELS_TO_RUN:-"smollm2 llama32_1b"}
+PEER=${PEER:-$shared/tools/llama-cpp-peer/convert_wrap.py}
+LLAMA_CPP_DIR=${LLAMA_CPP_DIR:-}
+export OMP_NUM_THREADS=$THREADS
+
+[[ -x $KASCADE ]] || { echo "whole_model.sh: no kascade binary at $KASCADE (build the kascade target)" >&2; exit 1; }
+[[ -f $TEXT ]] || { echo "whole_model.sh: no text file at $TEXT" >&2; exit 1; }
+if [[ -n $LLAMA_CPP_DIR ]]; then
+    for tool in llama-perplexity llama-bench; do
+        [[ -x $LLAMA_CPP_DIR/build/bin/$tool ]] || {
+            echo "whole_model.sh: $LLAMA_CPP_DIR/build/bin/$tool missing (see $shared/tools/llama-cpp-peer/README.md)" >&2
+            exit 1
+        }
+    done
+fi
+mkdir -p "$MODELS"
+results=$MODELS/results.tsv  # one line per measurement: model, row, column, value
+: >"$results"
+
+config_of() {
+    case $1 in
+        smollm2) echo "$shared/models/smollm2-135m-tokenizer/config.json" ;;
+        llama32_1b) echo "$shared/models/configs/llama-3.2-1b/config.json" ;;
+    esac
+}
+
+prepare_model() {
+    local model=$1 dir=$MODELS/$1
+    if [[ ! -f $dir/model.safetensors ]]; then
+        "$KASCADE" random-model --config "$(config_of "$model")" --out "$dir" >/dev/null
+    fi
+    cp -f "$shared/models/smollm2-135m-tokenizer/tokenizer.json" "$dir/tokenizer.json"
+    if [[ -n $LLAMA_CPP_DIR ]]; then
+        for dtype in f32 bf16; do
+            if [[ ! -f $MODELS/$model-$dtype.gguf ]]; then
+                # Debian's python3 (the torch, numpy, sentencepiece and tqdm packages the converter needs).
+                LLAMA_CPP=$LLAMA_CPP_DIR /usr/bin/python3 "$PEER" "$dir" --outtype "$dtype" --no-lazy \
+                    --outfile "$MODELS/$model-$dtype.gguf" >"$MODELS/convert-$model-$dtype.log" 2>&1 || {
+                    echo "whole_model.sh: GGUF conversion failed, see $MODELS/convert-$model-$dtype.log" >&2
+                    exit 1
+                }
+            fi
+        done
+    fi
+}
+
+# Runs its arguments only when llama.cpp is given.
+peer() { if [[ -n $LLAMA_CPP_DIR ]]; then "$@"; fi; }
+
+record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$results"; }
+
+# Runs a command under /usr/bin/time; prints its output, then "RSS_KIB <n>".
+timed() { /usr/bin/time -f 'RSS_KIB %M' "$@" 2>&1; }
+
+# kascade_perplexity MODEL CTX COLUMN WINDOWS [kascade options]: windows of BOS + ctx-1 text tokens.
+kascade_perplexity() {
+    local model=$1 ctx=$2 column=$3 windows=$4
+    shift 4
+    local out
+    out=$(timed "$KASCADE" perplexity --model "$MODELS/$model" --text "$TEXT" --ctx "$ctx" \
+        --max-tokens $((windows * (ctx - 1))) "$@")
+    record "$model" "prefill ctx $ctx (tokens/s)" "$column" "$(awk '/ tokens\/s /{print $1}' <<<"$out")"
+    record "$model" "peak RSS ctx $ctx (MiB)" "$column" "$(awk '/^RSS_KIB/{printf "%.0f", $2/1024}' <<<"$out")"
+}
+
+# llama_perplexity MODEL CTX DTYPE WINDOWS
+llama_perplexity() {
+    local model=$1 ctx=$2 dtype=$3 windows=$4 out
+    out=$(timed "$LLAMA_CPP_DIR/build/bin/llama-perplexity" -m "$MODELS/$model-$dtype.gguf" -f "$TEXT" -c "$ctx" \
+        -t "$THREADS" --chunks "$windows")
+    record "$model" "prefill ctx $ctx (tokens/s)" "llama.cpp $dtype" \
+        "$(awk '/prompt eval time/{for (i = 1; i <= NF; ++i) if ($i == "tokens" && $(i + 1) == "per") print $(i - 1)}' <<<"$out")"
+    record "$model" "peak RSS ctx $ctx (MiB)" "llama.cpp $dtype" "$(awk '/^RSS_KIB/{printf "%.0f", $2/1024}' <<<"$out")"
+}
+
+kascade_decode() {
+    local model=$1 column=$2
+    shift 2
+    local out
+    out=$("$KASCADE" generate --model "$MODELS/$model" -n 64 --greedy "$@" 2>&1 >/dev/null)
+    record "$model" "decode, 64 tokens (tokens/s)" "$column" "$(sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p' <<<"$out")"
+}
+
+llama_decode() {
+    local model=$1 dtype=$2
+    local ts
+    ts=$("$LLAMA_CPP_DIR/build/bin/llama-bench" -m "$MODELS/$model-$dtype.gguf" -p 0 -n 64 -t "$THREADS" -r 1 -o csv \
+        2>/dev/null | tail -1 | awk -F'","' '{print $(NF-1)}')
+    record "$model" "decode, 64 tokens (tokens/s)" "llama.cpp $dtype" "$ts"
+}
+
+for model in $MODELS_TO_RUN; do prepare_model "$model"; done
+
+for rep in $(seq "$REPS"); do
+    echo "whole_model.sh: repetition $rep of $REPS (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+    for model in $MODELS_TO_RUN; do
+        if [[ $model == smollm2 ]]; then ctxs=$SMOLLM2_CTX tokens=$SMOLLM2_TOKENS; else ctxs=$LLAMA_CTX tokens=$LLAMA_TOKENS; fi
+        for ctx in $ctxs; do
+            # Whole windows only: at least one, about `tokens` positions.
+            windows=$((tokens / ctx > 1 ? tokens / ctx : 1))
+            peer llama_perplexity "$model" "$ctx" f32 "$windows"
+            kascade_perplexity "$model" "$ctx" "kascade f32" "$windows" --weights-dtype f32
+            peer llama_perplexity "$model" "$ctx" bf16 "$windows"
+            kascade_perplexity "$model" "$ctx" "kascade bf16 exact" "$windows" --matmul exact
+            kascade_perplexity "$model" "$ctx" "kascade bf16 bf16" "$windows" --matmul bf16
+        done
+        if [[ $model == smollm2 ]]; then
+            peer llama_decode "$model" f32
+            kascade_decode "$model" "kascade f32" --weights-dtype f32
+            peer llama_decode "$model" bf16
+            kascade_decode "$model" "kascade bf16 exact" --matmul exact
+            kascade_decode "$model" "kascade bf16 bf16" --matmul bf16
+        fi
+    done
+done
+
+# The memory target per model and ctx: 1.15 x safetensors + fp32 KV cache + the activations of one window.
+memory_targets() {
+    local model=$1
+    shift
+    python3 - "$(config_of "$model")" "$MODELS/$model/model.safetensors" "$@" <<'EOF'
+import json, os, sys
+c = json.load(open(sys.argv[1]))
+size = os.path.getsize(sys.argv[2])
+dim, hidden, layers = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"]
+heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+head_dim = c.get("head_dim", dim // heads)
+for ctx in map(int, sys.argv[3:]):
+    kv_cache = 2 * layers * kv * head_dim * ctx * 4
+    # transformer activations (x, h, block_out, q, att, k, v, gate, up), hidden states, one chunk of logits
+    # (pipeline/runtime/perplexity.cpp: 32 MiB worth of rows, 16 to 128)
+    logit_rows = max(16, min(128, (32 << 20) // (4 * c["vocab_size"])))
+    act = 4 * ctx * (4 * dim + 2 * heads * head_dim + 2 * kv * head_dim + 2 * hidden) + 4 * logit_rows * c["vocab_size"]
+    print(f"target: peak RSS ctx {ctx} <= {(1.15 * size + kv_cache + act) / 2**20:.0f} MiB "
+          f"(1.15 x {size / 2**20:.0f} MiB safetensors + {kv_cache / 2**20:.0f} MiB KV cache + {act / 2**20:.0f} MiB activations)")
+EOF
+}
+
+echo
+echo "threads $THREADS, medians of $REPS, load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+for model in $MODELS_TO_RUN; do
+    if [[ $model == smollm2 ]]; then ctxs=$SMOLLM2_CTX; else ctxs=$LLAMA_CTX; fi
+    echo
+    echo "### $model (random BF16 weights, $(du -m "$MODELS/$model/model.safetensors" | cut -f1) MiB safetensors)"
+    echo
+    python3 - "$results" "$model" <<'EOF'
+import statistics, sys
+rows, columns, values = [], [], {}
+for line in open(sys.argv[1]):
+    model, row, column, value = line.rstrip("\n").split("\t")
+    if model != sys.argv[2]:
+        continue
+    if row not in rows: rows.append(row)
+    if column not in columns: columns.append(column)
+    try: values.setdefault((row, column), []).append(float(value))
+    except ValueError: pass
+order = ["llama.cpp f32", "llama.cpp bf16", "kascade f32", "kascade bf16 exact", "kascade bf16 bf16"]
+columns.sort(key=lambda c: order.index(c) if c in order else len(order))
+print("| | " + " | ".join(columns) + " |")
+print("|---" * (len(columns) + 1) + "|")
+for row in rows:
+    cells = []
+    for column in columns:
+        v = values.get((row, column))
+        cells.append(f"{statistics.median(v):.0f}" if v else "n/a")
+    print(f"| {row} | " + " | ".join(cells) + " |")
+EOF
+    echo
+    # shellcheck disable=SC2086 # one argument per ctx
+    memory_targets "$model" $ctxs
+done
