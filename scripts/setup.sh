@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build pkg-config git
           libhdf5-dev hdf5-tools libsqlite3-dev sqlite3 libsqlitecpp-dev libeigen3-dev libcli11-dev
           nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libxxhash-dev libpcre2-dev libutf8proc-dev
-          libgtest-dev libbenchmark-dev curl unzip ca-certificates)
+          libgtest-dev libbenchmark-dev curl unzip ca-certificates
+          clang libclang-rt-14-dev libomp-dev)  # the fuzz build (scripts/fuzz.sh): clang, libFuzzer, clang's OpenMP
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

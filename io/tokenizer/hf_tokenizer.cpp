@@ -90,7 +90,7 @@ HfTokenizer::HfTokenizer(const std::filesystem::path& path, std::string_view jso
     json root;
     try {
         root = json::parse(json_text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large for a double
         KASCADE_FAIL("{}: not valid JSON: {}", name_, e.what());
     }
     try {
@@ -276,7 +276,7 @@ void HfTokenizer::read_tokenizer_config(const std::filesystem::path& tokenizer_p
         json config;
         try {
             config = json::parse(read_file(config_path));
-        } catch (const json::parse_error& e) {
+        } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large for a double
             KASCADE_FAIL("{}: not valid JSON: {}", config_name, e.what());
         }
         KASCADE_CHECK(config.is_object(), "{}: expected a JSON object at the top level, found {}", config_name,

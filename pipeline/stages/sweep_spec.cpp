@@ -121,6 +121,7 @@ class TableReader {
             out.push_back(*v);
         };
         if (const toml::array* a = node.as_array()) {
+            KASCADE_CHECK(!a->empty(), "{}: {}.{} is an empty list", file_.string(), where_, key);
             for (const toml::node& n : *a) take(n);
         } else {
             take(node);
@@ -274,7 +275,12 @@ SweepSpec load_sweep_spec(const fs::path& file) {
             TableReader s(file, fmt::format("schedules[{}]", i), t,
                           {"policy", "threshold", "max_reuse_dist", "anchors", "anchor_list", "metric", "aggregation",
                            "head_map"});
-            const std::string policy = s.choices("policy", {}, {"threshold", "dp", "fixed"}).at(0);
+            KASCADE_CHECK(s.has("policy"), "{}: missing schedules[{}].policy (threshold, dp or fixed)", file.string(),
+                          i);
+            const std::vector<std::string> policies = s.choices("policy", {}, {"threshold", "dp", "fixed"});
+            KASCADE_CHECK(policies.size() == 1, "{}: schedules[{}].policy must be one string, found a list of {}",
+                          file.string(), i, policies.size());
+            const std::string& policy = policies.front();
             std::vector<ScheduleParams> expanded;
             if (policy == "threshold") {
                 for (double th : s.numbers("threshold", {0.65}, 0, 1, false))

@@ -1,0 +1,50 @@
+// tests/fuzz/fuzz_entries.h: the fuzz targets of kascade's file parsers, one entry function per format.
+//
+// Each entry gives the parser `input` as a file (most kascade loaders take a path), then uses what loaded, and
+// returns whether the parser accepted the input. A kascade::Error is the expected answer to a bad file and is
+// swallowed (false); anything else (a crash, a sanitizer report, another exception type, a broken invariant of what
+// loaded) is a bug and escapes or aborts. The same functions
+// run under libFuzzer (driver/libfuzzer_main.cpp, built with -DKASCADE_FUZZ=ON) and, in every normal build, on the
+// committed seeds and regression inputs (replay_test.cpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace kascade::fuzz {
+
+using FuzzInput = std::span<const std::uint8_t>;
+
+/// A safetensors file (SafetensorsFile): header length, JSON header, data offsets; then every tensor's bytes.
+bool fuzz_safetensors(FuzzInput input);
+/// A Hugging Face config.json (load_hf_config).
+bool fuzz_hf_config(FuzzInput input);
+/// A Hugging Face tokenizer.json (load_tokenizer), then encoding and decoding with it.
+bool fuzz_tokenizer_json(FuzzInput input);
+/// A llama2.c tokenizer.bin (load_tokenizer), then encoding and decoding with it.
+bool fuzz_tokenizer_bin(FuzzInput input);
+/// A llama2.c checkpoint .bin (load_model): header and weight layout; then every weight is read.
+bool fuzz_llama2c_checkpoint(FuzzInput input);
+/// A sweep file (load_sweep_spec), with the model and text paths it names existing.
+bool fuzz_sweep_toml(FuzzInput input);
+/// An HDF5 artifact (H5ArtifactReader, read_artifact_header), then every group and dataset in it.
+bool fuzz_h5_artifact(FuzzInput input);
+
+struct FuzzTarget {
+    std::string_view name;  ///< the folder of its seeds (corpus/<name>) and regression inputs (regressions/<name>)
+    bool (*entry)(FuzzInput);
+};
+
+/// Every target, in the order above; the fuzz executables are called fuzz_<name>.
+inline constexpr FuzzTarget kFuzzTargets[] = {
+    {"safetensors", fuzz_safetensors},
+    {"hf_config", fuzz_hf_config},
+    {"tokenizer_json", fuzz_tokenizer_json},
+    {"tokenizer_bin", fuzz_tokenizer_bin},
+    {"llama2c_checkpoint", fuzz_llama2c_checkpoint},
+    {"sweep_toml", fuzz_sweep_toml},
+    {"h5_artifact", fuzz_h5_artifact},
+};
+
+}  // namespace kascade::fuzz
