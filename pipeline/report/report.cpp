@@ -199,7 +199,6 @@ fs::path default_report_dir(const fs::path& results_dir, const std::string& name
 
 ReportSummary write_report(const ReportOptions& options) {
     const fs::path gnuplot = find_gnuplot();
-    const ReportData data = load_report_data(options.results_dir, options.where);
     const fs::path out =
         (options.out_dir.empty() ? default_report_dir(options.results_dir, "") : options.out_dir).lexically_normal();
     KASCADE_CHECK(out.has_filename() || out.parent_path().has_filename(), "--out \"{}\" is not a folder name",
@@ -213,6 +212,7 @@ ReportSummary write_report(const ReportOptions& options) {
                       "choose a new or empty folder",
                       target.string());
     }
+    const ReportData data = load_report_data(options.results_dir, options.where);
 
     std::vector<ReportFigure> figures;
     for (auto* make :
