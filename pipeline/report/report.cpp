@@ -87,6 +87,8 @@ std::string runs_table(const ReportData& data, const std::set<std::int64_t>& run
         else if (r.policy == "fixed")
             setting = "fixed " + r.anchor_list;
         if (!r.head_map.empty() && r.head_map != "argmax") setting += ", heads " + r.head_map;
+        if (!r.calib_text_path.empty() && r.calib_text_path != r.text_path)
+            setting += ", calibrated on " + short_name(r.calib_text_path);
         if (!r.metric.empty() && (r.metric != "recall" || r.aggregation != "mean"))
             setting += ", " + r.metric + " " + r.aggregation;
         const std::string topk = r.topk_tiles ? fmt::format("{} tiles", *r.topk_tiles)

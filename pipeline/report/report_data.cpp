@@ -116,6 +116,20 @@ void load_runs(QueryDb& db, ReportData& data) {
                   data.where.empty() ? std::string("the selection") : fmt::format("--where \"{}\"", data.where),
                   (data.results_dir / ResultsDb::kFileName).string(), data.where.empty() ? "" : " --where ...");
 
+    // The calibration text of each similarity: a schedule may be evaluated on another text than it was made on.
+    const QueryResult calibration = db.select(
+        "SELECT s.artifact_key AS key, t.path AS path FROM similarities s JOIN captures c ON c.artifact_key = "
+        "s.capture_key JOIN texts t ON t.id = c.text_id");
+    std::map<std::string, std::string> calib_text;
+    for (size_t i = 0; i < calibration.rows.size(); ++i) {
+        const Row r(calibration, i);
+        calib_text[text(r["key"])] = text(r["path"]);
+    }
+    for (ReportRun& run : data.runs) {
+        if (const auto it = calib_text.find(run.similarity_key); it != calib_text.end())
+            run.calib_text_path = it->second;
+    }
+
     std::map<std::int64_t, ReportRun*> by_id;
     for (ReportRun& run : data.runs) by_id[run.id] = &run;
     std::vector<std::int64_t> ids;

@@ -38,6 +38,7 @@ struct ReportRun {
     std::string model_path, model_hash, text_path, text_hash;
     std::optional<std::int64_t> schedule_id;
     std::string similarity_key;
+    std::string calib_text_path;  ///< kascade runs: the text the schedule was calibrated on
     std::string git_commit;
     std::vector<ReportRunLayer> layers;
 };

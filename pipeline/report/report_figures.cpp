@@ -33,7 +33,11 @@ std::string commit_label(const std::set<std::string>& commits) {
 
 /// A plot series: the method, and for Kascade the schedule policy (the curves a reader compares).
 std::string method_series(const ReportRun& run) {
-    return run.method == "kascade" && !run.policy.empty() ? fmt::format("kascade ({})", run.policy) : run.method;
+    if (run.method != "kascade" || run.policy.empty()) return run.method;
+    // A schedule calibrated on another text than it is tested on (calibration transfer) is a series of its own.
+    if (!run.calib_text_path.empty() && run.calib_text_path != run.text_path)
+        return fmt::format("kascade ({}), calibrated on {}", run.policy, short_name(run.calib_text_path));
+    return fmt::format("kascade ({})", run.policy);
 }
 
 struct SeriesStyle {
@@ -438,8 +442,6 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
             if (l.similarity)
                 arc_labels += fmt::format("{} {} \"{:.3f}\"\n", num((a + b) / 2.0), num(height + 0.07), *l.similarity);
         }
-        if (arc_labels.empty()) arc_labels = "NaN NaN \"\"\n";
-        if (arcs.empty()) arcs = "NaN NaN\n";
         ReportFigure d;
         d.section = ReportSection::Schedules;
         d.heading = fmt::format("schedule {}: {}", id,
@@ -451,16 +453,25 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
         d.plot.name = fmt::format("schedule-{}", id);
         d.plot.width = std::max(960, 56 * s.n_layers + 260);
         d.plot.height = 340;
-        d.plot.datablocks = gnuplot_datablock("layers", layers) + gnuplot_datablock("arcs", arcs) +
-                            gnuplot_datablock("arclabels", arc_labels);
+        // Only the datablocks that have rows: gnuplot 5.4 crashes on a labels plot whose every row is undefined.
+        d.plot.datablocks = gnuplot_datablock("layers", layers);
+        std::string arc_plots;
+        if (!arcs.empty()) {
+            d.plot.datablocks += gnuplot_datablock("arcs", arcs);
+            arc_plots += "$arcs using 1:2 with lines lw 1.6 lc rgb \"#1f77b4\" notitle, \\\n  ";
+        }
+        if (!arc_labels.empty()) {
+            d.plot.datablocks += gnuplot_datablock("arclabels", arc_labels);
+            arc_plots += "$arclabels using 1:2:3 with labels font \",8\" notitle, \\\n  ";
+        }
         d.plot.body =
             commit_label(commits) + fmt::format("set title {}\n", gnuplot_string(title)) +
             fmt::format("set xrange [-0.7:{}]\nset yrange [-0.45:{}]\n", num(s.n_layers - 0.3), num(top + 0.25)) +
             "unset ytics\nset xtics 1 nomirror\nset border 1\nset xlabel \"layer\"\n"
             "set key outside right top\n"
-            "plot $arcs using 1:2 with lines lw 1.6 lc rgb \"#1f77b4\" notitle, \\\n"
-            "  $arclabels using 1:2:3 with labels font \",8\" notitle, \\\n"
-            "  $layers using 1:2:3 with points pt 5 ps 3.2 lc rgb variable notitle, \\\n"
+            "plot " +
+            arc_plots +
+            "$layers using 1:2:3 with points pt 5 ps 3.2 lc rgb variable notitle, \\\n"
             "  NaN with points pt 5 ps 2 lc rgb \"#7f7f7f\" title \"dense\", \\\n"
             "  NaN with points pt 5 ps 2 lc rgb \"#ff7f0e\" title \"anchor\", \\\n"
             "  NaN with points pt 5 ps 2 lc rgb \"#1f77b4\" title \"reuse\"\n";
@@ -577,7 +588,8 @@ std::vector<ReportFigure> run_figures(const ReportData& data) {
                       "set ylabel \"attention output error vs dense (relative L2)\"\nset yrange [0:*]\n" +
                       (has_error ? std::string("plot $layers using 1:3:4 with boxes lc rgb variable notitle\n")
                                  : std::string("set label 2 \"no output error stored\" at graph 0.5, graph 0.5 center\n"
-                                               "plot NaN notitle\n")) +
+                                               "set yrange [0:1]\nplot $layers using 1:(0) with points ps 0 "
+                                               "notitle\n")) +
                       "unset multiplot\n";
         figures.push_back(std::move(f));
     }
