@@ -282,9 +282,9 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
                                 gnuplot_string(fmt::format("dense (ppl {:.4f})", it->second)));
         }
         const std::string model = short_name(first.model_path), text = text_name(first.text_path);
-        const std::string title =
-            fmt::format("Perplexity vs top-k budget: {} on {}, ctx {}\ntest tokens [{}, {}); {} runs", model, text,
-                        first.ctx, first.token_offset, first.token_offset + first.n_tokens, runs.size());
+        const std::string title = fmt::format(
+            "Perplexity vs top-k budget: {} on {}, ctx {}\ntest tokens [{}, {}); {} runs; {}", model, text, first.ctx,
+            first.token_offset, first.token_offset + first.n_tokens, runs.size(), budget_summary(runs));
         ReportFigure f;
         f.section = ReportSection::TopK;
         f.heading = fmt::format("{} on {}, ctx {}, budget in {}", model, text, first.ctx,
