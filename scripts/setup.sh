@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs kascade's build and test dependencies from Debian 12 packages (and, for the tokenizer cross-check test,
-# the npm package @huggingface/tokenizers into tests/node). Safe to run repeatedly: it skips what is there.
+# the npm package @huggingface/tokenizers into tests/node; for the report test, a headless Chromium). Safe to run
+# repeatedly: it skips what is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,7 +9,8 @@ packages=(build-essential cmake ninja-build pkg-config git
           libhdf5-dev hdf5-tools libsqlite3-dev sqlite3 libsqlitecpp-dev libeigen3-dev libcli11-dev
           nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libxxhash-dev libpcre2-dev libutf8proc-dev
           libgtest-dev libbenchmark-dev curl unzip ca-certificates
-          clang libclang-rt-14-dev libomp-dev)  # the fuzz build (scripts/fuzz.sh): clang, libFuzzer, clang's OpenMP
+          clang libclang-rt-14-dev libomp-dev   # the fuzz build (scripts/fuzz.sh): clang, libFuzzer, clang's OpenMP
+          gnuplot-nox libpng-dev)   # kascade report draws with gnuplot; its tests decode the PNGs with libpng
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,6 +28,14 @@ if [ "${1:-}" = "--with-test-tools" ]; then
     sudo=""
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  if ! command -v chromium >/dev/null 2>&1; then
+    # The report test renders the HTML report in headless Chromium and checks the screenshot.
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "setup: installing chromium (report screenshot test)"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
   fi
   if [ ! -d tests/node/node_modules/@huggingface/tokenizers ]; then
     echo "setup: installing the tokenizer cross-check (npm ci in tests/node)"

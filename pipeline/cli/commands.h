@@ -24,5 +24,6 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common);
 void register_query_command(CLI::App& app, const CommonOptions& common);
 void register_status_command(CLI::App& app, const CommonOptions& common);
 void register_merge_command(CLI::App& app, const CommonOptions& common);
+void register_report_command(CLI::App& app, const CommonOptions& common);
 
 }  // namespace kascade::cli

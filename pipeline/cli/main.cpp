@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
     kascade::cli::register_query_command(app, common);
     kascade::cli::register_status_command(app, common);
     kascade::cli::register_merge_command(app, common);
+    kascade::cli::register_report_command(app, common);
     try {
         reject_unknown_command(app, argc, argv);
         app.parse(argc, argv);

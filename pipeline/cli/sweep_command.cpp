@@ -5,6 +5,7 @@
 #include "io/error.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/report/report.h"
 #include "pipeline/stages/sweep.h"
 #include "pipeline/stages/sweep_slurm.h"
 
@@ -24,17 +25,35 @@ struct SweepArgs {
     int cpus_per_task = 0;
     int array_throttle = 0;
     std::vector<std::string> sbatch_args;
+    bool no_report = false;
 };
+
+/// The SQL condition selecting the sweep's runs.
+std::string runs_condition(const std::vector<int64_t>& run_ids) {
+    std::string ids;
+    for (int64_t id : run_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    return "id IN (" + ids + ")";
+}
 
 void print_runs_table(const std::string& results_dir, const std::vector<int64_t>& run_ids) {
     if (run_ids.empty()) return;
-    std::string ids;
-    for (int64_t id : run_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
     QueryDb db(std::filesystem::path(results_dir) / ResultsDb::kFileName);
     RunsQuery query;
-    query.where = "id IN (" + ids + ")";
+    query.where = runs_condition(run_ids);
     std::printf("\n");
     std::fputs(format_result(query_runs(db, query), OutputFormat::Table).c_str(), stdout);
+}
+
+/// The runs are stored whatever happens here: a report that cannot be drawn is a warning, not a failure.
+void write_sweep_report(const std::string& results_dir, const SweepSpec& spec, const std::vector<int64_t>& run_ids) {
+    try {
+        const ReportSummary r =
+            write_report({results_dir, runs_condition(run_ids), default_report_dir(results_dir, spec.file.stem().string()),
+                          spec.file.filename().string()});
+        std::printf("\nreport: %s\n", r.html.c_str());
+    } catch (const Error& e) {
+        std::fprintf(stderr, "kascade: warning: no report written: %s\n", e.what());
+    }
 }
 }  // namespace
 
@@ -44,7 +63,8 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
     cmd->footer(
         "Ends with a table of the sweep's runs. Re-running the same file computes nothing new; a killed sweep\n"
         "resumes where it stopped; any number of kascade processes may share one results folder.\n"
-        "Format: README.md, sections Sweeps and Running on a cluster.\n"
+        "Format: README.md, sections Sweeps and Running on a cluster. The runs' report (kascade report --sweep\n"
+        "FILE) goes to <results>/reports/<file name>/index.html.\n"
         "Examples:\n"
         "  kascade sweep experiments/stories260k-quick.toml\n"
         "  kascade sweep experiments/stories260k-quick.toml --dry-run\n"
@@ -67,6 +87,7 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_option("--shard-dir", args->shard_dir,
                     "with --job-index or --slurm: each job writes its own results folder <DIR>/<sweep key>/job-<i> "
                     "(for file systems where SQLite cannot be shared), merged into --results at the end");
+    cmd->add_flag("--no-report", args->no_report, "do not write the HTML report of the sweep's runs");
     cmd->add_flag("--worker", args->worker, "internal: serve as a --jobs worker")->group("");
     cmd->add_flag("--slurm", args->slurm,
                   "submit the jobs not yet stored as Slurm job arrays with dependencies, one per level; the scripts "
@@ -110,7 +131,10 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
         options.shard_dir = args->shard_dir;
         options.worker = args->worker;
         const SweepReport report = run_sweep(common.results_dir, spec, options, stdout);
-        if (!args->dry_run && !args->worker && !options.job_index) print_runs_table(common.results_dir, report.run_ids);
+        if (!args->dry_run && !args->worker && !options.job_index) {
+            print_runs_table(common.results_dir, report.run_ids);
+            if (!args->no_report && !report.run_ids.empty()) write_sweep_report(common.results_dir, spec, report.run_ids);
+        }
         KASCADE_CHECK(report.failed == 0, "{} of the sweep's jobs failed (see above); run it again to retry them",
                       report.failed);
     });

@@ -1,0 +1,250 @@
+#include "pipeline/report/report.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "build_info.h"
+#include "io/error.h"
+#include "io/file_util.h"
+#include "io/store/results_db.h"
+#include "pipeline/report/gnuplot.h"
+#include "pipeline/report/report_figures.h"
+
+namespace kascade {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The page names its generator; a folder whose index.html does not is not a report and is never replaced.
+constexpr std::string_view kGeneratorMeta = "<meta name=\"generator\" content=\"kascade report\">";
+
+std::string html_escape(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+        switch (c) {
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            default:
+                out += c;
+        }
+    }
+    return out;
+}
+
+struct SectionText {
+    ReportSection section;
+    const char* id;
+    const char* heading;
+    const char* intro;
+};
+
+constexpr SectionText kSections[] = {
+    {ReportSection::Pareto, "pareto", "Accuracy vs attention kept",
+     "Perplexity degradation against density for every run, per model, text and context length, with each "
+     "method's Pareto front."},
+    {ReportSection::TopK, "topk", "Perplexity vs top-k budget",
+     "How perplexity approaches dense as the key budget grows, per method and schedule setting."},
+    {ReportSection::Similarity, "similarity", "Layer similarity",
+     "Per similarity artifact (one per capture and top-k): how well each earlier layer's top-k tiles serve each later "
+     "layer, and the per-layer importance."},
+    {ReportSection::Schedules, "schedules", "Schedules",
+     "Per schedule: which layers are dense, anchors or reuse layers, the anchor each reuse layer follows, and "
+     "which anchor KV head each KV head reads."},
+    {ReportSection::Runs, "runs", "Per-layer density and error",
+     "Per sparse run: how much each layer attends and how far its attention output is from dense."},
+    {ReportSection::Kernels, "kernels", "Kernel speed",
+     "From the kernel_bench table (all rows, whatever the run selection): speed-up of each layer type over dense "
+     "attention against context length."},
+};
+
+std::string runs_table(const ReportData& data, const std::set<std::int64_t>& runs_with_figure) {
+    std::string out =
+        "<table>\n<tr><th>run</th><th>method</th><th>setting</th><th>top-k</th><th>tile</th><th>ctx</th>"
+        "<th>ppl dense</th><th>ppl sparse</th><th>degradation %</th><th>density</th><th>tokens/s</th>"
+        "<th>commit</th></tr>\n";
+    for (const ReportRun& r : data.runs) {
+        std::string setting;
+        if (r.policy == "threshold")
+            setting = fmt::format("threshold {:g}, max dist {}", r.threshold.value_or(0), r.max_reuse_dist.value_or(0));
+        else if (r.policy == "dp")
+            setting = fmt::format("dp K={}", r.n_anchors.value_or(0));
+        else if (r.policy == "fixed")
+            setting = "fixed " + r.anchor_list;
+        if (!r.head_map.empty() && r.head_map != "argmax") setting += ", heads " + r.head_map;
+        if (!r.calib_text_path.empty() && r.calib_text_path != r.text_path)
+            setting += ", calibrated on " + short_name(r.calib_text_path);
+        if (!r.metric.empty() && (r.metric != "recall" || r.aggregation != "mean"))
+            setting += ", " + r.metric + " " + r.aggregation;
+        const std::string topk = r.topk_tiles ? fmt::format("{} tiles", *r.topk_tiles)
+                                 : r.topk_pct ? fmt::format("{:g}% (k_min {})", *r.topk_pct, r.k_min.value_or(0))
+                                              : "";
+        const std::string id =
+            runs_with_figure.count(r.id) ? fmt::format("<a href=\"#run-{0}\">{0}</a>", r.id) : std::to_string(r.id);
+        out += fmt::format(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td>"
+            "<td>{:+.3f}</td><td>{:.4f}</td><td>{}</td><td>{}</td></tr>\n",
+            id, html_escape(r.method), html_escape(setting), html_escape(topk),
+            r.tile && r.method != "dense" ? std::to_string(*r.tile) : "", r.ctx, r.ppl_dense, r.ppl_sparse,
+            r.degradation_pct, r.density, r.tokens_per_s ? fmt::format("{:.0f}", *r.tokens_per_s) : "",
+            html_escape(r.git_commit));
+    }
+    return out + "</table>\n";
+}
+
+std::string page(const ReportOptions& options, const ReportData& data, const std::vector<ReportFigure>& figures) {
+    std::set<std::string> commits, models, texts;
+    std::set<std::int64_t> runs_with_figure;
+    for (const ReportRun& r : data.runs) {
+        commits.insert(r.git_commit);
+        models.insert(short_name(r.model_path));
+        texts.insert(short_name(r.text_path));
+    }
+    for (const ReportFigure& f : figures) {
+        if (f.section == ReportSection::Runs) runs_with_figure.insert(std::stoll(f.plot.name.substr(4)));
+    }
+    const std::string title = options.title.empty() ? "kascade report" : "kascade report: " + options.title;
+    std::string html = fmt::format(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n{}\n<title>{}</title>\n<style>\n"
+        "body {{ font-family: sans-serif; margin: 1.5em auto; max-width: 1440px; padding: 0 1em; color: #222; }}\n"
+        "h1 {{ font-size: 1.5em; }} h2 {{ border-bottom: 1px solid #ccc; padding-bottom: 0.2em; margin-top: 2em; }}\n"
+        "table {{ border-collapse: collapse; font-size: 0.85em; }}\n"
+        "td, th {{ border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; }}\n"
+        "th {{ background: #f3f3f3; }} td:nth-child(2), td:nth-child(3), td:nth-child(4) {{ text-align: left; }}\n"
+        "figure {{ margin: 1.2em 0; }} img {{ max-width: 100%; height: auto; border: 1px solid #eee; }}\n"
+        "figcaption {{ font-size: 0.9em; max-width: 960px; }} .meta {{ font-size: 0.9em; color: #444; }}\n"
+        "</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        kGeneratorMeta, html_escape(title), html_escape(title));
+    html += fmt::format(
+        "<p class=\"meta\">{} runs of {} on {}, selected by <code>{}</code> from <code>{}</code>. Results made by "
+        "kascade {}; report by kascade {} ({}) at {}.</p>\n",
+        data.runs.size(), html_escape(fmt::format("{}", fmt::join(models, ", "))),
+        html_escape(fmt::format("{}", fmt::join(texts, ", "))),
+        html_escape(data.where.empty() ? "every run" : data.where),
+        html_escape(fs::absolute(data.results_dir / ResultsDb::kFileName).lexically_normal().string()),
+        html_escape(fmt::format("{}", fmt::join(commits, ", "))), KASCADE_VERSION, KASCADE_GIT_COMMIT, utc_now());
+    html +=
+        "<p>Each figure links to its SVG; <code>gnuplot/NAME.gp</code> redraws it (run gnuplot in this "
+        "folder).</p>\n<ul>\n";
+    for (const SectionText& s : kSections) {
+        size_t n = 0;
+        for (const ReportFigure& f : figures) n += f.section == s.section ? 1 : 0;
+        if (n > 0) html += fmt::format("<li><a href=\"#{}\">{}</a> ({} figures)</li>\n", s.id, s.heading, n);
+    }
+    html += "<li><a href=\"#table\">Runs</a></li>\n</ul>\n";
+    if (!data.notes.empty()) {
+        html += "<p>Not shown:</p>\n<ul>\n";
+        for (const std::string& note : data.notes) html += "<li>" + html_escape(note) + "</li>\n";
+        html += "</ul>\n";
+    }
+    for (const SectionText& s : kSections) {
+        bool opened = false;
+        for (const ReportFigure& f : figures) {
+            if (f.section != s.section) continue;
+            if (!opened) {
+                html += fmt::format("<h2 id=\"{}\">{}</h2>\n<p>{}</p>\n", s.id, s.heading, html_escape(s.intro));
+                opened = true;
+            }
+            const std::string& n = f.plot.name;
+            html += fmt::format(
+                "<figure id=\"{0}\"><a href=\"{0}.svg\"><img src=\"{0}.png\" width=\"{1}\" height=\"{2}\" "
+                "alt=\"{3}\"></a>\n<figcaption><b>{3}.</b> {4} <a href=\"{0}.svg\">SVG</a> · "
+                "<a href=\"gnuplot/{0}.gp\">gnuplot script</a></figcaption></figure>\n",
+                n, f.plot.width, f.plot.height, html_escape(f.heading), html_escape(f.caption));
+        }
+    }
+    html += "<h2 id=\"table\">Runs</h2>\n" + runs_table(data, runs_with_figure) + "</body>\n</html>\n";
+    return html;
+}
+
+/// Removes the folder being written unless the report was completed.
+class PartialDir {
+  public:
+    explicit PartialDir(fs::path path) : path_(std::move(path)) {
+        fs::remove_all(path_);
+        fs::create_directories(path_);
+    }
+    ~PartialDir() {
+        std::error_code ignored;
+        if (!done_) fs::remove_all(path_, ignored);
+    }
+    PartialDir(const PartialDir&) = delete;
+    PartialDir& operator=(const PartialDir&) = delete;
+    const fs::path& path() const { return path_; }
+    void done() { done_ = true; }
+
+  private:
+    fs::path path_;
+    bool done_ = false;
+};
+
+}  // namespace
+
+fs::path default_report_dir(const fs::path& results_dir, const std::string& name) {
+    return name.empty() ? results_dir / "report" : results_dir / "reports" / name;
+}
+
+ReportSummary write_report(const ReportOptions& options) {
+    const fs::path gnuplot = find_gnuplot();
+    const fs::path out =
+        (options.out_dir.empty() ? default_report_dir(options.results_dir, "") : options.out_dir).lexically_normal();
+    KASCADE_CHECK(out.has_filename() || out.parent_path().has_filename(), "--out \"{}\" is not a folder name",
+                  out.string());
+    const fs::path target = out.has_filename() ? out : out.parent_path();
+    if (fs::exists(target)) {
+        const bool is_report = fs::exists(target / "index.html") &&
+                               read_file(target / "index.html").find(kGeneratorMeta) != std::string::npos;
+        KASCADE_CHECK(is_report || (fs::is_directory(target) && fs::is_empty(target)),
+                      "--out \"{}\" exists and is not a kascade report (no index.html written by kascade report); "
+                      "choose a new or empty folder",
+                      target.string());
+    }
+    const ReportData data = load_report_data(options.results_dir, options.where);
+
+    std::vector<ReportFigure> figures;
+    for (auto* make :
+         {pareto_figures, topk_figures, similarity_figures, schedule_figures, run_figures, kernel_figures}) {
+        for (ReportFigure& f : make(data)) figures.push_back(std::move(f));
+    }
+    if (!target.parent_path().empty()) fs::create_directories(target.parent_path());
+    PartialDir partial(target.parent_path() / fmt::format("{}.partial-{}", target.filename().string(), ::getpid()));
+    std::vector<GnuplotFigure> plots;
+    for (const ReportFigure& f : figures) plots.push_back(f.plot);
+    render_figures(gnuplot, partial.path(), plots);
+    for (const GnuplotFigure& p : plots) {
+        for (const char* ext : {".png", ".svg"}) {
+            KASCADE_CHECK(fs::exists(partial.path() / (p.name + ext)), "gnuplot did not write {}{} (script {})", p.name,
+                          ext, (partial.path() / "gnuplot" / (p.name + ".gp")).string());
+        }
+    }
+    std::ofstream(partial.path() / "index.html") << page(options, data, figures);
+
+    // Swap in: the previous report (if any) is moved aside first, since a folder cannot be renamed onto another.
+    if (fs::exists(target)) {
+        const fs::path old = target.parent_path() / fmt::format("{}.old-{}", target.filename().string(), ::getpid());
+        fs::rename(target, old);
+        fs::rename(partial.path(), target);
+        fs::remove_all(old);
+    } else {
+        fs::rename(partial.path(), target);
+    }
+    partial.done();
+    return {target, target / "index.html", static_cast<int>(data.runs.size()), static_cast<int>(figures.size())};
+}
+
+}  // namespace kascade

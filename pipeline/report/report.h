@@ -1,0 +1,34 @@
+// pipeline/report/report.h: `kascade report`, a self-contained HTML page with the figures a researcher would put in
+// a paper, drawn by gnuplot from the results database (figures: report_figures.h).
+//
+// The report is written into <out>.partial-<pid> and renamed to <out> only when every image is drawn, so a failed
+// or interrupted report leaves the previous one (if any) in place and nothing half-written.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace kascade {
+
+struct ReportOptions {
+    std::filesystem::path results_dir = "results";
+    std::string where;              ///< SQL condition on runs_flat selecting the runs ("" = every run)
+    std::filesystem::path out_dir;  ///< empty: default_report_dir(results_dir, "")
+    std::string title;              ///< page heading, e.g. the sweep file; empty: "kascade report"
+};
+
+struct ReportSummary {
+    std::filesystem::path out_dir;  ///< the report folder
+    std::filesystem::path html;     ///< <out_dir>/index.html
+    int n_runs = 0;
+    int n_figures = 0;  ///< each as .png and .svg
+};
+
+/// <results_dir>/report, or <results_dir>/reports/<name> for a named selection (a sweep file's stem).
+std::filesystem::path default_report_dir(const std::filesystem::path& results_dir, const std::string& name);
+
+/// Writes the report. Throws kascade::Error, writing nothing, if gnuplot is missing (naming the package), the
+/// results database is missing, `where` is invalid or matches no run, or out_dir exists and is not a report.
+ReportSummary write_report(const ReportOptions& options);
+
+}  // namespace kascade

@@ -1,0 +1,108 @@
+// pipeline/report/report_data.h: what a report shows, read from a results folder: the selected runs (runs_flat)
+// with their per-layer rows, their schedules and similarity artifacts (HDF5), and the kernel benchmarks.
+//
+// Everything is read through a read-only SQLite connection and read-only HDF5 handles: a report never changes the
+// results it describes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kascade {
+
+struct ReportRunLayer {
+    int layer = 0;
+    std::string role;  ///< dense | anchor | reuse | streaming
+    std::optional<int> anchor_layer;
+    double density = 0;                   ///< attended / causal pairs of the layer, [0, 1]
+    std::optional<double> out_rel_error;  ///< ||out - out_dense|| / ||out_dense||
+};
+
+/// One row of runs_flat (the columns a report uses) and its per-layer rows.
+struct ReportRun {
+    std::int64_t id = 0;
+    std::string method;  ///< kascade | dense | oracle | streaming | ...
+    std::string policy;  ///< kascade runs: threshold | dp | fixed; else empty
+    std::optional<double> threshold;
+    std::optional<std::int64_t> max_reuse_dist, n_anchors;
+    std::string anchor_list, metric, aggregation, head_map;
+    std::optional<std::int64_t> tile, topk_tiles, k_min;
+    std::optional<double> topk_pct;
+    std::int64_t ctx = 0, token_offset = 0, n_tokens = 0;
+    double ppl_dense = 0, ppl_sparse = 0, degradation_pct = 0, density = 1;
+    std::optional<double> tokens_per_s;
+    std::string model_path, model_hash, text_path, text_hash;
+    std::optional<std::int64_t> schedule_id;
+    std::string similarity_key;
+    std::string calib_text_path;  ///< kascade runs: the text the schedule was calibrated on
+    std::string git_commit;
+    std::vector<ReportRunLayer> layers;
+};
+
+struct ReportScheduleLayer {
+    int layer = 0;
+    std::string role;  ///< dense | anchor | reuse
+    std::optional<int> anchor_layer;
+    std::vector<int> head_map;  ///< reuse layers: anchor KV head of each KV head
+    std::optional<double> similarity;
+};
+
+struct ReportSchedule {
+    std::int64_t id = 0;
+    std::string key, similarity_key, policy, metric, aggregation, head_map;
+    std::optional<double> threshold;
+    std::optional<std::int64_t> max_reuse_dist, n_anchors;
+    std::string anchor_list;
+    int n_layers = 0, n_anchor_layers = 0, n_reuse_layers = 0;
+    std::vector<ReportScheduleLayer> layers;
+};
+
+/// A similarity artifact: per layer pair and KV-head pair, how well one layer's top-k tiles serve another.
+struct ReportSimilarity {
+    std::string key, path, git_commit;
+    std::optional<std::int64_t> topk_tiles, k_min;
+    std::optional<double> topk_pct;
+    int n_layers = 0, n_kv_heads = 0;
+    /// measure name (recall_mean, recall_min, jaccard_mean, jaccard_min) -> [L(b)][L(a)][Hkv(b)][Hkv(a)], NaN for
+    /// a >= b.
+    std::map<std::string, std::vector<float>> measures;
+    std::vector<float> importance;  ///< [L]
+    // From the capture it was computed from:
+    std::int64_t ctx = 0, tile = 0, calib_offset = 0, calib_tokens = 0, n_windows = 0;
+    std::string model_path, text_path;
+
+    /// measure[b][a][hb][ha]
+    float at(const std::string& measure, int b, int a, int hb, int ha) const;
+    /// The layer-pair score the policies use: mean over b's KV heads of the best a head; NaN for a >= b.
+    double layer_pair(const std::string& measure, int b, int a) const;
+};
+
+struct ReportKernelBench {
+    std::string name, shape_json, git_commit, machine;
+    std::int64_t threads = 0;
+    double time_ms = 0;
+    std::optional<double> speedup;
+};
+
+struct ReportData {
+    std::filesystem::path results_dir;
+    std::string where;                                     ///< the selection, SQL on runs_flat ("" = every run)
+    std::vector<ReportRun> runs;                           ///< by id
+    std::map<std::int64_t, ReportSchedule> schedules;      ///< of the selected kascade runs, by id
+    std::map<std::string, ReportSimilarity> similarities;  ///< of those schedules, by key
+    std::vector<ReportKernelBench> kernel_bench;           ///< every kernel_bench row
+    std::vector<std::string> notes;  ///< what could not be shown and why (e.g. an artifact file that is gone)
+};
+
+/// Reads the runs of <results_dir>/kascade.db matching `where` (SQL on runs_flat; empty: all) and what they refer
+/// to. Throws kascade::Error if the database is missing, the condition is invalid SQL, or it matches no run.
+ReportData load_report_data(const std::filesystem::path& results_dir, const std::string& where);
+
+/// "stories260K" for ".../stories260K.bin", "smollm2-135m" for ".../smollm2-135m/", "wiki.test.raw" for a text.
+std::string short_name(const std::string& path);
+
+}  // namespace kascade

@@ -1,0 +1,177 @@
+// tests/report/report_check.h: independent checks of what `kascade report` writes: PNG files decoded with libpng,
+// SVG headers and colours read from the XML text, the files an HTML page refers to, and a quick-sweep results
+// folder shared by the tests of this area.
+#pragma once
+
+#include <fcntl.h>
+#include <png.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "cli/run_command.h"
+
+namespace fs = std::filesystem;
+
+inline std::string read_all(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+struct DecodedImage {
+    int width = 0, height = 0;
+    int distinct_colours = 0;  ///< counted up to 16
+    std::string error;         ///< empty when the file decoded
+};
+
+/// Decodes a PNG with libpng (not with anything kascade or gnuplot wrote) and counts its distinct RGBA colours.
+inline DecodedImage decode_png(const fs::path& path) {
+    DecodedImage out;
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_file(&image, path.c_str())) {
+        out.error = image.message;
+        return out;
+    }
+    image.format = PNG_FORMAT_RGBA;
+    std::vector<std::uint8_t> pixels(PNG_IMAGE_SIZE(image));
+    if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) {
+        out.error = image.message;
+        return out;
+    }
+    out.width = static_cast<int>(image.width);
+    out.height = static_cast<int>(image.height);
+    std::unordered_set<std::uint32_t> colours;
+    for (size_t i = 0; i + 3 < pixels.size() && colours.size() < 16; i += 4) {
+        colours.insert(std::uint32_t(pixels[i]) << 24 | std::uint32_t(pixels[i + 1]) << 16 |
+                       std::uint32_t(pixels[i + 2]) << 8 | pixels[i + 3]);
+    }
+    out.distinct_colours = static_cast<int>(colours.size());
+    return out;
+}
+
+/// Reads an SVG's width/height attributes and counts the distinct fill/stroke colours it draws with.
+inline DecodedImage inspect_svg(const fs::path& path) {
+    DecodedImage out;
+    const std::string svg = read_all(path);
+    std::smatch m;
+    if (!std::regex_search(svg, m, std::regex(R"re(<svg[^>]*\swidth="(\d+)"[^>]*\sheight="(\d+)")re"))) {
+        out.error = "no <svg width=.. height=..> element";
+        return out;
+    }
+    out.width = std::stoi(m[1]);
+    out.height = std::stoi(m[2]);
+    if (svg.find("</svg>") == std::string::npos) out.error = "no closing </svg> (truncated file)";
+    std::set<std::string> colours;
+    const std::regex colour(R"re((?:fill|stroke)\s*=\s*['"](#[0-9a-fA-F]{6}|rgb\([^)]*\)))re");
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), colour); it != std::sregex_iterator(); ++it) {
+        std::string c = (*it)[1];
+        std::erase(c, ' ');
+        colours.insert(c);
+    }
+    out.distinct_colours = static_cast<int>(colours.size());
+    return out;
+}
+
+struct ImageRef {
+    std::string src;
+    int width = 0, height = 0;
+};
+
+/// Every <img src=.. width=.. height=..> of a page, in order.
+inline std::vector<ImageRef> html_images(const std::string& html) {
+    std::vector<ImageRef> out;
+    const std::regex img(R"re(<img\s+src="([^"]+)"\s+width="(\d+)"\s+height="(\d+)")re");
+    for (auto it = std::sregex_iterator(html.begin(), html.end(), img); it != std::sregex_iterator(); ++it) {
+        out.push_back({(*it)[1], std::stoi((*it)[2]), std::stoi((*it)[3])});
+    }
+    return out;
+}
+
+/// Every src= and href= value of a page (in-page anchors "#..." excluded).
+inline std::vector<std::string> html_references(const std::string& html) {
+    std::vector<std::string> out;
+    const std::regex ref(R"re((?:src|href)="([^"]*)")re");
+    for (auto it = std::sregex_iterator(html.begin(), html.end(), ref); it != std::sregex_iterator(); ++it) {
+        const std::string value = (*it)[1];
+        if (!value.starts_with("#")) out.push_back(value);
+    }
+    return out;
+}
+
+/// An executable on PATH, if there is one.
+inline std::optional<fs::path> find_on_path(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    std::stringstream dirs(path != nullptr ? path : "");
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+        if (!dir.empty() && ::access((fs::path(dir) / name).c_str(), X_OK) == 0) return fs::path(dir) / name;
+    }
+    return std::nullopt;
+}
+
+/// Runs a shell command line, returning its exit code (output to the given log file).
+inline int run_shell(const std::string& command, const fs::path& log) {
+    const int status = std::system((command + " >" + shell_quote(log.string()) + " 2>&1 </dev/null").c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// The results of experiments/stories260k-quick.toml, shared by every test process of this area: a folder in the
+/// build tree, filled by the sweep under an exclusive lock (the sweep reuses what is stored, so only the first test
+/// computes; later ones take about a second). Returns the sweep's output.
+inline std::string shared_quick_sweep(const fs::path& results, const std::string& extra_args = "") {
+    fs::create_directories(results.parent_path());
+    const int lock = ::open((results.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+    ::flock(lock, LOCK_EX);
+    ::setenv("KASCADE_ASSETS", KASCADE_SHARED_DIR, 1);
+    const CommandResult r =
+        run_kascade("sweep " + shell_quote(std::string(KASCADE_SOURCE_DIR) + "/experiments/stories260k-quick.toml") +
+                    " --results " + shell_quote(results.string()) + " " + extra_args);
+    ::flock(lock, LOCK_UN);
+    ::close(lock);
+    return r.exit_code == 0 ? r.out : "sweep failed (" + std::to_string(r.exit_code) + "): " + r.err;
+}
+
+/// Copies a SQLite database with SQLite's online backup (a plain file copy would miss what is still in the WAL).
+inline bool copy_database(const fs::path& from, const fs::path& to) {
+    sqlite3 *src = nullptr, *dst = nullptr;
+    bool ok = sqlite3_open_v2(from.c_str(), &src, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK &&
+              sqlite3_open(to.c_str(), &dst) == SQLITE_OK;
+    if (ok) {
+        sqlite3_backup* backup = sqlite3_backup_init(dst, "main", src, "main");
+        ok = backup != nullptr && sqlite3_backup_step(backup, -1) == SQLITE_DONE;
+        sqlite3_backup_finish(backup);
+    }
+    sqlite3_close(src);
+    sqlite3_close(dst);
+    return ok;
+}
+
+/// The first value of a query on a database (read-only), "" if none.
+inline std::string db_value(const fs::path& db_file, const std::string& sql) {
+    sqlite3* db = nullptr;
+    std::string value;
+    if (sqlite3_open_v2(db_file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+        sqlite3_stmt* stmt = nullptr;
+        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
+            const unsigned char* v = sqlite3_column_text(stmt, 0);
+            if (v != nullptr) value = reinterpret_cast<const char*>(v);
+        }
+        sqlite3_finalize(stmt);
+    }
+    sqlite3_close(db);
+    return value;
+}
