@@ -10,6 +10,7 @@
 # out-of-memory leaves its input in build-fuzz/fuzz-findings/<target>/ and fails the script; replay one with
 #   build-fuzz/tests/fuzz/fuzz_<target> <file>
 # and, once fixed, copy it to tests/fuzz/regressions/<target>/ so that test_fuzz replays it in every build.
+# h5_artifact only: faults inside libhdf5 itself are counted and kept, not failed (see run_target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
