@@ -38,7 +38,9 @@ std::string utc_now() {
 ResultsDb::ResultsDb(const fs::path& results_dir, DbAccess access)
     : results_dir_(results_dir), access_(access), db_file_(results_dir / kFileName) {
     if (access_ == DbAccess::ReadOnly) {
-        KASCADE_CHECK(fs::exists(db_file_), "no results database at \"{}\"", db_file_.string());
+        KASCADE_CHECK(fs::exists(db_file_),
+                      "no results database at \"{}\" (run a stage or a sweep first, or pass --results DIR)",
+                      db_file_.string());
         guarded(db_file_, "cannot open the results database",
                 [&] { db_ = std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READONLY, kBusyTimeoutMs); });
         check_not_newer(schema_version());
@@ -67,6 +69,18 @@ ResultsDb::~ResultsDb() = default;
 
 int ResultsDb::schema_version() {
     return guarded(db_file_, "reading user_version", [&] { return db_->execAndGet("PRAGMA user_version").getInt(); });
+}
+
+bool ResultsDb::has_rows() {
+    return guarded(db_file_, "counting rows", [&] {
+        std::vector<std::string> tables;
+        SQLite::Statement st(*db_, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
+        while (st.executeStep()) tables.push_back(st.getColumn(0).getString());
+        for (const std::string& table : tables) {
+            if (db_->execAndGet(fmt::format("SELECT EXISTS (SELECT 1 FROM \"{}\")", table)).getInt() != 0) return true;
+        }
+        return false;
+    });
 }
 
 void ResultsDb::check_not_newer(int version) const {

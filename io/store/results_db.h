@@ -75,6 +75,8 @@ class ResultsDb {
     /// PRAGMA user_version (== kSchemaVersion after a ReadWrite open).
     int schema_version();
     DbAccess access() const { return access_; }
+    /// Whether any table holds a row (false for a database that has only its schema).
+    bool has_rows();
 
     // Models and texts: inserted once per content hash; returns the id of the (possibly existing) row.
     std::int64_t upsert_model(const ModelRecord& model);

@@ -86,8 +86,9 @@ void register_status_command(CLI::App& app, const CommonOptions& common) {
     CLI::App* cmd = app.add_subcommand("status", "List artifacts, schedules and runs, and which are stale");
     cmd->footer("Example:\n  kascade status --results results");
     cmd->callback([&common] {
-        Workspace ws(common.results_dir);
-        ResultsDb& db = ws.db();
+        // Read-only: status on a mistyped --results is an error, never a new empty results folder.
+        const std::filesystem::path results_dir = common.results_dir;
+        ResultsDb db(results_dir, DbAccess::ReadOnly);
         std::map<int64_t, std::string> model_state;  // by model id: "ok" or why stale
         auto state_of_model = [&](int64_t id) -> const std::string& {
             auto it = model_state.find(id);
@@ -106,9 +107,9 @@ void register_status_command(CLI::App& app, const CommonOptions& common) {
         artifacts.columns = {"stage", "key", "params", "created_at", "state"};
         for (const ArtifactRecord& a : db.list_artifacts()) {
             artifacts.rows.push_back({a.stage, a.key, a.params_json, a.created_at,
-                                      artifact_state(ws.results_dir() / a.path, state_of_model(a.model_id))});
+                                      artifact_state(results_dir / a.path, state_of_model(a.model_id))});
         }
-        std::printf("artifacts (%zu) in %s\n", artifacts.rows.size(), (ws.results_dir() / "artifacts").c_str());
+        std::printf("artifacts (%zu) in %s\n", artifacts.rows.size(), (results_dir / "artifacts").c_str());
         std::fputs(format_result(artifacts, OutputFormat::Table).c_str(), stdout);
 
         QueryResult schedules;
