@@ -134,6 +134,8 @@ class ResultsDb {
 
   private:
     void check_not_newer(int version) const;
+    /// Refuses a database at version 0 that has tables: another program's SQLite file, not one being created.
+    void check_is_kascade();
     void use_wal();
     void migrate();
 

@@ -16,6 +16,18 @@ void expect_error(const CommandResult& r, const std::string& needle) {
     EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
 }
 
+/// Runs SQL that writes, as another program would.
+void sql_exec(const fs::path& db_file, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_file.c_str(), &db), SQLITE_OK);
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+    const std::string text = message != nullptr ? message : "";
+    sqlite3_free(message);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << text;
+}
+
 class StoreGuard : public ::testing::Test {
   protected:
     TempDir dir_{"store_guard"};
@@ -77,6 +89,35 @@ TEST_F(StoreGuard, ReadOnlyCommandsCreateNothing) {
     EXPECT_EQ(dry.exit_code, 0) << dry.err;
     expect_error(run_kascade("query runs" + results_arg()), "no results database at");
     EXPECT_FALSE(fs::exists(results_));
+}
+
+TEST_F(StoreGuard, NewerDatabaseIsRefusedByEveryCommand) {
+    const CommandResult c = run_kascade(capture_args());
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    sql_exec(db_file_, "PRAGMA user_version = 999");
+    write_text(dir_ / "tiny.toml", tiny_sweep_toml());
+    for (const std::string& args :
+         {"query runs" + results_arg(), "query show 1" + results_arg(), "query sql 'SELECT 1'" + results_arg(),
+          "status" + results_arg(), "sweep " + shell_quote(dir_ / "tiny.toml") + " --dry-run" + results_arg(),
+          capture_args()}) {
+        SCOPED_TRACE(args);
+        const auto r = run_kascade(args);
+        expect_error(r, "has schema version 999, this kascade reads up to");
+        EXPECT_NE(r.err.find(db_file_.string()), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(sql_value(db_file_, "PRAGMA user_version"), "999");
+}
+
+TEST_F(StoreGuard, ForeignSqliteFileIsRefused) {
+    fs::create_directories(results_);
+    sql_exec(db_file_, "CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine')");
+    for (const std::string& args : {capture_args(), "query runs" + results_arg(), "status" + results_arg()}) {
+        SCOPED_TRACE(args);
+        const auto r = run_kascade(args);
+        expect_error(r, "not a kascade results database");
+        EXPECT_NE(r.err.find("notes"), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(sql_value(db_file_, "SELECT group_concat(name) FROM sqlite_master"), "notes");
 }
 
 }  // namespace
