@@ -600,7 +600,7 @@ void H5ArtifactWriter::commit() {
 // ---- H5ArtifactReader ----
 
 H5ArtifactReader::H5ArtifactReader(fs::path path, std::int64_t min_version, std::int64_t max_version,
-                                   std::string_view expected_stage)
+                                   std::string_view expected_stage, std::string_view expected_key)
     : path_(std::move(path)), file_id_(open_file(path_)), root_(open_root(file_id_, path_), path_.string(), "/") {
     try {
         const std::string p = path_.string();
@@ -618,6 +618,14 @@ H5ArtifactReader::H5ArtifactReader(fs::path path, std::int64_t min_version, std:
             const std::string stage = root_.attr_string("stage");
             KASCADE_CHECK(stage == expected_stage, "{}: attribute stage is '{}', expected '{}'", p, stage,
                           expected_stage);
+        }
+        if (!expected_key.empty()) {
+            KASCADE_CHECK(root_.has_attr("key"), "{}: attribute key is missing; not a kascade artifact", p);
+            const std::string key = root_.attr_string("key");
+            KASCADE_CHECK(key == expected_key,
+                          "{}: attribute key is '{}', expected '{}' (the file was replaced by another artifact; "
+                          "delete it and run again)",
+                          p, key, expected_key);
         }
     } catch (...) {
         root_ = H5Group(-1, path_.string(), "/");
