@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kernels/attention_types.h"
+#include "pipeline/cli/option_range.h"
 
 namespace kascade::cli {
 
@@ -15,10 +16,13 @@ struct TopKOptions {
     int k_min = 128;
 
     void add_to(CLI::App& command) {
-        auto* t = command.add_option("--topk-tiles", tiles, "keep this many key tiles per query tile");
-        auto* p = command.add_option("--topk-pct", pct, "keep this % of the causal context (paper: 10)");
+        auto* t = check_range(command.add_option("--topk-tiles", tiles, "keep this many key tiles per query tile"), 1);
+        auto* p = check_range(command.add_option("--topk-pct", pct, "keep this % of the causal context (paper: 10)"), 0,
+                              100, /*min_open=*/true);
         t->excludes(p);
-        command.add_option("--k-min", k_min, "with --topk-pct: keep at least this many tokens")->capture_default_str();
+        check_range(command.add_option("--k-min", k_min, "with --topk-pct: keep at least this many tokens")
+                        ->capture_default_str(),
+                    1);
     }
     bool given() const { return tiles > 0 || pct > 0; }
     TopKRule rule() const { return TopKRule{tiles, pct, k_min}; }
