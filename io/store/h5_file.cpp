@@ -29,9 +29,15 @@ namespace fs = std::filesystem;
 constexpr std::size_t kMaxChunkBytes = std::size_t{1} << 20;
 
 // HDF5 prints its error stack to stderr by default; we report errors ourselves, once, as kascade::Error.
+// HDF5 also closes, at exit, what is still open; after a failed write (a full disk) that is a file whose close
+// already failed, and closing it again crashes. Every file kascade keeps is closed by commit() first, so the exit
+// handler is left out (before anything else, which would register it).
 void silence_hdf5() {
     static std::once_flag once;
-    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+    std::call_once(once, [] {
+        H5dont_atexit();
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    });
 }
 
 herr_t collect_error(unsigned /*n*/, const H5E_error2_t* err, void* data) {
@@ -45,7 +51,19 @@ std::string hdf5_reason() {
     std::vector<std::string> messages;
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &messages);
     H5Eclear2(H5E_DEFAULT);
-    return messages.empty() ? std::string("unknown HDF5 error") : messages.back();
+    if (messages.empty()) return "unknown HDF5 error";
+    std::string reason = messages.back();
+    // A failed read or write of the file driver spans lines of detail (time, buffer address, offsets); keep its
+    // first phrase and the system's message, e.g. "file write failed: No space left on device".
+    const std::string_view marker = "error message = '";
+    const size_t at = reason.find(marker);
+    if (at != std::string::npos) {
+        const size_t begin = at + marker.size();
+        const size_t end = reason.find('\'', begin);
+        reason = reason.substr(0, reason.find(':')) + ": " + reason.substr(begin, end - begin);
+    }
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    return reason;
 }
 
 // Throws "<context>: <HDF5 reason>" if an HDF5 call returned a negative id / status.
@@ -600,7 +618,7 @@ void H5ArtifactWriter::commit() {
 // ---- H5ArtifactReader ----
 
 H5ArtifactReader::H5ArtifactReader(fs::path path, std::int64_t min_version, std::int64_t max_version,
-                                   std::string_view expected_stage)
+                                   std::string_view expected_stage, std::string_view expected_key)
     : path_(std::move(path)), file_id_(open_file(path_)), root_(open_root(file_id_, path_), path_.string(), "/") {
     try {
         const std::string p = path_.string();
@@ -618,6 +636,14 @@ H5ArtifactReader::H5ArtifactReader(fs::path path, std::int64_t min_version, std:
             const std::string stage = root_.attr_string("stage");
             KASCADE_CHECK(stage == expected_stage, "{}: attribute stage is '{}', expected '{}'", p, stage,
                           expected_stage);
+        }
+        if (!expected_key.empty()) {
+            KASCADE_CHECK(root_.has_attr("key"), "{}: attribute key is missing; not a kascade artifact", p);
+            const std::string key = root_.attr_string("key");
+            KASCADE_CHECK(key == expected_key,
+                          "{}: attribute key is '{}', expected '{}' (the file was replaced by another artifact; "
+                          "delete it and run again)",
+                          p, key, expected_key);
         }
     } catch (...) {
         root_ = H5Group(-1, path_.string(), "/");

@@ -233,10 +233,10 @@ class H5ArtifactWriter {
 class H5ArtifactReader {
   public:
     /// Throws "<path>: attribute format_version is 3, this kascade reads 1..2" (and alike for format and, if
-    /// expected_stage is not empty, stage), or "cannot open HDF5 file <path>: <reason>" for a missing, truncated
-    /// or corrupt file.
+    /// expected_stage / expected_key are not empty, stage and key: a file replaced by another artifact), or
+    /// "cannot open HDF5 file <path>: <reason>" for a missing, truncated or corrupt file.
     H5ArtifactReader(std::filesystem::path path, std::int64_t min_version, std::int64_t max_version,
-                     std::string_view expected_stage = {});
+                     std::string_view expected_stage = {}, std::string_view expected_key = {});
     ~H5ArtifactReader();
     H5ArtifactReader(const H5ArtifactReader&) = delete;
     H5ArtifactReader& operator=(const H5ArtifactReader&) = delete;

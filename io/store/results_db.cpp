@@ -38,10 +38,13 @@ std::string utc_now() {
 ResultsDb::ResultsDb(const fs::path& results_dir, DbAccess access)
     : results_dir_(results_dir), access_(access), db_file_(results_dir / kFileName) {
     if (access_ == DbAccess::ReadOnly) {
-        KASCADE_CHECK(fs::exists(db_file_), "no results database at \"{}\"", db_file_.string());
+        KASCADE_CHECK(fs::exists(db_file_),
+                      "no results database at \"{}\" (run a stage or a sweep first, or pass --results DIR)",
+                      db_file_.string());
         guarded(db_file_, "cannot open the results database",
                 [&] { db_ = std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READONLY, kBusyTimeoutMs); });
         check_not_newer(schema_version());
+        guarded(db_file_, "reading the schema", [&] { check_is_kascade(); });
         return;
     }
     std::error_code ec;
@@ -54,6 +57,9 @@ ResultsDb::ResultsDb(const fs::path& results_dir, DbAccess access)
         db_ =
             std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, kBusyTimeoutMs);
         db_->exec("PRAGMA foreign_keys = ON");
+        // Before WAL mode, which would already change another program's file.
+        check_not_newer(db_->execAndGet("PRAGMA user_version").getInt());
+        check_is_kascade();
     });
     use_wal();
     guarded(db_file_, "cannot open the results database", [&] {
@@ -69,9 +75,35 @@ int ResultsDb::schema_version() {
     return guarded(db_file_, "reading user_version", [&] { return db_->execAndGet("PRAGMA user_version").getInt(); });
 }
 
+bool ResultsDb::has_rows() {
+    return guarded(db_file_, "counting rows", [&] {
+        std::vector<std::string> tables;
+        SQLite::Statement st(*db_, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
+        while (st.executeStep()) tables.push_back(st.getColumn(0).getString());
+        for (const std::string& table : tables) {
+            if (db_->execAndGet(fmt::format("SELECT EXISTS (SELECT 1 FROM \"{}\")", table)).getInt() != 0) return true;
+        }
+        return false;
+    });
+}
+
 void ResultsDb::check_not_newer(int version) const {
     KASCADE_CHECK(version <= kSchemaVersion, "{} has schema version {}, this kascade reads up to {}; upgrade kascade",
                   db_file_.string(), version, kSchemaVersion);
+}
+
+void ResultsDb::check_is_kascade() {
+    // Migrations commit their tables together with the version, so tables at version 0 are not kascade's. One
+    // statement reads both from the same snapshot, so a database another process is creating passes.
+    SQLite::Statement st(*db_,
+                         "SELECT (SELECT user_version FROM pragma_user_version), "
+                         "(SELECT coalesce(group_concat(name, ', '), '') FROM sqlite_master WHERE type = 'table')");
+    KASCADE_ASSERT(st.executeStep());
+    const std::string tables = st.getColumn(1).getString();
+    KASCADE_CHECK(st.getColumn(0).getInt() != 0 || tables.empty(),
+                  "{} is not a kascade results database: it has tables of its own ({}) and no kascade schema "
+                  "version; move it away or choose another --results folder",
+                  db_file_.string(), tables);
 }
 
 void ResultsDb::use_wal() {

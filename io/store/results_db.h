@@ -75,6 +75,8 @@ class ResultsDb {
     /// PRAGMA user_version (== kSchemaVersion after a ReadWrite open).
     int schema_version();
     DbAccess access() const { return access_; }
+    /// Whether any table holds a row (false for a database that has only its schema).
+    bool has_rows();
 
     // Models and texts: inserted once per content hash; returns the id of the (possibly existing) row.
     std::int64_t upsert_model(const ModelRecord& model);
@@ -132,6 +134,8 @@ class ResultsDb {
 
   private:
     void check_not_newer(int version) const;
+    /// Refuses a database at version 0 that has tables: another program's SQLite file, not one being created.
+    void check_is_kascade();
     void use_wal();
     void migrate();
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/error.h"
+#include "io/store/schema.h"
 
 namespace kascade {
 
@@ -321,6 +322,10 @@ QueryDb::QueryDb(const fs::path& db_file) : db_file_(db_file) {
     // Opening is lazy: touch the schema now so that a file that is not a database fails here, naming itself.
     run_select(db_, "SELECT count(*) FROM sqlite_master",
                fmt::format("cannot read results database \"{}\"", db_file_.string()));
+    const QueryResult version = run_select(db_, "PRAGMA user_version", db_file_.string());
+    const int64_t found = std::get<int64_t>(version.rows.at(0).at(0));
+    KASCADE_CHECK(found <= kSchemaVersion, "{} has schema version {}, this kascade reads up to {}; upgrade kascade",
+                  db_file_.string(), found, kSchemaVersion);
 }
 
 QueryDb::~QueryDb() {

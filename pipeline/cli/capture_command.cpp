@@ -3,6 +3,7 @@
 
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
+#include "pipeline/cli/option_range.h"
 #include "pipeline/stages/capture_stage.h"
 
 namespace kascade::cli {
@@ -26,11 +27,14 @@ void register_capture_command(CLI::App& app, const CommonOptions& common) {
         "--calib-tokens 8192 --ctx 512 --tile 16");
     args->model.add_to(*cmd);
     cmd->add_option("--text", args->text, "text file (its calibration range is used)")->required();
-    cmd->add_option("--calib-tokens", args->params.n_tokens, "calibration tokens (whole windows only)")
-        ->capture_default_str();
-    cmd->add_option("--offset", args->params.token_offset, "first calibration token")->capture_default_str();
-    cmd->add_option("--ctx", args->params.ctx, "positions per window (BOS included)")->capture_default_str();
-    cmd->add_option("--tile", args->params.tile, "tokens per tile")->capture_default_str();
+    check_range(cmd->add_option("--calib-tokens", args->params.n_tokens, "calibration tokens (whole windows only)")
+                    ->capture_default_str(),
+                1);
+    check_range(
+        cmd->add_option("--offset", args->params.token_offset, "first calibration token")->capture_default_str(), 0);
+    check_range(
+        cmd->add_option("--ctx", args->params.ctx, "positions per window (BOS included)")->capture_default_str(), 2);
+    check_range(cmd->add_option("--tile", args->params.tile, "tokens per tile")->capture_default_str(), 1);
     cmd->add_flag("--save-qk", args->params.save_qk, "also store post-RoPE Q and K");
     cmd->add_flag("--force", args->force, "recompute even if the artifact exists");
     cmd->callback([args, &common] {

@@ -1,9 +1,11 @@
 // kascade eval: stage 4, sparse perplexity against dense on the test tokens, logged as a run.
 #include <cstdio>
+#include <optional>
 
 #include "io/error.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
+#include "pipeline/cli/option_range.h"
 #include "pipeline/cli/topk_options.h"
 #include "pipeline/stages/eval_stage.h"
 
@@ -16,8 +18,8 @@ struct EvalArgs {
     int64_t schedule_id = 0;
     std::string method;
     TopKOptions topk;
-    int tile = 0;
-    int64_t offset = -1;
+    std::optional<int> tile;
+    std::optional<int64_t> offset;
     EvalParams params;
     std::string pooling;
     bool force = false;
@@ -42,12 +44,16 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_option("--pooling", args->pooling,
                     "what ranks keys: post_softmax (the paper: summed probabilities) or pre_softmax (max raw score); "
                     "default post_softmax");
-    cmd->add_option("--tile", args->tile, "tokens per tile (default: the schedule's capture tile, else 16)");
-    cmd->add_option("--ctx", args->params.ctx, "positions per window (BOS included)")->capture_default_str();
-    cmd->add_option("--eval-tokens", args->params.n_tokens, "test tokens to score (0: all after --offset)")
-        ->capture_default_str();
-    cmd->add_option("--offset", args->offset,
-                    "first test token (default: right after the schedule's calibration range, else 0)");
+    check_range(
+        cmd->add_option("--tile", args->tile, "tokens per tile (default: the schedule's capture tile, else 16)"), 1);
+    check_range(
+        cmd->add_option("--ctx", args->params.ctx, "positions per window (BOS included)")->capture_default_str(), 2);
+    check_range(cmd->add_option("--eval-tokens", args->params.n_tokens, "test tokens to score (0: all after --offset)")
+                    ->capture_default_str(),
+                0);
+    check_range(cmd->add_option("--offset", args->offset,
+                                "first test token (default: right after the schedule's calibration range, else 0)"),
+                0);
     cmd->add_flag("--force", args->force, "re-run even if an identical run is stored");
     cmd->callback([args, schedule, method, &common] {
         KASCADE_CHECK(schedule->count() + method->count() == 1, "eval needs --schedule ID or --method NAME");
@@ -58,8 +64,8 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
         if (args->topk.given()) p.topk = rule;
         p.granularity = args->topk.key_granularity();
         if (!args->pooling.empty()) p.pooling = parse_pooling(args->pooling, "--pooling");
-        if (args->tile > 0) p.tile = args->tile;
-        if (args->offset >= 0) p.token_offset = args->offset;
+        p.tile = args->tile;
+        p.token_offset = args->offset;
         Workspace ws(common.results_dir);
         LoadedModel& model = ws.model(args->model.model, args->model.tokenizer);
         LoadedText& text = ws.text(args->text, model);

@@ -5,7 +5,9 @@
 #include <map>
 #include <set>
 
+#include "io/error.h"
 #include "io/file_util.h"
+#include "io/store/h5_file.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/stages/sweep.h"
@@ -16,9 +18,21 @@ namespace kascade::cli {
 
 namespace {
 
-/// "ok", or why the artifact cannot be trusted any more.
-std::string artifact_state(const std::filesystem::path& file, const std::string& model_state) {
-    if (!std::filesystem::exists(file)) return "stale: file missing";
+/// "ok", or why the artifact cannot be trusted any more. The file is opened and its root attributes checked
+/// against its row, so a truncated, corrupt or replaced file is reported rather than found by the next stage.
+std::string artifact_state(const std::filesystem::path& file, const ArtifactRecord& artifact,
+                           const std::string& model_state) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return "stale: file missing";
+    const std::uintmax_t bytes = std::filesystem::file_size(file, ec);
+    if (ec || bytes != static_cast<std::uintmax_t>(artifact.bytes)) {
+        return fmt::format("bad: {} bytes, recorded {}", ec ? 0 : bytes, artifact.bytes);
+    }
+    try {
+        H5ArtifactReader reader(file, artifact.format_version, artifact.format_version, artifact.stage, artifact.key);
+    } catch (const Error& e) {
+        return fmt::format("bad: {}", e.what());
+    }
     return model_state;
 }
 
@@ -86,8 +100,9 @@ void register_status_command(CLI::App& app, const CommonOptions& common) {
     CLI::App* cmd = app.add_subcommand("status", "List artifacts, schedules and runs, and which are stale");
     cmd->footer("Example:\n  kascade status --results results");
     cmd->callback([&common] {
-        Workspace ws(common.results_dir);
-        ResultsDb& db = ws.db();
+        // Read-only: status on a mistyped --results is an error, never a new empty results folder.
+        const std::filesystem::path results_dir = common.results_dir;
+        ResultsDb db(results_dir, DbAccess::ReadOnly);
         std::map<int64_t, std::string> model_state;  // by model id: "ok" or why stale
         auto state_of_model = [&](int64_t id) -> const std::string& {
             auto it = model_state.find(id);
@@ -106,9 +121,9 @@ void register_status_command(CLI::App& app, const CommonOptions& common) {
         artifacts.columns = {"stage", "key", "params", "created_at", "state"};
         for (const ArtifactRecord& a : db.list_artifacts()) {
             artifacts.rows.push_back({a.stage, a.key, a.params_json, a.created_at,
-                                      artifact_state(ws.results_dir() / a.path, state_of_model(a.model_id))});
+                                      artifact_state(results_dir / a.path, a, state_of_model(a.model_id))});
         }
-        std::printf("artifacts (%zu) in %s\n", artifacts.rows.size(), (ws.results_dir() / "artifacts").c_str());
+        std::printf("artifacts (%zu) in %s\n", artifacts.rows.size(), (results_dir / "artifacts").c_str());
         std::fputs(format_result(artifacts, OutputFormat::Table).c_str(), stdout);
 
         QueryResult schedules;

@@ -20,6 +20,7 @@ struct SweepArgs {
     std::string sweep_key;
     std::string shard_dir;
     bool worker = false;
+    bool force = false;
     bool slurm = false;
     std::string partition, time, mem;
     int cpus_per_task = 0;
@@ -88,6 +89,7 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
                     "with --job-index or --slurm: each job writes its own results folder <DIR>/<sweep key>/job-<i> "
                     "(for file systems where SQLite cannot be shared), merged into --results at the end");
     cmd->add_flag("--no-report", args->no_report, "do not write the HTML report of the sweep's runs");
+    cmd->add_flag("--force", args->force, "compute every job again, replacing what is stored (not with --slurm)");
     cmd->add_flag("--worker", args->worker, "internal: serve as a --jobs worker")->group("");
     cmd->add_flag("--slurm", args->slurm,
                   "submit the jobs not yet stored as Slurm job arrays with dependencies, one per level; the scripts "
@@ -106,8 +108,8 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
     cmd->callback([args, &common] {
         SweepSpec spec = load_sweep_spec(args->file);
         if (args->slurm) {
-            KASCADE_CHECK(args->job_index < 0 && args->jobs == 1,
-                          "--slurm cannot be combined with --job-index or --jobs");
+            KASCADE_CHECK(args->job_index < 0 && args->jobs == 1 && !args->force,
+                          "--slurm cannot be combined with --job-index, --jobs or --force");
             SlurmSubmitOptions options;
             options.settings = spec.slurm;
             if (!args->partition.empty()) options.settings.partition = args->partition;
@@ -130,6 +132,7 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
         options.expected_key = args->sweep_key;
         options.shard_dir = args->shard_dir;
         options.worker = args->worker;
+        options.force = args->force;
         const SweepReport report = run_sweep(common.results_dir, spec, options, stdout);
         if (!args->dry_run && !args->worker && !options.job_index) {
             print_runs_table(common.results_dir, report.run_ids);

@@ -9,6 +9,7 @@
 
 #include "io/error.h"
 #include "kernels/attention_types.h"
+#include "pipeline/cli/option_range.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/stages/similarity_stage.h"
 
@@ -25,10 +26,14 @@ struct TopKOptions {
     CLI::Option* round_k_option = nullptr;
 
     void add_to(CLI::App& command) {
-        auto* t = command.add_option("--topk-tiles", tiles, "keep this many key tiles per query tile");
-        auto* p = command.add_option("--topk-pct", pct, "keep this % of the context that --k-rule names (paper: 10)");
+        auto* t = check_range(command.add_option("--topk-tiles", tiles, "keep this many key tiles per query tile"), 1);
+        auto* p = check_range(
+            command.add_option("--topk-pct", pct, "keep this % of the context that --k-rule names (paper: 10)"), 0, 100,
+            /*min_open=*/true);
         t->excludes(p);
-        command.add_option("--k-min", k_min, "with --topk-pct: keep at least this many tokens")->capture_default_str();
+        check_range(command.add_option("--k-min", k_min, "with --topk-pct: keep at least this many tokens")
+                        ->capture_default_str(),
+                    1);
         k_rule_option = command
                             .add_option("--k-rule", k_rule,
                                         "with --topk-pct: sequence (the paper: p% of the whole sequence, minus the "
@@ -36,8 +41,9 @@ struct TopKOptions {
                                         "visible (p% of the keys the tile's last query sees)")
                             ->capture_default_str();
         round_k_option =
-            command.add_option("--round-k", round_k, "round k up to a multiple of this many tokens (0: no rounding)")
-                ->capture_default_str();
+            check_range(command.add_option("--round-k", round_k, "round k up to a multiple of this many tokens (0: no rounding)")
+                            ->capture_default_str(),
+                        0);
         command.add_option("--key-granularity", granularity,
                            "token (the paper: individual keys) or tile (whole key tiles; the first CPU prototype)");
     }

@@ -130,15 +130,15 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
 
     CaptureRecord detail;
     detail.artifact_key = key;
-    detail.model_id = model.model_id;
-    detail.text_id = text.text_id;
+    detail.model_id = ws.stored_id(model);
+    detail.text_id = ws.stored_id(text);
     detail.tokenizer_hash = model.tokenizer_hash;
     detail.token_offset = params.token_offset;
     detail.n_tokens = n_windows * per_window;
     detail.ctx = params.ctx;
     detail.tile = params.tile;
     detail.save_qk = params.save_qk ? 1 : 0;
-    ws.db().insert_artifact(make_artifact_record(ws, header, model.model_id, kCaptureFormatVersion), detail);
+    ws.db().insert_artifact(make_artifact_record(ws, header, detail.model_id, kCaptureFormatVersion), detail);
     return {key, false};
 }
 

@@ -50,11 +50,11 @@ ResolvedEval resolve(Workspace& ws, const LoadedModel& model, const LoadedText& 
         KASCADE_CHECK(r.schedule.has_value(), "no schedule with id {} in {}", *params.schedule_id,
                       ws.db().db_file().string());
         r.schedule_key = r.schedule->record.key;
-        if (r.schedule->record.model_id != model.model_id) {
-            const auto other = ws.db().find_model(r.schedule->record.model_id);
+        const auto schedule_model = ws.db().find_model(r.schedule->record.model_id);
+        if (!schedule_model || schedule_model->hash != model.model_hash) {
             KASCADE_FAIL("schedule {} was made for model \"{}\" (hash {}), not for \"{}\" (hash {})",
-                         *params.schedule_id, other ? other->path : "?", other ? other->hash : "?", model.path.string(),
-                         model.model_hash);
+                         *params.schedule_id, schedule_model ? schedule_model->path : "?",
+                         schedule_model ? schedule_model->hash : "?", model.path.string(), model.model_hash);
         }
         const auto similarity = ws.db().find_similarity(r.schedule->record.similarity_key.value_or(""));
         KASCADE_CHECK(similarity.has_value(), "schedule {} has no similarity artifact in {}", *params.schedule_id,
@@ -76,7 +76,8 @@ ResolvedEval resolve(Workspace& ws, const LoadedModel& model, const LoadedText& 
         if (!params.tile) r.tile = static_cast<int>(capture->tile);
         const int64_t calib_begin = capture->token_offset, calib_end = capture->token_offset + capture->n_tokens;
         if (!params.token_offset) r.token_offset = calib_end;
-        if (capture->text_id == text.text_id) {
+        const auto capture_text = ws.db().find_text(capture->text_id);
+        if (capture_text && capture_text->hash == text.hash) {
             const int64_t end =
                 params.n_tokens > 0 ? r.token_offset + params.n_tokens : static_cast<int64_t>(text.tokens.size());
             KASCADE_CHECK(end <= calib_begin || r.token_offset >= calib_end,
@@ -199,8 +200,8 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
 
     RunRecord run;
     run.key = key;
-    run.model_id = model.model_id;
-    run.text_id = text.text_id;
+    run.model_id = ws.stored_id(model);
+    run.text_id = ws.stored_id(text);
     if (r.params.schedule_id && r.params.method == "kascade") run.schedule_id = *r.params.schedule_id;
     run.method = r.params.method;
     if (r.params.method != "dense") {

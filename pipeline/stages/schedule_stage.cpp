@@ -59,7 +59,9 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     const LayerSimilarity sim = load_layer_similarity(ws, similarity_key, params.metric, params.aggregation);
     const std::string key = schedule_key(similarity_key, params);
     if (!force) {
-        if (const auto existing = ws.db().find_schedule(key)) return {existing->record.id, key, true};
+        // A deleted schedule file is made again (its row stays and keeps its id).
+        const auto existing = ws.db().find_schedule(key);
+        if (existing && ws.has_artifact(key)) return {existing->record.id, key, true};
     }
 
     const HeadMapMode mode = parse_head_map_mode(params.head_map);
@@ -95,7 +97,7 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     ArtifactHeader input_header;
     {
         H5ArtifactReader sim_file(ws.results_dir() / sim_record->path, kSimilarityFormatVersion,
-                                  kSimilarityFormatVersion, "similarity");
+                                  kSimilarityFormatVersion, "similarity", similarity_key);
         input_header = read_artifact_header(sim_file.root());
     }
     const ArtifactHeader header =

@@ -85,7 +85,7 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     if (!force && ws.has_artifact(key)) return {key, true};
 
     H5ArtifactReader capture(ws.results_dir() / capture_record->path, kCaptureFormatVersion, kCaptureFormatVersion,
-                             "capture");
+                             "capture", capture_key);
     const H5Group& in = capture.root();
     const ArtifactHeader capture_header = read_artifact_header(in);
     const int n_layers = static_cast<int>(in.attr_int("n_layers"));
@@ -230,7 +230,7 @@ LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similari
         "no similarity artifact with key '{}' in {} (run `kascade similarity` first, or see `kascade status`)",
         similarity_key, ws.db().db_file().string());
     H5ArtifactReader reader(ws.results_dir() / record->path, kSimilarityFormatVersion, kSimilarityFormatVersion,
-                            "similarity");
+                            "similarity", similarity_key);
     LayerSimilarity sim;
     sim.n_layers = static_cast<int>(reader.root().attr_int("n_layers"));
     sim.n_kv_heads = static_cast<int>(reader.root().attr_int("n_kv_heads"));

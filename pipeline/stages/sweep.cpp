@@ -183,7 +183,7 @@ SweepReport run_one_job(const fs::path& results_dir, const SweepSpec& spec, Swee
     const double start = omp_get_wtime();
     JobOutcome outcome;
     try {
-        outcome = run_sweep_job(ws, model, text, job);
+        outcome = run_sweep_job(ws, model, text, job, options.force);
     } catch (const std::exception& e) {
         record_job_failure(ws.db(), plan, index, e.what());
         throw;
@@ -215,7 +215,8 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
 
 bool job_output_stored(ResultsDb& db, std::string_view stage, std::string_view key) {
     if (stage == "eval") return db.find_run(key).has_value();
-    if (stage == "schedule") return db.find_schedule(key).has_value();
+    // A schedule is stored as a row and an artifact file: a deleted file is computed again, like any artifact's.
+    if (stage == "schedule" && !db.find_schedule(key)) return false;
     const std::optional<ArtifactRecord> artifact = db.find_artifact(key);
     return artifact.has_value() && fs::exists(db.results_dir() / artifact->path);
 }
@@ -243,18 +244,18 @@ fs::path job_shard_dir(const fs::path& shard_dir, const SweepPlan& plan, int ind
     return shard_dir / plan.key / fmt::format("job-{}", index);
 }
 
-JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, const SweepJob& job) {
+JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, const SweepJob& job, bool force) {
     JobOutcome outcome;
     if (job.stage == "capture") {
-        const StageResult r = run_capture(ws, model, text, job.capture);
+        const StageResult r = run_capture(ws, model, text, job.capture, force);
         KASCADE_ASSERT(r.key == job.key);
         outcome.cached = r.cached;
     } else if (job.stage == "similarity") {
-        const StageResult r = run_similarity(ws, job.capture_key, job.topk, job.granularity);
+        const StageResult r = run_similarity(ws, job.capture_key, job.topk, job.granularity, force);
         KASCADE_ASSERT(r.key == job.key);
         outcome.cached = r.cached;
     } else if (job.stage == "schedule") {
-        const ScheduleResult r = run_schedule(ws, job.similarity_key, job.schedule);
+        const ScheduleResult r = run_schedule(ws, job.similarity_key, job.schedule, force);
         KASCADE_ASSERT(r.key == job.key);
         outcome.cached = r.cached;
         const auto s = ws.db().load_schedule(r.id);
@@ -268,7 +269,7 @@ JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, co
                           job.label, ws.results_dir().string());
             params.schedule_id = schedule->record.id;
         }
-        const EvalResult r = run_eval(ws, model, text, params);
+        const EvalResult r = run_eval(ws, model, text, params, force);
         const RunDetails run = ws.db().load_run(r.run_id);
         KASCADE_ASSERT(run.run.key == job.key);
         outcome.cached = r.cached;
@@ -297,8 +298,11 @@ SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, const 
     SweepPlan plan = plan_sweep(spec);
     check_plan_key(spec, plan, options);
     mark_stored(results_dir, plan);
+    if (options.force) {
+        for (SweepJob& j : plan.jobs) j.stored = false;
+    }
     if (options.worker) {
-        serve_as_worker(results_dir, plan);
+        serve_as_worker(results_dir, plan, options.force);
         return {};
     }
     if (options.job_index) return run_one_job(results_dir, spec, plan, options, log);
@@ -323,7 +327,7 @@ SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, const 
     Workspace ws(results_dir);
     record_sweep(ws.db(), spec, plan);
     if (options.workers > 1 && to_compute > 0) {
-        const WorkerTotals totals = run_with_workers(results_dir, spec, plan, options.workers, log);
+        const WorkerTotals totals = run_with_workers(results_dir, spec, plan, options.workers, options.force, log);
         report.computed = totals.computed;
         report.failed = totals.failed;
     } else {
@@ -334,7 +338,7 @@ SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, const 
             const double start = omp_get_wtime();
             JobOutcome outcome;
             try {
-                outcome = run_sweep_job(ws, model, text, plan.jobs[i]);
+                outcome = run_sweep_job(ws, model, text, plan.jobs[i], options.force);
             } catch (const std::exception& e) {
                 record_job_failure(ws.db(), plan, i, e.what());
                 throw;

@@ -69,6 +69,7 @@ struct SweepOptions {
     std::string expected_key;         ///< refuse to run if the plan's key differs (the file changed meanwhile)
     std::filesystem::path shard_dir;  ///< with job_index: write to the job's own shard folder, not the results
     bool worker = false;              ///< internal: be one of the --jobs workers (job indices on stdin)
+    bool force = false;               ///< compute every job again, replacing what is stored (--force)
 };
 
 struct SweepReport {
@@ -92,8 +93,8 @@ struct JobOutcome {
     std::string summary;
 };
 
-/// Runs one job in `ws` (its inputs must be stored there).
-JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, const SweepJob& job);
+/// Runs one job in `ws` (its inputs must be stored there); with force, computes it even if it is stored.
+JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, const SweepJob& job, bool force);
 
 /// The log line of a finished job.
 std::string job_log_line(const SweepPlan& plan, int index, const JobOutcome& outcome, double seconds);
@@ -108,9 +109,9 @@ struct WorkerTotals {
     int failed = 0;
 };
 WorkerTotals run_with_workers(const std::filesystem::path& results_dir, const SweepSpec& spec, const SweepPlan& plan,
-                              int n_workers, std::FILE* log);
+                              int n_workers, bool force, std::FILE* log);
 
 /// The worker side: reads job indices from stdin, runs each, answers on stdout. Returns at end of input.
-void serve_as_worker(const std::filesystem::path& results_dir, const SweepPlan& plan);
+void serve_as_worker(const std::filesystem::path& results_dir, const SweepPlan& plan, bool force);
 
 }  // namespace kascade

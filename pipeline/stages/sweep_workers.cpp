@@ -80,7 +80,7 @@ std::string exit_description(int status) {
 }  // namespace
 
 WorkerTotals run_with_workers(const fs::path& results_dir, const SweepSpec& spec, const SweepPlan& plan, int n_workers,
-                              std::FILE* log) {
+                              bool force, std::FILE* log) {
     const int n_jobs = static_cast<int>(plan.jobs.size());
     std::vector<JobState> state(n_jobs, JobState::Waiting);
     int to_compute = 0;
@@ -96,9 +96,10 @@ WorkerTotals run_with_workers(const fs::path& results_dir, const SweepSpec& spec
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     KASCADE_CHECK(!ec, "cannot find this executable to start sweep workers: {}", ec.message());
-    const std::vector<std::string> args = {
+    std::vector<std::string> args = {
         "kascade",     "sweep", fs::absolute(spec.file).string(), "--results", results_dir.string(), "--worker",
         "--sweep-key", plan.key};
+    if (force) args.push_back("--force");
     // A worker that dies makes writes to its stdin fail with EPIPE instead of killing the sweep.
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
@@ -233,7 +234,7 @@ WorkerTotals run_with_workers(const fs::path& results_dir, const SweepSpec& spec
     return totals;
 }
 
-void serve_as_worker(const fs::path& results_dir, const SweepPlan& plan) {
+void serve_as_worker(const fs::path& results_dir, const SweepPlan& plan, bool force) {
     // Answers go to the original stdout; anything else printed to stdout goes to stderr instead.
     const int answers_fd = ::dup(STDOUT_FILENO);
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
@@ -248,7 +249,7 @@ void serve_as_worker(const fs::path& results_dir, const SweepPlan& plan) {
         KASCADE_ASSERT(index >= 0 && index < static_cast<int>(plan.jobs.size()));
         const double start = omp_get_wtime();
         try {
-            const JobOutcome outcome = run_sweep_job(ws, model, text, plan.jobs[index]);
+            const JobOutcome outcome = run_sweep_job(ws, model, text, plan.jobs[index], force);
             std::fprintf(answers, "%d ok %d %.3f %s\n", index, outcome.cached ? 1 : 0, omp_get_wtime() - start,
                          outcome.summary.c_str());
         } catch (const std::exception& e) {

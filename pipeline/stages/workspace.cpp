@@ -1,6 +1,7 @@
 #include "pipeline/stages/workspace.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "io/error.h"
 #include "io/file_util.h"
@@ -38,8 +39,42 @@ std::string model_content_hash(const fs::path& path) {
     return hash_hex(hashes);
 }
 
-Workspace::Workspace(const fs::path& results_dir) : results_dir_(results_dir), db_(results_dir) {
+Workspace::Workspace(const fs::path& results_dir)
+    : results_dir_(results_dir),
+      created_dir_(!fs::exists(results_dir)),
+      created_db_(!fs::exists(results_dir / ResultsDb::kFileName)),
+      uncaught_at_open_(std::uncaught_exceptions()),
+      db_(std::make_unique<ResultsDb>(results_dir)) {
     remove_stale_partial_files(results_dir_ / "artifacts");
+}
+
+Workspace::~Workspace() {
+    if (!created_db_ || std::uncaught_exceptions() <= uncaught_at_open_) return;
+    // Only a database that is still empty is removed: rows mean another process has started using it too.
+    bool empty = false;
+    try {
+        empty = !db_->has_rows();
+    } catch (const std::exception&) {
+        return;  // leave what cannot be checked
+    }
+    if (!empty) return;
+    db_.reset();
+    std::error_code ec;
+    if (created_dir_) {
+        fs::remove_all(results_dir_, ec);
+        return;
+    }
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+        fs::remove(results_dir_ / (std::string(ResultsDb::kFileName) + suffix), ec);
+    }
+}
+
+int64_t Workspace::stored_id(const LoadedModel& model) {
+    return db_->upsert_model(model.record);
+}
+
+int64_t Workspace::stored_id(const LoadedText& text) {
+    return db_->upsert_text(text.record);
 }
 
 LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_path) {
@@ -67,7 +102,7 @@ LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_pa
                             ? hash_hex(hash_file_hex(m->tokenizer_path) + hash_file_hex(tokenizer_config))
                             : hash_file_hex(m->tokenizer_path);
     const ModelConfig& c = m->weights.config;
-    ModelRecord record;
+    ModelRecord& record = m->record;
     record.hash = m->model_hash;
     record.path = fs::absolute(path).lexically_normal().string();
     record.format = m->weights.format;
@@ -78,13 +113,12 @@ LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_pa
     record.head_dim = c.head_dim;
     record.dim = c.dim;
     record.vocab_size = c.vocab_size;
-    m->model_id = db_.upsert_model(record);
     return *models_.emplace(cache_key, std::move(m)).first->second;
 }
 
 LoadedModel& Workspace::model_by_id(int64_t model_id) {
-    const std::optional<ModelRecord> record = db_.find_model(model_id);
-    KASCADE_CHECK(record.has_value(), "{}: no model with id {}", db_.db_file().string(), model_id);
+    const std::optional<ModelRecord> record = db_->find_model(model_id);
+    KASCADE_CHECK(record.has_value(), "{}: no model with id {}", db_->db_file().string(), model_id);
     KASCADE_CHECK(fs::exists(record->path), "model {} was loaded from \"{}\", which no longer exists", model_id,
                   record->path);
     LoadedModel& m = model(record->path);
@@ -104,16 +138,15 @@ LoadedText& Workspace::text(const fs::path& path, const LoadedModel& model) {
     t->hash = hash_hex(contents);
     const ModelConfig& c = model.weights.config;
     t->tokens = tokenize_corpus(*model.tokenizer, contents, document_boundary_token(c, model.tokenizer.get()));
-    TextRecord record;
+    TextRecord& record = t->record;
     record.hash = t->hash;
     record.path = fs::absolute(path).lexically_normal().string();
     record.bytes = static_cast<int64_t>(contents.size());
-    t->text_id = db_.upsert_text(record);
     return *texts_.emplace(cache_key, std::move(t)).first->second;
 }
 
 bool Workspace::has_artifact(std::string_view key) {
-    const std::optional<ArtifactRecord> record = db_.find_artifact(key);
+    const std::optional<ArtifactRecord> record = db_->find_artifact(key);
     return record.has_value() && fs::exists(results_dir_ / record->path);
 }
 

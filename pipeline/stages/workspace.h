@@ -21,13 +21,13 @@ struct LoadedModel {
     std::unique_ptr<Tokenizer> tokenizer;
     std::string model_hash;      ///< content hash of the weights and config files
     std::string tokenizer_hash;  ///< content hash of the tokenizer file
-    int64_t model_id = 0;        ///< models.id
+    ModelRecord record;          ///< its models row, stored by Workspace::stored_id when a result needs it
 };
 
 struct LoadedText {
     std::filesystem::path path;
     std::string hash;             ///< content hash of the file
-    int64_t text_id = 0;          ///< texts.id
+    TextRecord record;            ///< its texts row, stored by Workspace::stored_id when a result needs it
     std::vector<int32_t> tokens;  ///< corpus tokens with the model's tokenizer (see corpus_tokens.h)
 };
 
@@ -36,14 +36,23 @@ class Workspace {
     /// Opens (creating if needed) the results folder and its database; removes partial artifact files left by
     /// killed processes.
     explicit Workspace(const std::filesystem::path& results_dir);
+    /// Left by an exception (a failed command), removes the folder or database this workspace created if nothing
+    /// was stored in it: a command that fails writes nothing.
+    ~Workspace();
+    Workspace(const Workspace&) = delete;
+    Workspace& operator=(const Workspace&) = delete;
 
-    ResultsDb& db() { return db_; }
+    ResultsDb& db() { return *db_; }
     const std::filesystem::path& results_dir() const { return results_dir_; }
 
     /// Loads (once) the model and its tokenizer (tokenizer_path empty: the one next to the model).
     LoadedModel& model(const std::filesystem::path& path, const std::filesystem::path& tokenizer_path = {});
     /// Reads and tokenizes (once per tokenizer) a text file.
     LoadedText& text(const std::filesystem::path& path, const LoadedModel& model);
+    /// The models.id / texts.id of a loaded model or text, inserting its row if needed. Loading stores nothing, so
+    /// that a command refused after loading leaves no row behind; call these only when storing a result.
+    int64_t stored_id(const LoadedModel& model);
+    int64_t stored_id(const LoadedText& text);
     /// The model a models.id refers to, loaded from its recorded path (for re-running a stage from a DB row).
     LoadedModel& model_by_id(int64_t model_id);
 
@@ -56,7 +65,10 @@ class Workspace {
 
   private:
     std::filesystem::path results_dir_;
-    ResultsDb db_;
+    bool created_dir_ = false;  ///< the results folder did not exist before this workspace
+    bool created_db_ = false;   ///< nor did its database
+    int uncaught_at_open_ = 0;  ///< std::uncaught_exceptions() when opened, to tell a failure from a normal exit
+    std::unique_ptr<ResultsDb> db_;
     std::map<std::string, std::unique_ptr<LoadedModel>> models_;  ///< by path + tokenizer path
     std::map<std::string, std::unique_ptr<LoadedText>> texts_;    ///< by path + tokenizer hash
 };

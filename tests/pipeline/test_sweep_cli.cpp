@@ -74,10 +74,12 @@ TEST_F(SweepTest, DryRunListsJobsAndWritesNothing) {
 
 TEST_F(SweepTest, ADeletedArtifactFileIsComputedAgain) {
     ASSERT_EQ(sweep(results_).exit_code, 0);
-    const std::string capture = sql_value(results_ / "kascade.db", "SELECT path FROM artifacts WHERE stage = 'capture'");
+    const std::string capture =
+        sql_value(results_ / "kascade.db", "SELECT path FROM artifacts WHERE stage = 'capture'");
     const auto results_before = run_results(results_);
     fs::remove(results_ / capture);
-    const CommandResult plan = run_kascade("sweep " + shell_quote(toml_) + " --dry-run --results " + shell_quote(results_));
+    const CommandResult plan =
+        run_kascade("sweep " + shell_quote(toml_) + " --dry-run --results " + shell_quote(results_));
     ASSERT_EQ(plan.exit_code, 0) << plan.err;
     EXPECT_NE(plan.out.find("20 jobs, 19 stored, 1 to compute"), std::string::npos) << plan.out;
     const CommandResult again = sweep(results_);
@@ -85,6 +87,39 @@ TEST_F(SweepTest, ADeletedArtifactFileIsComputedAgain) {
     EXPECT_NE(again.out.find("1 jobs computed"), std::string::npos) << again.out;
     EXPECT_TRUE(fs::exists(results_ / capture));
     EXPECT_EQ(run_results(results_), results_before);
+}
+
+TEST_F(SweepTest, ADeletedScheduleFileIsComputedAgain) {
+    ASSERT_EQ(sweep(results_).exit_code, 0);
+    const std::string schedule =
+        sql_value(results_ / "kascade.db", "SELECT path FROM artifacts WHERE stage = 'schedule' LIMIT 1");
+    const auto results_before = run_results(results_);
+    const int schedules = count(results_, "schedules");
+    fs::remove(results_ / schedule);
+    const CommandResult plan =
+        run_kascade("sweep " + shell_quote(toml_) + " --dry-run --results " + shell_quote(results_));
+    ASSERT_EQ(plan.exit_code, 0) << plan.err;
+    EXPECT_NE(plan.out.find("20 jobs, 19 stored, 1 to compute"), std::string::npos) << plan.out;
+    const CommandResult again = sweep(results_);
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_NE(again.out.find("1 jobs computed"), std::string::npos) << again.out;
+    EXPECT_TRUE(fs::exists(results_ / schedule));
+    EXPECT_EQ(count(results_, "schedules"), schedules);
+    EXPECT_EQ(run_results(results_), results_before);
+}
+
+TEST_F(SweepTest, ForceComputesEveryJobAgain) {
+    ASSERT_EQ(sweep(results_).exit_code, 0);
+    const auto results_before = run_results(results_);
+    const int schedules = count(results_, "schedules"), runs = count(results_, "runs");
+    const CommandResult forced =
+        run_kascade("sweep " + shell_quote(toml_) + " --force --results " + shell_quote(results_));
+    ASSERT_EQ(forced.exit_code, 0) << forced.err;
+    EXPECT_NE(forced.out.find("20 jobs, 0 stored, 20 to compute"), std::string::npos) << forced.out;
+    EXPECT_NE(forced.out.find("20 jobs computed"), std::string::npos) << forced.out;
+    EXPECT_EQ(run_results(results_), results_before);
+    EXPECT_EQ(count(results_, "schedules"), schedules);
+    EXPECT_EQ(count(results_, "runs"), runs);
 }
 
 /// Starts `kascade sweep`, reads its log, and SIGKILLs it once `computed_lines` jobs have been computed.

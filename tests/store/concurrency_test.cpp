@@ -107,7 +107,8 @@ TEST(StoreConcurrency, ProcessesOpeningAnOldDatabaseMigrateItOnce) {
 TEST(StoreConcurrency, ReadOnlyOpenCreatesNothingAndRefusesNewerSchemas) {
     TempDir tmp;
     EXPECT_EQ(test::error_of([&] { ResultsDb db(tmp.path() / "none", DbAccess::ReadOnly); }),
-              fmt::format("no results database at \"{}\"", (tmp.path() / "none" / "kascade.db").string()));
+              fmt::format("no results database at \"{}\" (run a stage or a sweep first, or pass --results DIR)",
+                          (tmp.path() / "none" / "kascade.db").string()));
     EXPECT_FALSE(std::filesystem::exists(tmp.path() / "none"));
     {
         ResultsDb db(tmp.path());
