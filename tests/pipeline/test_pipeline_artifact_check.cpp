@@ -24,8 +24,8 @@ class ArtifactCheck : public ::testing::Test {
         return c.out.substr(8, c.out.find_first_of(" \n", 8) - 8);
     }
     std::string similarity(const std::string& capture_key) {
-        const CommandResult s =
-            run_kascade("similarity" + results_arg() + " --capture " + capture_key + " --topk-tiles 2");
+        const CommandResult s = run_kascade("similarity" + results_arg() + " --capture " + capture_key +
+                                            " --topk-tiles 2 --key-granularity tile");
         EXPECT_EQ(s.exit_code, 0) << s.err;
         return s.out.substr(11, s.out.find_first_of(" \n", 11) - 11);
     }
@@ -49,7 +49,8 @@ TEST_F(ArtifactCheck, CaptureFileReplacedByAnotherCaptureIsRefused) {
     const std::string a = capture(0), b = capture(300);
     ASSERT_NE(a, b);
     fs::copy_file(file("capture", b), file("capture", a), fs::copy_options::overwrite_existing);
-    const auto r = run_kascade("similarity" + results_arg() + " --capture " + a + " --topk-tiles 2");
+    const auto r =
+        run_kascade("similarity" + results_arg() + " --capture " + a + " --topk-tiles 2 --key-granularity tile");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(file("capture", a).string()), std::string::npos) << r.err;

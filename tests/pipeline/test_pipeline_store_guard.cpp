@@ -43,8 +43,8 @@ class StoreGuard : public ::testing::Test {
     std::string make_schedule() {
         const CommandResult c = run_kascade(capture_args());
         EXPECT_EQ(c.exit_code, 0) << c.err;
-        const CommandResult s =
-            run_kascade("similarity" + results_arg() + " --capture " + c.out.substr(8, 16) + " --topk-tiles 2");
+        const CommandResult s = run_kascade("similarity" + results_arg() + " --capture " + c.out.substr(8, 16) +
+                                            " --topk-tiles 2 --key-granularity tile");
         EXPECT_EQ(s.exit_code, 0) << s.err;
         const CommandResult p = run_kascade("schedule" + results_arg() + " --similarity " + s.out.substr(11, 16) +
                                             " --policy dp --anchors 2");
