@@ -12,9 +12,9 @@
 // 2); GB/s counts the K and V bytes a decode reads; density = attended keys / causal keys.
 //
 // Prefill rows: anchor_* / reuse_* select whole key tiles (the first prototype's block-sparse variant), token_* select
-// individual keys (the paper's Kascade; the reuse rows gather the selected K/V rows per KV head and query tile). "N pct"
-// rows use the per-tile visible-context k rule (about N% of the causal pairs at both granularities); "paperN pct" rows
-// the paper's k = N% of the whole sequence minus the tile, which keeps nearly twice the causal pairs in prefill.
+// individual keys (the paper's Kascade; the reuse rows gather the selected K/V rows per KV head and query tile). "N
+// pct" rows use the per-tile visible-context k rule (about N% of the causal pairs at both granularities); "paperN pct"
+// rows the paper's k = N% of the whole sequence minus the tile, which keeps nearly twice the causal pairs in prefill.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 

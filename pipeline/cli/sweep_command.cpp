@@ -49,8 +49,8 @@ void print_runs_table(const std::string& results_dir, const std::vector<int64_t>
 void write_sweep_report(const std::string& results_dir, const SweepSpec& spec, const std::vector<int64_t>& run_ids) {
     try {
         const ReportSummary r =
-            write_report({results_dir, runs_condition(run_ids), default_report_dir(results_dir, spec.file.stem().string()),
-                          spec.file.filename().string()});
+            write_report({results_dir, runs_condition(run_ids),
+                          default_report_dir(results_dir, spec.file.stem().string()), spec.file.filename().string()});
         std::printf("\nreport: %s\n", r.html.c_str());
     } catch (const Error& e) {
         std::fprintf(stderr, "kascade: warning: no report written: %s\n", e.what());
@@ -136,7 +136,8 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
         const SweepReport report = run_sweep(common.results_dir, spec, options, stdout);
         if (!args->dry_run && !args->worker && !options.job_index) {
             print_runs_table(common.results_dir, report.run_ids);
-            if (!args->no_report && !report.run_ids.empty()) write_sweep_report(common.results_dir, spec, report.run_ids);
+            if (!args->no_report && !report.run_ids.empty())
+                write_sweep_report(common.results_dir, spec, report.run_ids);
         }
         KASCADE_CHECK(report.failed == 0, "{} of the sweep's jobs failed (see above); run it again to retry them",
                       report.failed);

@@ -40,10 +40,10 @@ struct TopKOptions {
                                         "tile), rolling (the paper's rolling prefill: p% of the tile's start), or "
                                         "visible (p% of the keys the tile's last query sees)")
                             ->capture_default_str();
-        round_k_option =
-            check_range(command.add_option("--round-k", round_k, "round k up to a multiple of this many tokens (0: no rounding)")
-                            ->capture_default_str(),
-                        0);
+        round_k_option = check_range(
+            command.add_option("--round-k", round_k, "round k up to a multiple of this many tokens (0: no rounding)")
+                ->capture_default_str(),
+            0);
         command.add_option("--key-granularity", granularity,
                            "token (the paper: individual keys) or tile (whole key tiles; the first CPU prototype)");
     }

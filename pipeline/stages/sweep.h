@@ -30,14 +30,14 @@ struct SweepJob {
     bool stored = false;          ///< already in the results folder when the plan was marked
 
     // What it runs with.
-    CaptureParams capture;       ///< capture
-    std::string capture_key;     ///< similarity: its input
-    TopKRule topk;               ///< similarity
+    CaptureParams capture;                               ///< capture
+    std::string capture_key;                             ///< similarity: its input
+    TopKRule topk;                                       ///< similarity
     KeyGranularity granularity = KeyGranularity::Token;  ///< similarity
-    std::string similarity_key;  ///< schedule: its input
-    ScheduleParams schedule;     ///< schedule
-    std::string schedule_key;    ///< eval kascade: its schedule
-    EvalParams eval;             ///< eval (schedule_id is looked up by schedule_key when it runs)
+    std::string similarity_key;                          ///< schedule: its input
+    ScheduleParams schedule;                             ///< schedule
+    std::string schedule_key;                            ///< eval kascade: its schedule
+    EvalParams eval;  ///< eval (schedule_id is looked up by schedule_key when it runs)
 };
 
 struct SweepPlan {
