@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/closest_match.h"
 #include "io/error.h"
 #include "io/store/schema.h"
 
@@ -265,19 +266,6 @@ std::string format_json(const QueryResult& r) {
     return out;
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        cur[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        }
-        std::swap(prev, cur);
-    }
-    return prev[b.size()];
-}
-
 std::string trim(std::string_view s) {
     const auto first = s.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos) return {};
@@ -292,15 +280,8 @@ std::string lower(std::string s) {
 // Throws "unknown column 'x' in <option>; did you mean 'y'? columns are: ..." unless name is available.
 void check_column(const std::string& name, std::string_view option, const std::vector<std::string>& available) {
     if (std::find(available.begin(), available.end(), name) != available.end()) return;
-    std::string hint;
-    std::size_t best = name.size() / 3 + 2;  // more edits than this is a different word, not a typo
-    for (const std::string& candidate : available) {
-        const std::size_t d = edit_distance(lower(name), candidate);
-        if (d < best) {
-            best = d;
-            hint = fmt::format("did you mean '{}'? ", candidate);
-        }
-    }
+    const std::string suggestion = closest_match(name, available);
+    const std::string hint = suggestion.empty() ? "" : fmt::format("did you mean '{}'? ", suggestion);
     KASCADE_FAIL("unknown column '{}' in {}; {}columns are: {}", name, option, hint, fmt::join(available, ", "));
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "io/closest_match.h"
 #include "io/error.h"
 #include "pipeline/runtime/kascade_attention.h"
 
@@ -15,22 +16,6 @@ namespace kascade {
 namespace fs = std::filesystem;
 
 namespace {
-
-/// Edit distance, for "did you mean" on unknown keys.
-size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diagonal = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            const size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = up;
-        }
-    }
-    return row[b.size()];
-}
 
 /// Reads one table of the sweep file, remembering which keys were used so unknown ones can be reported.
 class TableReader {
@@ -135,15 +120,7 @@ class TableReader {
         for (const auto& [k, v] : *table_) {
             const std::string key(k.str());
             if (known_.count(key)) continue;
-            std::string suggestion;
-            size_t best = 3;
-            for (const std::string& known : known_) {
-                const size_t d = edit_distance(key, known);
-                if (d < best) {
-                    best = d;
-                    suggestion = known;
-                }
-            }
+            const std::string suggestion = closest_match(key, std::vector<std::string>(known_.begin(), known_.end()));
             KASCADE_FAIL("{}: unknown key {}.{}{}; known keys: {}", file_.string(), where_, key,
                          suggestion.empty() ? "" : fmt::format(" (did you mean {}?)", suggestion),
                          fmt::join(known_, ", "));
