@@ -129,20 +129,41 @@ inline int run_shell(const std::string& command, const fs::path& log) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/// The results of experiments/stories260k-quick.toml, shared by every test process of this area: a folder in the
-/// build tree, filled by the sweep under an exclusive lock (the sweep reuses what is stored, so only the first test
-/// computes; later ones take about a second). Returns the sweep's output.
-inline std::string shared_quick_sweep(const fs::path& results, const std::string& extra_args = "") {
-    fs::create_directories(results.parent_path());
-    const int lock = ::open((results.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
-    ::flock(lock, LOCK_EX);
+/// Holds the exclusive lock on the shared quick-sweep results folder (see shared_quick_sweep): while it is held no
+/// other test process runs the sweep, so nothing there (the report included) is rewritten.
+class QuickSweepLock {
+  public:
+    explicit QuickSweepLock(const fs::path& results) {
+        fs::create_directories(results.parent_path());
+        fd_ = ::open((results.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+        ::flock(fd_, LOCK_EX);
+    }
+    ~QuickSweepLock() {
+        ::flock(fd_, LOCK_UN);
+        ::close(fd_);
+    }
+    QuickSweepLock(const QuickSweepLock&) = delete;
+    QuickSweepLock& operator=(const QuickSweepLock&) = delete;
+
+  private:
+    int fd_ = -1;
+};
+
+/// Runs experiments/stories260k-quick.toml into `results`; the caller holds a QuickSweepLock on it.
+inline std::string run_quick_sweep_locked(const fs::path& results, const std::string& extra_args = "") {
     ::setenv("KASCADE_ASSETS", KASCADE_SHARED_DIR, 1);
     const CommandResult r =
         run_kascade("sweep " + shell_quote(std::string(KASCADE_SOURCE_DIR) + "/experiments/stories260k-quick.toml") +
                     " --results " + shell_quote(results.string()) + " " + extra_args);
-    ::flock(lock, LOCK_UN);
-    ::close(lock);
     return r.exit_code == 0 ? r.out : "sweep failed (" + std::to_string(r.exit_code) + "): " + r.err;
+}
+
+/// The results of experiments/stories260k-quick.toml, shared by every test process of this area: a folder in the
+/// build tree, filled by the sweep under an exclusive lock (the sweep reuses what is stored, so only the first test
+/// computes; later ones take about a second). Returns the sweep's output.
+inline std::string shared_quick_sweep(const fs::path& results, const std::string& extra_args = "") {
+    const QuickSweepLock lock(results);
+    return run_quick_sweep_locked(results, extra_args);
 }
 
 /// Copies a SQLite database with SQLite's online backup (a plain file copy would miss what is still in the WAL).
