@@ -28,10 +28,11 @@ std::string topk_label(const TopKRule& r) {
 }
 
 std::string schedule_label(const ScheduleParams& p) {
-    std::string s = "policy=" + p.policy;
-    if (p.policy == "threshold") s += fmt::format(" threshold={} max_reuse_dist={}", p.threshold, p.max_reuse_dist);
-    if (p.policy == "dp") s += fmt::format(" anchors={}", p.n_anchors);
-    if (p.policy == "fixed") s += fmt::format(" anchor_list={}", nlohmann::json(p.anchor_list).dump());
+    std::string s = fmt::format("policy={}", schedule_policy_name(p.policy));
+    if (p.policy == SchedulePolicy::Threshold)
+        s += fmt::format(" threshold={} max_reuse_dist={}", p.threshold, p.max_reuse_dist);
+    if (p.policy == SchedulePolicy::Dp) s += fmt::format(" anchors={}", p.n_anchors);
+    if (p.policy == SchedulePolicy::Fixed) s += fmt::format(" anchor_list={}", nlohmann::json(p.anchor_list).dump());
     return s + fmt::format(" metric={} aggregation={} head_map={}", p.metric, p.aggregation, p.head_map);
 }
 
@@ -41,11 +42,12 @@ struct Hashes {
 
 std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
     std::vector<SweepJob> plan;
-    const bool has_dense = std::find(spec.baselines.begin(), spec.baselines.end(), "dense") != spec.baselines.end();
+    const bool has_dense =
+        std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Dense) != spec.baselines.end();
     for (int ctx : spec.ctx) {
         // Every sparse eval compares with the dense run of its tokens: it waits for the dense job of its ctx.
         std::vector<int> dense_dep;
-        auto eval_job = [&](const std::string& method, int tile, const TopKRule& topk, KeyGranularity granularity,
+        auto eval_job = [&](EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
                             Pooling pooling, int schedule_job, const std::string& label) {
             SweepJob j;
             j.stage = "eval";
@@ -55,7 +57,7 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
             j.eval.token_offset = spec.test_offset;
             j.eval.n_tokens = spec.test_tokens;
             j.depends_on = dense_dep;
-            if (method != "dense") {
+            if (method != EvalMethod::Dense) {
                 j.eval.tile = tile;
                 j.eval.topk = topk;
                 j.eval.granularity = granularity;
@@ -70,7 +72,7 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
             plan.push_back(j);
         };
         if (has_dense) {
-            eval_job("dense", 0, {}, {}, {}, -1, fmt::format("dense ctx={}", ctx));
+            eval_job(EvalMethod::Dense, 0, {}, {}, {}, -1, fmt::format("dense ctx={}", ctx));
             dense_dep = {static_cast<int>(plan.size()) - 1};
         }
         for (int tile : spec.tile) {
@@ -109,18 +111,20 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                         plan.push_back(sc);
                         const int schedule_job = static_cast<int>(plan.size()) - 1;
                         for (Pooling pooling : spec.pooling) {
-                            eval_job("kascade", tile, topk, granularity, pooling, schedule_job,
+                            eval_job(EvalMethod::Kascade, tile, topk, granularity, pooling, schedule_job,
                                      fmt::format("kascade {} pooling={}", sc.label, pooling_name(pooling)));
                         }
                     }
-                    for (const std::string& method : spec.baselines) {
-                        if (method == "dense") continue;
+                    for (EvalMethod method : spec.baselines) {
+                        if (method == EvalMethod::Dense) continue;
                         // Streaming ranks nothing: pooling does not apply to it.
                         const std::vector<Pooling> poolings =
-                            method == "oracle" ? spec.pooling : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
+                            method == EvalMethod::Oracle ? spec.pooling
+                                                         : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
                         for (Pooling pooling : poolings) {
                             eval_job(method, tile, topk, granularity, pooling, -1,
-                                     fmt::format("{} ({}) pooling={}", method, s.label, pooling_name(pooling)));
+                                     fmt::format("{} ({}) pooling={}", eval_method_name(method), s.label,
+                                                 pooling_name(pooling)));
                         }
                     }
                 }
@@ -263,7 +267,7 @@ JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, co
             fmt::format("schedule {}: {} anchors, {} reuse", r.id, s->record.n_anchor_layers, s->record.n_reuse_layers);
     } else {
         EvalParams params = job.eval;
-        if (params.method == "kascade") {
+        if (params.method == EvalMethod::Kascade) {
             const std::optional<Schedule> schedule = ws.db().find_schedule(job.schedule_key);
             KASCADE_CHECK(schedule.has_value(), "schedule {} of eval job \"{}\" is not stored in {}", job.schedule_key,
                           job.label, ws.results_dir().string());

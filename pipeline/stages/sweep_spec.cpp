@@ -10,6 +10,7 @@
 #include "io/closest_match.h"
 #include "io/error.h"
 #include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/stages/eval_stage.h"
 
 namespace kascade {
 
@@ -206,13 +207,14 @@ SweepSpec load_sweep_spec(const fs::path& file) {
 
     TableReader test(file, "test", subtable(root, file, "test", false), {"offset", "tokens"});
     spec.test_offset = test.integer("offset", -1, 0, kMaxTokens);
-    spec.test_tokens = test.integer("tokens", 8192, 1, kMaxTokens);
+    spec.test_tokens = test.integer("tokens", EvalParams{}.n_tokens, 1, kMaxTokens);
 
     TableReader grid(file, "grid", subtable(root, file, "grid", true),
                      {"ctx", "tile", "topk_tiles", "topk_pct", "k_min", "k_rule", "round_k", "key_granularity",
                       "pooling", "metric", "aggregation", "head_map"});
-    for (double v : grid.numbers("ctx", {512}, 2, 1 << 20, true)) spec.ctx.push_back(static_cast<int>(v));
-    for (double v : grid.numbers("tile", {16}, 1, 4096, true)) spec.tile.push_back(static_cast<int>(v));
+    for (double v : grid.numbers("ctx", {EvalParams{}.ctx}, 2, 1 << 20, true)) spec.ctx.push_back(static_cast<int>(v));
+    for (double v : grid.numbers("tile", {EvalParams::kDefaultTile}, 1, 4096, true))
+        spec.tile.push_back(static_cast<int>(v));
     const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
     KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
     const std::vector<double> round_ks = grid.numbers("round_k", {0}, 0, 1 << 20, true);
@@ -254,12 +256,12 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                            "head_map"});
             KASCADE_CHECK(s.has("policy"), "{}: missing schedules[{}].policy (threshold, dp or fixed)", file.string(),
                           i);
-            const std::vector<std::string> policies = s.choices("policy", {}, {"threshold", "dp", "fixed"});
+            const std::vector<std::string> policies = s.choices("policy", {}, schedule_policy_names());
             KASCADE_CHECK(policies.size() == 1, "{}: schedules[{}].policy must be one string, found a list of {}",
                           file.string(), i, policies.size());
-            const std::string& policy = policies.front();
+            const SchedulePolicy policy = *schedule_policy_from_name(policies.front());
             std::vector<ScheduleParams> expanded;
-            if (policy == "threshold") {
+            if (policy == SchedulePolicy::Threshold) {
                 for (double th : s.numbers("threshold", {0.65}, 0, 1, false))
                     for (double d : s.numbers("max_reuse_dist", {4}, 1, 1 << 16, true)) {
                         ScheduleParams p;
@@ -268,7 +270,7 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                         p.max_reuse_dist = static_cast<int>(d);
                         expanded.push_back(p);
                     }
-            } else if (policy == "dp") {
+            } else if (policy == SchedulePolicy::Dp) {
                 for (double k : s.numbers("anchors", {3}, 1, 1 << 16, true)) {
                     ScheduleParams p;
                     p.policy = policy;
@@ -300,7 +302,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     }
 
     TableReader baselines(file, "baselines", subtable(root, file, "baselines", false), {"methods"});
-    spec.baselines = baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming"});
+    for (const std::string& m : baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming"}))
+        spec.baselines.push_back(*eval_method_from_name(m));
 
     TableReader slurm(file, "slurm", subtable(root, file, "slurm", false),
                       {"partition", "time", "cpus_per_task", "mem", "array_throttle", "sbatch_args"});

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/attention_types.h"
+#include "pipeline/stages/eval_method.h"
 #include "pipeline/stages/schedule_stage.h"
 
 namespace kascade {
@@ -41,7 +42,7 @@ struct SweepSpec {
     std::vector<KeyGranularity> granularity;  ///< grid.key_granularity (default [token], the paper)
     std::vector<Pooling> pooling;             ///< grid.pooling (default [post_softmax]; kascade and oracle runs)
     std::vector<ScheduleParams> schedules;    ///< fully expanded
-    std::vector<std::string> baselines;       ///< dense, oracle, streaming
+    std::vector<EvalMethod> baselines;        ///< dense, oracle, streaming
     SlurmSettings slurm;
     /// The ${VAR}s the file uses, with their values: batch scripts set them, so tasks read the same paths.
     std::map<std::string, std::string> environment;
