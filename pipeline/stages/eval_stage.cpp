@@ -10,6 +10,7 @@
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/output_error_probe.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/runtime/quest_attention.h"
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/streaming_attention.h"
 #include "pipeline/stages/content_key.h"
@@ -71,7 +72,7 @@ EvalParams dense_params_of(const ResolvedEval& r) {
 
 }  // namespace
 
-ResolvedEval resolve_method(ResultsDb& db, const std::string& model_hash, const std::string& model_path,
+ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const std::string& model_path,
                             const EvalParams& params, int ctx) {
     ResolvedEval r;
     r.params = params;
@@ -79,7 +80,10 @@ ResolvedEval resolve_method(ResultsDb& db, const std::string& model_hash, const 
     r.tile = params.tile.value_or(EvalParams::kDefaultTile);
     r.granularity = SparseAttentionOptions{}.granularity;
     r.pooling = SparseAttentionOptions{}.pooling;
-    if (params.method == EvalMethod::Kascade) resolve_schedule(db, model_hash, model_path, r);
+    if (params.method == EvalMethod::Kascade) {
+        KASCADE_ASSERT(db != nullptr);
+        resolve_schedule(*db, model_hash, model_path, r);
+    }
     if (params.topk) r.topk = *params.topk;
     if (params.granularity) r.granularity = *params.granularity;
     if (params.pooling) r.pooling = *params.pooling;
@@ -110,7 +114,7 @@ ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedT
                       params.prompt_tokens, params.decode_tokens, max_positions);
     }
     const int ctx = decode ? params.prompt_tokens + params.decode_tokens : params.ctx;
-    ResolvedEval r = resolve_method(ws.db(), model.model_hash, model.path.string(), params, ctx);
+    ResolvedEval r = resolve_method(&ws.db(), model.model_hash, model.path.string(), params, ctx);
     r.token_offset = params.token_offset.value_or(0);
     if (r.schedule) {
         const CaptureRecord capture =
@@ -204,8 +208,14 @@ MethodPolicy make_method_policy(const ResolvedEval& r, int n_layers) {
             m.policy = std::move(p);
             break;
         }
-        case EvalMethod::Quest:
-            KASCADE_FAIL("method quest is not available in this build (no QuestAttention policy)");
+        case EvalMethod::Quest: {
+            auto p = std::make_unique<QuestAttention>(
+                n_layers,
+                QuestOptions{.page = r.params.quest_page, .topk = r.topk, .dense_layers = QuestOptions{}.dense_layers});
+            m.layer_density = [p = p.get()] { return p->layer_density(); };
+            m.policy = std::move(p);
+            break;
+        }
     }
     return m;
 }
@@ -248,6 +258,7 @@ EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, c
         options.decode_tokens = r.params.decode_tokens;
         options.offset = r.token_offset;
         options.max_tokens = r.params.n_tokens;
+        options.kv_page_size = policy.kv_page_size();
         const auto windows = make_decode_windows(n_text, options, start_token >= 0, runtime.max_positions());
         ProgressLine progress(fmt::format("eval {} decode", eval_method_name(r.params.method)),
                               static_cast<int64_t>(windows.size()), "windows");

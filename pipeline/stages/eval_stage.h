@@ -59,8 +59,9 @@ struct ResolvedEval {
 };
 
 /// The method part of step 1 (no test tokens): defaults from the schedule (read from `db`, checked to belong to the
-/// model of model_hash), the top-k rule, tile <= ctx. What `kascade generate` samples with.
-ResolvedEval resolve_method(ResultsDb& db, const std::string& model_hash, const std::string& model_path,
+/// model of model_hash; db may be null for other methods), the top-k rule, tile <= ctx. What `kascade generate`
+/// samples with.
+ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const std::string& model_path,
                             const EvalParams& params, int ctx);
 
 /// Step 1: fills in defaults, checks everything a user gave (an error names the option, value and expectation) and

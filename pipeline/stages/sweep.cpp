@@ -56,6 +56,10 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
             j.eval.ctx = ctx;
             j.eval.token_offset = spec.test_offset;
             j.eval.n_tokens = spec.test_tokens;
+            j.eval.phase = spec.phase;
+            j.eval.prompt_tokens = spec.prompt_tokens;
+            j.eval.decode_tokens = spec.decode_tokens;
+            j.eval.quest_page = spec.quest_page;
             j.depends_on = dense_dep;
             if (method != EvalMethod::Dense) {
                 j.eval.tile = tile;
@@ -67,12 +71,22 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                 j.schedule_key = plan[schedule_job].key;
                 j.depends_on.push_back(schedule_job);
             }
-            j.key = eval_key({h.model, h.tokenizer, h.text, method, ctx, spec.test_offset, spec.test_tokens, tile, topk,
-                              j.schedule_key, granularity, pooling});
+            // A decode run's windows are prompt + decode tokens long, whatever the calibration's ctx.
+            const int eval_ctx = spec.phase == EvalPhase::Decode ? spec.prompt_tokens + spec.decode_tokens : ctx;
+            EvalKeyInputs key{h.model,          h.tokenizer, h.text, method,         eval_ctx,    spec.test_offset,
+                              spec.test_tokens, tile,        topk,   j.schedule_key, granularity, pooling};
+            key.phase = spec.phase;
+            key.prompt_tokens = spec.prompt_tokens;
+            key.decode_tokens = spec.decode_tokens;
+            key.quest_page = spec.quest_page;
+            j.key = eval_key(key);
             plan.push_back(j);
         };
         if (has_dense) {
-            eval_job(EvalMethod::Dense, 0, {}, {}, {}, -1, fmt::format("dense ctx={}", ctx));
+            eval_job(EvalMethod::Dense, 0, {}, {}, {}, -1,
+                     spec.phase == EvalPhase::Decode ? fmt::format("dense decode prompt_tokens={} decode_tokens={}",
+                                                                   spec.prompt_tokens, spec.decode_tokens)
+                                                     : fmt::format("dense ctx={}", ctx));
             dense_dep = {static_cast<int>(plan.size()) - 1};
         }
         for (int tile : spec.tile) {
@@ -117,6 +131,13 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                     }
                     for (EvalMethod method : spec.baselines) {
                         if (method == EvalMethod::Dense) continue;
+                        // Quest has no tile, key granularity or pooling: one job per top-k rule.
+                        if (method == EvalMethod::Quest) {
+                            if (tile == spec.tile.front() && granularity == spec.granularity.front())
+                                eval_job(method, tile, topk, granularity, {}, -1,
+                                         fmt::format("quest ({}) page_size={}", topk_label(topk), spec.quest_page));
+                            continue;
+                        }
                         // Streaming ranks nothing: pooling does not apply to it.
                         const std::vector<Pooling> poolings =
                             method == EvalMethod::Oracle ? spec.pooling
@@ -277,8 +298,12 @@ JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, co
         const RunDetails run = ws.db().load_run(r.run_id);
         KASCADE_ASSERT(run.run.key == job.key);
         outcome.cached = r.cached;
-        outcome.summary = fmt::format("run {}: ppl {:.4f} ({:+.2f}%) density {:.3f}", r.run_id, run.metrics.ppl_sparse,
-                                      run.metrics.degradation_pct.value_or(0), run.metrics.density);
+        outcome.summary =
+            fmt::format("run {}: ppl {:.4f} ({:+.2f}%) density {:.3f}{}", r.run_id, run.metrics.ppl_sparse,
+                        run.metrics.degradation_pct.value_or(0), run.metrics.density,
+                        params.phase == EvalPhase::Decode
+                            ? fmt::format(" {:.0f} decode tokens/s", run.metrics.tokens_per_s.value_or(0))
+                            : "");
     }
     return outcome;
 }
