@@ -38,6 +38,8 @@ ResolvedEval resolve_generate_method(const GenerateArgs& args, const std::string
     EvalParams p;
     p.phase = EvalPhase::Decode;
     p.method = args.has_schedule ? EvalMethod::Kascade : parse_eval_method(args.method, "--method");
+    KASCADE_CHECK(args.has_schedule || p.method != EvalMethod::Kascade,
+                  "--method kascade needs --schedule ID (see `kascade status`)");
     const TopKRule rule = args.topk.rule();
     if (args.topk.given()) p.topk = rule;
     p.granularity = args.topk.key_granularity();
@@ -49,7 +51,6 @@ ResolvedEval resolve_generate_method(const GenerateArgs& args, const std::string
         ResultsDb db(results_dir, DbAccess::ReadOnly);
         return resolve_method(&db, model_content_hash(args.model.model), args.model.model, p, max_positions);
     }
-    KASCADE_CHECK(p.method != EvalMethod::Kascade, "--method kascade needs --schedule ID (see `kascade status`)");
     KASCADE_CHECK(p.method == EvalMethod::Dense || args.topk.given(),
                   "--method {} needs a key budget: --topk-tiles N or --topk-pct P", args.method);
     return resolve_method(nullptr, "", args.model.model, p, max_positions);
