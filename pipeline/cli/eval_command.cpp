@@ -52,8 +52,9 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
                                 fmt::format("tokens per tile (default: the schedule's capture tile, else {})",
                                             EvalParams::kDefaultTile)),
                 1);
-    check_range(
-        cmd->add_option("--ctx", args->params.ctx, "positions per window (BOS included)")->capture_default_str(), 2);
+    auto* ctx = check_range(cmd->add_option("--ctx", args->params.ctx, "prefill: positions per window (BOS included)")
+                                ->capture_default_str(),
+                            2);
     check_range(cmd->add_option("--eval-tokens", args->params.n_tokens, "test tokens to score (0: all after --offset)")
                     ->capture_default_str(),
                 0);
@@ -64,23 +65,34 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
                     "prefill (perplexity windows of --ctx) or decode (a dense prefill of --prompt-tokens, then "
                     "--decode-tokens scored one at a time through the method)")
         ->capture_default_str();
-    check_range(cmd->add_option("--prompt-tokens", args->params.prompt_tokens,
-                                "decode: positions prefilled densely per window (BOS included)")
-                    ->capture_default_str(),
-                1);
-    check_range(cmd->add_option("--decode-tokens", args->params.decode_tokens,
-                                "decode: tokens then fed one at a time per window, each next-token prediction scored")
-                    ->capture_default_str(),
-                1);
-    check_range(cmd->add_option("--page-size", args->params.quest_page, "quest: keys per page")->capture_default_str(),
-                1);
+    auto* prompt_tokens = check_range(cmd->add_option("--prompt-tokens", args->params.prompt_tokens,
+                                                      "decode: positions prefilled densely per window (BOS included)")
+                                          ->capture_default_str(),
+                                      1);
+    auto* decode_tokens = check_range(
+        cmd->add_option("--decode-tokens", args->params.decode_tokens,
+                        "decode: tokens then fed one at a time per window, each next-token prediction scored")
+            ->capture_default_str(),
+        1);
+    auto* page_size = check_range(
+        cmd->add_option("--page-size", args->params.quest_page, "quest: keys per page")->capture_default_str(), 1);
     cmd->add_flag("--force", args->force, "re-run even if an identical run is stored");
-    cmd->callback([args, schedule, method, &common] {
+    cmd->callback([args, schedule, method, ctx, prompt_tokens, decode_tokens, page_size, &common] {
         KASCADE_CHECK(schedule->count() + method->count() == 1, "eval needs --schedule ID or --method NAME");
         EvalParams p = args->params;
         p.method = schedule->count() ? EvalMethod::Kascade : parse_eval_method(args->method, "--method");
         if (schedule->count()) p.schedule_id = args->schedule_id;
         p.phase = parse_eval_phase(args->phase, "--phase");
+        // Options of the other phase or method would be ignored: refuse them rather than run something else.
+        if (p.phase == EvalPhase::Decode) {
+            KASCADE_CHECK(ctx->count() == 0,
+                          "--ctx applies to --phase prefill; a decode window is --prompt-tokens + --decode-tokens");
+        } else {
+            KASCADE_CHECK(prompt_tokens->count() + decode_tokens->count() == 0,
+                          "--prompt-tokens and --decode-tokens apply to --phase decode");
+        }
+        KASCADE_CHECK(page_size->count() == 0 || p.method == EvalMethod::Quest,
+                      "--page-size applies to --method quest");
         const TopKRule rule = args->topk.rule();
         if (args->topk.given()) p.topk = rule;
         p.granularity = args->topk.key_granularity();

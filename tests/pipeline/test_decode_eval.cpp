@@ -143,6 +143,12 @@ TEST_F(DecodeEval, BadDecodeOptionsAreOneLineErrorsThatWriteNothing) {
                  "method quest is a decode method (it attends densely in prefill): add --phase decode");
     expect_error(run_kascade(eval + " --method oracle --topk-tiles 4 --phase decode --prompt-tokens 300"),
                  "prompt-tokens=300 + decode-tokens=256 is more than the model's context of 512 positions");
+    expect_error(run_kascade(eval + " --method oracle --topk-tiles 4 --prompt-tokens 64"),
+                 "--prompt-tokens and --decode-tokens apply to --phase decode");
+    expect_error(run_kascade(eval + " --method oracle --topk-tiles 4 --phase decode --ctx 256"),
+                 "--ctx applies to --phase prefill; a decode window is --prompt-tokens + --decode-tokens");
+    expect_error(run_kascade(eval + " --method oracle --topk-tiles 4 --phase decode --page-size 8"),
+                 "--page-size applies to --method quest");
     expect_error(run_kascade("generate" + model_args() + " --method quest -n 16"),
                  "--method quest needs a key budget: --topk-tiles N or --topk-pct P");
     expect_error(run_kascade("generate" + model_args() + " --method kascade -n 16"),

@@ -34,7 +34,8 @@ TEST(EvalMethod, EveryMethodAndPhaseHasOneName) {
 }
 
 EvalKeyInputs oracle_inputs() {
-    return EvalKeyInputs{"m", "t", "x", EvalMethod::Oracle, 512, 8687, 8192, 16, TopKRule{4, 0, 0, KRule::Visible, 0}};
+    return EvalKeyInputs{"m", "t", "x", EvalMethod::Oracle, 512, 8687, 8192, 16, TopKRule{4, 0, 0, KRule::Visible, 0},
+                         ""};
 }
 
 TEST(EvalKey, PrefillKeysAreThoseOfRunsStoredBeforeDecodeRuns) {
