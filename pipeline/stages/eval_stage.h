@@ -19,6 +19,7 @@
 #include "pipeline/runtime/attention_schedule.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/perplexity.h"
+#include "pipeline/runtime/quest_attention.h"
 #include "pipeline/stages/capture_stage.h"
 #include "pipeline/stages/eval_method.h"
 
@@ -28,7 +29,8 @@ inline constexpr int kEvalFormatVersion = 1;
 
 /// What to evaluate. The defaults here are the ones the CLI and sweep files show and use.
 struct EvalParams {
-    static constexpr int kDefaultTile = 16;  ///< tile when neither the option nor a schedule's capture gives one
+    /// Tile when neither the option nor a schedule's capture gives one.
+    static constexpr int kDefaultTile = SparseAttentionOptions{}.tile;
 
     EvalMethod method = EvalMethod::Kascade;
     EvalPhase phase = EvalPhase::Prefill;
@@ -37,10 +39,10 @@ struct EvalParams {
     std::optional<int> tile;                    ///< default for kascade: the capture's tile; else kDefaultTile
     std::optional<KeyGranularity> granularity;  ///< default for kascade: the similarity's; else token (the paper)
     std::optional<Pooling> pooling;             ///< default post_softmax (the paper)
-    int ctx = 512;                              ///< prefill: positions per window (BOS included)
+    int ctx = PerplexityOptions{}.ctx;          ///< prefill: positions per window (BOS included)
     int prompt_tokens = 256;                    ///< decode: positions prefilled densely per window (BOS included)
     int decode_tokens = 256;                    ///< decode: positions then decoded one at a time, each scored
-    int quest_page = 16;                        ///< quest: keys per page
+    int quest_page = QuestOptions{}.page;       ///< quest: keys per page
     std::optional<int64_t> token_offset;        ///< default for kascade: right after the calibration range; else 0
     int64_t n_tokens = 8192;                    ///< test tokens scored (0: all after the offset)
 };
