@@ -111,4 +111,14 @@ struct KeyRange {
 void decode_pass(const AttnShape& shape, const float* q, const float* k, const float* v, const KeyRange* ranges,
                  const int* range_begin, float* out);
 
+/// Decode over listed keys: keys[key_begin[h] .. key_begin[h+1]) are the key positions KV head h attends (any
+/// order, no repeats, at least one per head). The listed K/V rows are read in place (no copy), in pieces of a fixed
+/// number of entries merged in order as in decode_pass.
+void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k, const float* v, const int32_t* keys,
+                          const int* key_begin, float* out);
+
+/// sc[g * ld + kk] = qs[g] . k[kk] for kk < n and the group's g: the prescaled queries qs [group][d] against n
+/// consecutive key rows, eight keys at a time finished by one transposing reduction.
+void decode_scores(const float* qs, int group, int d, const float* k, int n, float* sc, int ld);
+
 }  // namespace kascade::detail

@@ -57,7 +57,7 @@ void pool_block_mass(const QueryBlock& b, int kv_head, int row0, int key_block, 
 /// Where one decode piece starts in the range list and how many keys it holds.
 struct DecodePiece {
     int kv_head = 0;
-    int range = 0;   ///< first range
+    int range = 0;   ///< first range (decode_pass_gathered: first list entry)
     int offset = 0;  ///< first key inside that range
     int n_keys = 0;
 };
@@ -74,6 +74,110 @@ void for_each_part(const DecodePiece& piece, const KeyRange* ranges, F&& f) {
         off = 0;
     }
 }
+
+/// o[j0 .. j0 + 8*NV) = sum over the piece's keys of p[idx] * v[key][j0 ..].
+template <int NV>
+void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float* p, const float* v, int d, int j0,
+                   float* o) {
+    vf acc[NV];
+    for (vf& a : acc) a = v_zero();
+    for_each_part(piece, ranges, [&](int start, int len, int idx) {
+        const float* vr = v + static_cast<int64_t>(start) * d + j0;
+        for (int kk = 0; kk < len; ++kk, vr += d) {
+            const vf pb = v_bcast(p + idx + kk);
+            for (int n = 0; n < NV; ++n) acc[n] = v_fma(pb, v_load(vr + n * kLanes), acc[n]);
+        }
+    });
+    for (int n = 0; n < NV; ++n) v_store(o + j0 + n * kLanes, acc[n]);
+}
+
+/// sc[g * ld + kk] = qs[g] . k[keys[kk]] for kk < n: decode_scores over gathered rows of one KV head.
+void decode_scores_gathered(const float* qs, int group, int d, const float* k, const int32_t* keys, int n, float* sc,
+                            int ld) {
+    int kk = 0;
+    for (; kk + kLanes <= n; kk += kLanes) {
+        const float* rows[kLanes];
+        for (int j = 0; j < kLanes; ++j) rows[j] = k + static_cast<int64_t>(keys[kk + j]) * d;
+        for (int g = 0; g < group; ++g) {
+            vf acc[kLanes];
+            for (vf& a : acc) a = v_zero();
+            for (int p = 0; p < d; p += kLanes) {
+                const vf qv = v_load(qs + g * d + p);
+                for (int j = 0; j < kLanes; ++j) acc[j] = v_fma(qv, v_load(rows[j] + p), acc[j]);
+            }
+            v_store(sc + g * ld + kk, v_hsum8(acc));
+        }
+    }
+    for (; kk < n; ++kk) {
+        const float* row = k + static_cast<int64_t>(keys[kk]) * d;
+        for (int g = 0; g < group; ++g) {
+            vf acc = v_zero();
+            for (int p = 0; p < d; p += kLanes) acc = v_fma(v_load(qs + g * d + p), v_load(row + p), acc);
+            sc[g * ld + kk] = v_hsum(acc);
+        }
+    }
+}
+
+/// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[keys[kk]][j0 ..].
+template <int NV>
+void decode_values_gathered(const int32_t* keys, int n, const float* p, const float* v, int d, int j0, float* o) {
+    vf acc[NV];
+    for (vf& a : acc) a = v_zero();
+    for (int kk = 0; kk < n; ++kk) {
+        const float* vr = v + static_cast<int64_t>(keys[kk]) * d + j0;
+        const vf pb = v_bcast(p + kk);
+        for (int x = 0; x < NV; ++x) acc[x] = v_fma(pb, v_load(vr + x * kLanes), acc[x]);
+    }
+    for (int x = 0; x < NV; ++x) v_store(o + j0 + x * kLanes, acc[x]);
+}
+
+/// Softmax state of one piece for one query head from its scores s[0 .. n) (padded with -inf to a multiple of 8 in
+/// place): s <- exp2(s - m), returns m and the sum.
+void piece_softmax(float* s, int n, float* m_out, float* l_out) {
+    const int n8 = round_up(n, kLanes);
+    std::fill(s + n, s + n8, kNegInf);
+    vf mx = v_set1(kNegInf);
+    for (int j = 0; j < n8; j += kLanes) mx = v_max(mx, v_load(s + j));
+    const float m = v_hmax(mx);
+    const vf mv = v_set1(m);
+    vf sum = v_zero();
+    for (int j = 0; j < n8; j += kLanes) {
+        const vf e = v_exp2(v_sub(v_load(s + j), mv));
+        v_store(s + j, e);
+        sum = v_add(sum, e);
+    }
+    *m_out = m;
+    *l_out = v_hsum(sum);
+}
+
+/// Merges the per-piece states of every query head in piece order into out (see decode_pass).
+void merge_decode_pieces(const AttnShape& shape, const std::vector<int>& piece_begin, const std::vector<float>& state_m,
+                         const std::vector<float>& state_l, const std::vector<float>& state_o, float* out) {
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    // Serial: it is O(heads x pieces x head_dim), far below the K/V traffic, and a second parallel loop would add a
+    // barrier, which costs a scheduler time slice whenever the machine is shared.
+    for (int h = 0; h < shape.n_q_heads; ++h) {
+        const int kv_head = h / group, g = h % group;
+        float m = kNegInf;
+        for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi)
+            m = std::max(m, state_m[static_cast<int64_t>(pi) * group + g]);
+        float* orow = out + static_cast<int64_t>(h) * d;
+        std::fill(orow, orow + d, 0.0f);
+        float l = 0;
+        for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi) {
+            const int64_t st = static_cast<int64_t>(pi) * group + g;
+            const float a = std::exp2(state_m[st] - m);
+            l += state_l[st] * a;
+            const float* o = state_o.data() + st * d;
+            for (int j = 0; j < d; ++j) orow[j] += o[j] * a;
+        }
+        const float inv = 1.0f / l;
+        for (int j = 0; j < d; ++j) orow[j] *= inv;
+    }
+}
+
+}  // namespace
 
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n: eight keys at a time, finished by one transposing reduction.
 void decode_scores(const float* qs, int group, int d, const float* k, int n, float* sc, int ld) {
@@ -97,24 +201,6 @@ void decode_scores(const float* qs, int group, int d, const float* k, int n, flo
         }
     }
 }
-
-/// o[j0 .. j0 + 8*NV) = sum over the piece's keys of p[idx] * v[key][j0 ..].
-template <int NV>
-void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float* p, const float* v, int d, int j0,
-                   float* o) {
-    vf acc[NV];
-    for (vf& a : acc) a = v_zero();
-    for_each_part(piece, ranges, [&](int start, int len, int idx) {
-        const float* vr = v + static_cast<int64_t>(start) * d + j0;
-        for (int kk = 0; kk < len; ++kk, vr += d) {
-            const vf pb = v_bcast(p + idx + kk);
-            for (int n = 0; n < NV; ++n) acc[n] = v_fma(pb, v_load(vr + n * kLanes), acc[n]);
-        }
-    });
-    for (int n = 0; n < NV; ++n) v_store(o + j0 + n * kLanes, acc[n]);
-}
-
-}  // namespace
 
 void check_attn_shape(const AttnShape& s) {
     KASCADE_KERNEL_ASSERT(s.n_q_heads > 0 && s.n_kv_heads > 0 && s.n_q_heads % s.n_kv_heads == 0);
@@ -252,24 +338,10 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
             for_each_part(piece, ranges, [&](int start, int len, int idx) {
                 decode_scores(qs, group, d, k + head_off + static_cast<int64_t>(start) * d, len, sc + idx, ld);
             });
-            const int n = piece.n_keys;
-            const int n8 = round_up(n, kLanes);
             for (int g = 0; g < group; ++g) {
                 float* s = sc + g * ld;
-                std::fill(s + n, s + n8, kNegInf);
-                vf mx = v_set1(kNegInf);
-                for (int j = 0; j < n8; j += kLanes) mx = v_max(mx, v_load(s + j));
-                const float m = v_hmax(mx);
-                const vf mv = v_set1(m);
-                vf sum = v_zero();
-                for (int j = 0; j < n8; j += kLanes) {
-                    const vf e = v_exp2(v_sub(v_load(s + j), mv));
-                    v_store(s + j, e);
-                    sum = v_add(sum, e);
-                }
                 const int64_t st = static_cast<int64_t>(pi) * group + g;
-                state_m[st] = m;
-                state_l[st] = v_hsum(sum);
+                piece_softmax(s, piece.n_keys, &state_m[st], &state_l[st]);
                 float* o = state_o.data() + st * d;
                 const float* vh = v + head_off;
                 int j0 = 0;
@@ -291,27 +363,81 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
         }
     }
 
-    // Merge the pieces of each query head in order (the same order whatever the thread count). Serial: it is
-    // O(heads x pieces x head_dim), far below the K/V traffic, and a second parallel loop would add a barrier, which
-    // costs a scheduler time slice whenever the machine is shared.
-    for (int h = 0; h < shape.n_q_heads; ++h) {
-        const int kv_head = h / group, g = h % group;
-        float m = kNegInf;
-        for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi)
-            m = std::max(m, state_m[static_cast<int64_t>(pi) * group + g]);
-        float* orow = out + static_cast<int64_t>(h) * d;
-        std::fill(orow, orow + d, 0.0f);
-        float l = 0;
-        for (int pi = piece_begin[kv_head]; pi < piece_begin[kv_head + 1]; ++pi) {
-            const int64_t st = static_cast<int64_t>(pi) * group + g;
-            const float a = std::exp2(state_m[st] - m);
-            l += state_l[st] * a;
-            const float* o = state_o.data() + st * d;
-            for (int j = 0; j < d; ++j) orow[j] += o[j] * a;
-        }
-        const float inv = 1.0f / l;
-        for (int j = 0; j < d; ++j) orow[j] *= inv;
+    // Merge the pieces of each query head in order (the same order whatever the thread count).
+    merge_decode_pieces(shape, piece_begin, state_m, state_l, state_o, out);
+}
+
+void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k, const float* v, const int32_t* keys,
+                          const int* key_begin, float* out) {
+    check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(shape.n_q == 1);
+    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr && keys != nullptr);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_kv = shape.n_kv_heads;
+
+    // Pieces of kDecodePiece consecutive list entries of one head: (head, first entry, entries).
+    std::vector<DecodePiece> pieces;
+    std::vector<int> piece_begin(n_kv + 1, 0);
+    for (int h = 0; h < n_kv; ++h) {
+        piece_begin[h] = static_cast<int>(pieces.size());
+        KASCADE_KERNEL_ASSERT(key_begin[h + 1] > key_begin[h]);  // every head attends to a key
+        for (int i = key_begin[h]; i < key_begin[h + 1]; ++i)
+            KASCADE_KERNEL_ASSERT(keys[i] >= 0 && keys[i] < shape.n_k);
+        for (int i = key_begin[h]; i < key_begin[h + 1]; i += kDecodePiece)
+            pieces.push_back({h, i, 0, std::min(kDecodePiece, key_begin[h + 1] - i)});
     }
+    piece_begin[n_kv] = static_cast<int>(pieces.size());
+    const int n_pieces = piece_begin[n_kv];
+
+    std::vector<float> state_m(static_cast<size_t>(n_pieces) * group);
+    std::vector<float> state_l(state_m.size());
+    std::vector<float> state_o(state_m.size() * d);
+    const int ld = kDecodePiece + kLanes;
+    const size_t per_thread = static_cast<size_t>(group) * (d + ld);
+    std::vector<float> scratch(per_thread * omp_get_max_threads());
+    const float prescale = shape.scale * kLog2e;
+
+#pragma omp parallel
+    {
+        float* qs = scratch.data() + per_thread * omp_get_thread_num();
+        float* sc = qs + group * d;
+#pragma omp for schedule(dynamic, 4)
+        for (int pi = 0; pi < n_pieces; ++pi) {
+            const DecodePiece& piece = pieces[pi];
+            const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
+            const int32_t* piece_keys = keys + piece.range;
+            for (int g = 0; g < group; ++g) {
+                const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
+                for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
+            }
+            decode_scores_gathered(qs, group, d, k + head_off, piece_keys, piece.n_keys, sc, ld);
+            for (int g = 0; g < group; ++g) {
+                float* s = sc + g * ld;
+                const int64_t st = static_cast<int64_t>(pi) * group + g;
+                piece_softmax(s, piece.n_keys, &state_m[st], &state_l[st]);
+                float* o = state_o.data() + st * d;
+                const float* vh = v + head_off;
+                int j0 = 0;
+                for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes)
+                    decode_values_gathered<4>(piece_keys, piece.n_keys, s, vh, d, j0, o);
+                switch ((d - j0) / kLanes) {
+                    case 3:
+                        decode_values_gathered<3>(piece_keys, piece.n_keys, s, vh, d, j0, o);
+                        break;
+                    case 2:
+                        decode_values_gathered<2>(piece_keys, piece.n_keys, s, vh, d, j0, o);
+                        break;
+                    case 1:
+                        decode_values_gathered<1>(piece_keys, piece.n_keys, s, vh, d, j0, o);
+                        break;
+                    default:
+                        break;
+                }
+            }
+        }
+    }
+    merge_decode_pieces(shape, piece_begin, state_m, state_l, state_o, out);
 }
 
 }  // namespace detail

@@ -196,4 +196,33 @@ void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const 
     detail::decode_pass(shape, q, k, v, ranges.data(), range_begin.data(), out);
 }
 
+void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                              const int32_t* keys, const int32_t* count, int max_k, const int32_t* head_map,
+                              float* out) {
+    detail::check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
+    KASCADE_KERNEL_ASSERT(keys != nullptr || max_k == 0);
+    const int own_begin = (shape.n_k - 1) / tile * tile;
+    const int window = shape.effective_window();
+    const int key_begin = window > 0 ? shape.n_k - window : 0;  // the query's window: keys key_begin .. n_k-1
+    std::vector<int32_t> list;
+    std::vector<int> list_begin(shape.n_kv_heads + 1, 0);
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+        const int src = head_map ? head_map[h] : h;
+        KASCADE_KERNEL_ASSERT(src >= 0);
+        list_begin[h] = static_cast<int>(list.size());
+        const int32_t* selected = keys + static_cast<int64_t>(src) * max_k;
+        const int n = count[src];
+        KASCADE_KERNEL_ASSERT(n >= 0 && n <= max_k);
+        for (int i = 0; i < n; ++i) {
+            KASCADE_KERNEL_ASSERT(selected[i] >= 0 && selected[i] < own_begin &&
+                                  (i == 0 || selected[i] > selected[i - 1]));
+            if (selected[i] >= key_begin) list.push_back(selected[i]);
+        }
+        for (int j = std::max(own_begin, key_begin); j < shape.n_k; ++j) list.push_back(j);
+    }
+    list_begin[shape.n_kv_heads] = static_cast<int>(list.size());
+    detail::decode_pass_gathered(shape, q, k, v, list.data(), list_begin.data(), out);
+}
+
 }  // namespace kascade

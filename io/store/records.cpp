@@ -136,6 +136,11 @@ const std::vector<Field<RunRecord>>& RunRecord::fields() {
         {"k_rule", &R::k_rule},
         {"round_k", &R::round_k},
         {"pooling", &R::pooling},
+        // Added by schema version 4.
+        {"phase", &R::phase},
+        {"prompt_tokens", &R::prompt_tokens},
+        {"decode_tokens", &R::decode_tokens},
+        {"page_size", &R::page_size},
     };
     return f;
 }

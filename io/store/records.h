@@ -149,7 +149,7 @@ struct RunRecord {
     std::int64_t model_id = 0;
     std::int64_t text_id = 0;
     std::optional<std::int64_t> schedule_id;     ///< set iff method == "kascade"
-    std::string method;                          ///< "kascade", "dense", "oracle" or "streaming"
+    std::string method;                          ///< "kascade", "dense", "oracle", "streaming" or "quest"
     std::optional<std::int64_t> tile;            ///< tile size, tokens (sparse methods)
     std::optional<std::int64_t> topk_tiles;      ///< fixed k in tiles, or NULL
     std::optional<double> topk_pct;              ///< k as % of the causal context, or NULL
@@ -168,7 +168,11 @@ struct RunRecord {
     std::int64_t threads = 0;
     std::string started_at;
     std::string finished_at;
-    std::string status = "done";  ///< always "done": a run is stored only when complete
+    std::string status = "done";                ///< always "done": a run is stored only when complete
+    std::string phase = "prefill";              ///< "prefill" (perplexity windows) or "decode"
+    std::optional<std::int64_t> prompt_tokens;  ///< decode: positions prefilled densely per window (BOS included)
+    std::optional<std::int64_t> decode_tokens;  ///< decode: tokens decoded one at a time per window, each scored
+    std::optional<std::int64_t> page_size;      ///< quest: keys per page
 
     static constexpr std::string_view table = "runs";
     static const std::vector<Field<RunRecord>>& fields();
@@ -198,7 +202,7 @@ struct RunMetrics {
 struct RunLayerRecord {
     std::int64_t run_id = 0;  ///< set by insert_run
     std::int64_t layer = 0;
-    std::string role;                          ///< "dense", "anchor", "reuse" or "streaming"
+    std::string role;                          ///< "dense", "anchor", "reuse", "streaming" or "quest"
     std::optional<std::int64_t> anchor_layer;  ///< reuse layers: the anchor used
     double density = 0;                        ///< attended / causal (query, key) pairs in this layer, [0, 1]
     std::optional<double> attn_ms;             ///< attention time of this layer, ms per window

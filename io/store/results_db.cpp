@@ -131,6 +131,10 @@ void ResultsDb::migrate() {
     int version = schema_version();
     check_not_newer(version);
     if (version == kSchemaVersion) return;
+    // A migration may rebuild a table (drop it and rename a copy); with foreign keys on, dropping it would delete
+    // the rows that reference it. The pragma is a no-op inside a transaction, so it is switched around it, and the
+    // keys are checked before the migration commits.
+    db_->exec("PRAGMA foreign_keys = OFF");
     guarded(db_file_, "migrating the schema", [&] {
         // EXCLUSIVE takes the write lock first and the version is read again under it, so processes opening a
         // fresh or an old database together migrate it exactly once; the others find it done.
@@ -142,8 +146,12 @@ void ResultsDb::migrate() {
             db_->exec(m.sql);
             db_->exec(fmt::format("PRAGMA user_version = {}", m.version));
         }
+        SQLite::Statement violations(*db_, "PRAGMA foreign_key_check");
+        KASCADE_CHECK(!violations.executeStep(), "{}: migrating to schema version {} broke a foreign key in table {}",
+                      db_file_.string(), kSchemaVersion, violations.getColumn(0).getString());
         tx.commit();
     });
+    db_->exec("PRAGMA foreign_keys = ON");
 }
 
 // ---- Models and texts ----

@@ -263,11 +263,103 @@ JOIN texts t ON t.id = r.text_id
 LEFT JOIN schedules s ON s.id = r.schedule_id;
 )sql";
 
+// Version 4: decode-phase runs and the Quest baseline. runs gets phase (every earlier run was a prefill run), the
+// prompt and decode token counts of decode runs and Quest's page size; runs.method and run_layers.role admit
+// 'quest'. SQLite cannot change a CHECK in place, so both tables are rebuilt (same columns in the same order, new
+// ones appended) with the ids and the AUTOINCREMENT counter kept; the migration runs with foreign keys off so that
+// dropping the old tables cascades nowhere (ResultsDb::migrate checks the keys before committing).
+constexpr const char* kSchemaV4 = R"sql(
+DROP VIEW runs_flat;
+
+CREATE TABLE runs_v4 (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    key              TEXT NOT NULL UNIQUE,
+    model_id         INTEGER NOT NULL REFERENCES models(id),
+    text_id          INTEGER NOT NULL REFERENCES texts(id),
+    schedule_id      INTEGER REFERENCES schedules(id),
+    method           TEXT NOT NULL CHECK (method IN ('kascade', 'dense', 'oracle', 'streaming', 'quest')),
+    tile             INTEGER CHECK (tile > 0),
+    topk_tiles       INTEGER CHECK (topk_tiles > 0),
+    topk_pct         REAL CHECK (topk_pct > 0 AND topk_pct <= 100),
+    k_min            INTEGER CHECK (k_min >= 0),
+    sink_tokens      INTEGER CHECK (sink_tokens >= 0),
+    window_tokens    INTEGER CHECK (window_tokens > 0),
+    ctx              INTEGER NOT NULL CHECK (ctx > 0),
+    token_offset     INTEGER NOT NULL CHECK (token_offset >= 0),
+    n_tokens         INTEGER NOT NULL CHECK (n_tokens > 0),
+    git_commit       TEXT NOT NULL,
+    machine          TEXT NOT NULL,
+    threads          INTEGER NOT NULL CHECK (threads > 0),
+    started_at       TEXT NOT NULL,
+    finished_at      TEXT NOT NULL,
+    status           TEXT NOT NULL DEFAULT 'done' CHECK (status IN ('done')),
+    key_granularity  TEXT CHECK (key_granularity IN ('token', 'tile')),
+    k_rule           TEXT CHECK (k_rule IN ('sequence', 'rolling', 'visible')),
+    round_k          INTEGER CHECK (round_k >= 0),
+    pooling          TEXT CHECK (pooling IN ('post_softmax', 'pre_softmax')),
+    phase            TEXT NOT NULL DEFAULT 'prefill' CHECK (phase IN ('prefill', 'decode')),
+    prompt_tokens    INTEGER CHECK (prompt_tokens > 0),
+    decode_tokens    INTEGER CHECK (decode_tokens > 0),
+    page_size        INTEGER CHECK (page_size > 0),
+    CHECK ((method = 'kascade') = (schedule_id IS NOT NULL)),
+    CHECK ((phase = 'decode') = (prompt_tokens IS NOT NULL AND decode_tokens IS NOT NULL)),
+    CHECK ((method = 'quest') = (page_size IS NOT NULL)),
+    CHECK (method <> 'quest' OR phase = 'decode')
+);
+INSERT INTO runs_v4 (id, key, model_id, text_id, schedule_id, method, tile, topk_tiles, topk_pct, k_min, sink_tokens,
+                     window_tokens, ctx, token_offset, n_tokens, git_commit, machine, threads, started_at,
+                     finished_at, status, key_granularity, k_rule, round_k, pooling, phase)
+SELECT id, key, model_id, text_id, schedule_id, method, tile, topk_tiles, topk_pct, k_min, sink_tokens,
+       window_tokens, ctx, token_offset, n_tokens, git_commit, machine, threads, started_at, finished_at, status,
+       key_granularity, k_rule, round_k, pooling, 'prefill'
+FROM runs;
+-- Ids of replaced runs are never handed out again: carry the counter over (renaming the table renames its row).
+DELETE FROM sqlite_sequence WHERE name = 'runs_v4';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'runs_v4', seq FROM sqlite_sequence WHERE name = 'runs';
+DROP TABLE runs;
+ALTER TABLE runs_v4 RENAME TO runs;
+CREATE INDEX runs_schedule ON runs(schedule_id);
+CREATE INDEX runs_model ON runs(model_id);
+
+CREATE TABLE run_layers_v4 (
+    run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    layer          INTEGER NOT NULL CHECK (layer >= 0),
+    role           TEXT NOT NULL CHECK (role IN ('dense', 'anchor', 'reuse', 'streaming', 'quest')),
+    anchor_layer   INTEGER CHECK (anchor_layer >= 0 AND anchor_layer < layer),
+    density        REAL NOT NULL CHECK (density >= 0 AND density <= 1),
+    attn_ms        REAL,
+    out_rel_error  REAL,
+    PRIMARY KEY (run_id, layer)
+);
+INSERT INTO run_layers_v4 SELECT run_id, layer, role, anchor_layer, density, attn_ms, out_rel_error FROM run_layers;
+DROP TABLE run_layers;
+ALTER TABLE run_layers_v4 RENAME TO run_layers;
+
+CREATE VIEW runs_flat AS
+SELECT
+    r.id, r.method, r.phase, s.policy, s.threshold, s.max_reuse_dist, s.n_anchors, s.anchor_list, s.metric,
+    s.aggregation, s.head_map, s.n_anchor_layers, s.n_reuse_layers,
+    r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.key_granularity, r.k_rule, r.round_k, r.pooling,
+    r.sink_tokens, r.window_tokens, r.page_size, r.ctx, r.prompt_tokens, r.decode_tokens, r.token_offset, r.n_tokens,
+    m.n_scored, m.nll_dense, m.ppl_dense, m.nll_sparse, m.ppl_sparse, m.degradation_pct, m.density,
+    m.tokens_per_s, m.attn_ms_dense, m.attn_ms_anchor, m.attn_ms_reuse, m.wall_s,
+    md.path AS model_path, md.model_type, md.n_layers, md.hash AS model_hash,
+    t.path AS text_path, t.hash AS text_hash,
+    r.schedule_id, s.key AS schedule_key, s.similarity_key, r.key AS run_key,
+    r.git_commit, r.machine, r.threads, r.started_at, r.finished_at, r.status
+FROM runs r
+LEFT JOIN run_metrics m ON m.run_id = r.id
+JOIN models md ON md.id = r.model_id
+JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules s ON s.id = r.schedule_id;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "create models, texts, artifacts, captures, similarities, schedules, runs, kernel_bench, runs_flat",
               kSchemaV1},
     Migration{2, "add sweeps, sweep_jobs, job_failures, slurm_arrays", kSchemaV2},
     Migration{3, "runs: key_granularity, k_rule, round_k, pooling (also in runs_flat)", kSchemaV3},
+    Migration{4, "runs: phase, prompt_tokens, decode_tokens, page_size, method quest (also in runs_flat)", kSchemaV4},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

@@ -352,8 +352,8 @@ std::string format_result(const QueryResult& result, OutputFormat format) {
 
 const std::vector<std::string>& default_runs_columns() {
     static const std::vector<std::string> columns = {
-        "id",   "method", "policy",    "threshold",  "n_anchors",       "topk_tiles", "topk_pct",
-        "tile", "ctx",    "ppl_dense", "ppl_sparse", "degradation_pct", "density",    "tokens_per_s",
+        "id",   "method", "phase",     "policy",     "threshold",       "n_anchors", "topk_tiles",   "topk_pct",
+        "tile", "ctx",    "ppl_dense", "ppl_sparse", "degradation_pct", "density",   "tokens_per_s",
     };
     return columns;
 }

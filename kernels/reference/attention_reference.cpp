@@ -172,6 +172,133 @@ std::vector<double> sparse_decode(const AttnShape& s, int tile, const float* q, 
     });
 }
 
+std::vector<double> token_sparse_decode(const AttnShape& s, int tile, const float* q, const float* k, const float* v,
+                                        const int32_t* keys, const int32_t* count, int max_k, const int32_t* head_map) {
+    const int last_tile = (s.n_k - 1) / tile;
+    return masked_attention(s, q, k, v, [&](int h, int i, int j) {
+        const int kvh = h / s.group_size();
+        const int src = head_map ? head_map[kvh] : kvh;
+        if (!visible(s, i, j)) return false;
+        if (j / tile == last_tile) return true;
+        return in_list(keys + static_cast<int64_t>(src) * max_k, count[src], j);
+    });
+}
+
+std::vector<int> decode_candidate_keys(int n_k, int tile, int window) {
+    const int p = n_k - 1;
+    std::vector<int> cand;
+    for (int j = 0; j < p / tile * tile; ++j)
+        if (window == 0 || j > p - window) cand.push_back(j);
+    return cand;
+}
+
+std::vector<int> decode_candidate_tiles(int n_k, int tile, int window) {
+    std::vector<int> tiles;
+    for (int j : decode_candidate_keys(n_k, tile, window))
+        if (tiles.empty() || tiles.back() != j / tile) tiles.push_back(j / tile);
+    return tiles;
+}
+
+int decode_token_budget(const TopKRule& rule, int tile, int n_k, int window) {
+    const int64_t k = rule_tokens(rule, (n_k - 1) / tile, tile, n_k, window);
+    return static_cast<int>(std::min<int64_t>(k, decode_candidate_keys(n_k, tile, window).size()));
+}
+
+int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window) {
+    const int64_t tiles = (rule_tokens(rule, (n_k - 1) / tile, tile, n_k, window) + tile - 1) / tile;
+    return static_cast<int>(std::min<int64_t>(tiles, decode_candidate_tiles(n_k, tile, window).size()));
+}
+
+std::vector<double> decode_token_mass(const AttnShape& s, int tile, const float* q, const float* k, bool pre_softmax) {
+    std::vector<double> mass(static_cast<size_t>(s.n_kv_heads) * s.n_k, 0.0);
+    const double lowest = -std::numeric_limits<double>::infinity();
+    const std::vector<int> cand = decode_candidate_keys(s.n_k, tile, s.window);
+    for (int kvh = 0; kvh < s.n_kv_heads; ++kvh) {
+        double* row = mass.data() + static_cast<size_t>(kvh) * s.n_k;
+        for (int j : cand) row[j] = pre_softmax ? lowest : 0.0;
+        for (int g = 0; g < s.group_size(); ++g) {
+            const int h = kvh * s.group_size() + g;
+            const std::vector<double> p = visible_row(s, q, k, h, 0);
+            for (int j : cand) row[j] = pre_softmax ? std::max(row[j], score(s, q, k, h, 0, j)) : row[j] + p[j];
+        }
+    }
+    return mass;
+}
+
+std::vector<double> decode_tile_mass(const AttnShape& s, int tile, const float* q, const float* k, bool pre_softmax) {
+    const std::vector<double> keys = decode_token_mass(s, tile, q, k, pre_softmax);
+    const int n_tiles = (s.n_k - 1) / tile + 1;
+    std::vector<double> mass(static_cast<size_t>(s.n_kv_heads) * n_tiles, 0.0);
+    const std::vector<int> cand = decode_candidate_keys(s.n_k, tile, s.window);
+    for (int kvh = 0; kvh < s.n_kv_heads; ++kvh) {
+        double* row = mass.data() + static_cast<size_t>(kvh) * n_tiles;
+        std::vector<bool> started(n_tiles, false);
+        for (int j : cand) {
+            const double x = keys[static_cast<size_t>(kvh) * s.n_k + j];
+            const int t = j / tile;
+            row[t] = !started[t] ? x : pre_softmax ? std::max(row[t], x) : row[t] + x;
+            started[t] = true;
+        }
+    }
+    return mass;
+}
+
+std::vector<int32_t> top_by_sort(const float* row, std::vector<int> candidates, int budget) {
+    std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) { return row[a] > row[b]; });
+    std::vector<int32_t> keep(candidates.begin(), candidates.begin() + budget);
+    std::sort(keep.begin(), keep.end());
+    return keep;
+}
+
+namespace {
+
+std::vector<float> page_extreme(const AttnShape& s, const float* k, int kv_head, int page, bool take_max) {
+    const int n_pages = tile_count(s.n_k, page);
+    std::vector<float> out(static_cast<size_t>(n_pages) * s.head_dim);
+    for (int x = 0; x < n_pages; ++x) {
+        for (int p = 0; p < s.head_dim; ++p) {
+            float e = take_max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+            for (int j = x * page; j < std::min(s.n_k, (x + 1) * page); ++j) {
+                const float kj = k[(static_cast<int64_t>(kv_head) * s.kv_stride + j) * s.head_dim + p];
+                e = take_max ? std::max(e, kj) : std::min(e, kj);
+            }
+            out[static_cast<size_t>(x) * s.head_dim + p] = e;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<float> page_min(const AttnShape& s, const float* k, int kv_head, int page) {
+    return page_extreme(s, k, kv_head, page, false);
+}
+
+std::vector<float> page_max(const AttnShape& s, const float* k, int kv_head, int page) {
+    return page_extreme(s, k, kv_head, page, true);
+}
+
+std::vector<double> quest_page_scores(const AttnShape& s, const float* q, const float* k, int page) {
+    const int n_pages = (s.n_k - 1) / page + 1;
+    std::vector<double> scores(static_cast<size_t>(s.n_kv_heads) * n_pages, 0.0);
+    for (int kvh = 0; kvh < s.n_kv_heads; ++kvh) {
+        const std::vector<float> lo = page_min(s, k, kvh, page), hi = page_max(s, k, kvh, page);
+        for (int x : decode_candidate_tiles(s.n_k, page, s.window)) {
+            double sum = 0;
+            for (int g = 0; g < s.group_size(); ++g) {
+                const float* qh = q + static_cast<int64_t>(kvh * s.group_size() + g) * s.head_dim;
+                for (int p = 0; p < s.head_dim; ++p) {
+                    const double a = static_cast<double>(qh[p]) * lo[static_cast<size_t>(x) * s.head_dim + p];
+                    const double b = static_cast<double>(qh[p]) * hi[static_cast<size_t>(x) * s.head_dim + p];
+                    sum += std::max(a, b);
+                }
+            }
+            scores[static_cast<size_t>(kvh) * n_pages + x] = sum;
+        }
+    }
+    return scores;
+}
+
 std::vector<double> tile_mass_post_softmax(const AttnShape& s, int tile, const float* q, const float* k) {
     const int nqt = tile_count(s.n_q, tile), nkt = tile_count(s.n_k, tile);
     std::vector<double> mass(static_cast<size_t>(s.n_kv_heads) * nqt * nkt, 0.0);

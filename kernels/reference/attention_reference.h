@@ -37,6 +37,42 @@ std::vector<double> token_sparse_prefill(const AttnShape& shape, int tile, const
 std::vector<double> sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                                   const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map);
 
+/// Token-level sparse decode: per (mapped) KV head the listed keys plus the query's own tile, inside its window.
+std::vector<double> token_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k,
+                                        const float* v, const int32_t* keys, const int32_t* count, int max_k,
+                                        const int32_t* head_map);
+
+/// Keys before the decode query's tile (query at position n_k - 1) inside its window, by trying every key.
+std::vector<int> decode_candidate_keys(int n_k, int tile, int window);
+/// Key tiles before the decode query's tile holding a key inside its window, by trying every key.
+std::vector<int> decode_candidate_tiles(int n_k, int tile, int window);
+
+/// Decode budgets from the rule's definition (the last row of a prefill of n_k keys), capped by the decode candidates.
+int decode_token_budget(const TopKRule& rule, int tile, int n_k, int window = 0);
+int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window = 0);
+
+/// Decode anchor signal per (KV head, key) [n_kv_heads][n_k] (n_q == 1): post-softmax probability summed over the
+/// group's query heads, or (pre_softmax) the max scaled score; candidate keys only, 0 elsewhere.
+std::vector<double> decode_token_mass(const AttnShape& shape, int tile, const float* q, const float* k,
+                                      bool pre_softmax);
+/// The same per candidate key tile [n_kv_heads][q_tile + 1]: sum (post) or max (pre) over the tile's keys in the
+/// window.
+std::vector<double> decode_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k,
+                                     bool pre_softmax);
+
+/// The `budget` best of `candidates` by a full stable sort on row (descending, index ascending), ascending.
+std::vector<int32_t> top_by_sort(const float* row, std::vector<int> candidates, int budget);
+
+/// Quest page bounds of one KV head found by scanning every key: [n_pages][head_dim] element-wise min (or max) of
+/// keys x*page .. min((x+1)*page, n_k) - 1.
+std::vector<float> page_min(const AttnShape& shape, const float* k, int kv_head, int page);
+std::vector<float> page_max(const AttnShape& shape, const float* k, int kv_head, int page);
+
+/// Quest page scores [n_kv_heads][n_pages] of a decode query in double: for the candidate pages (decode candidate
+/// tiles at tile = page) the sum over the group's query heads and dimensions of max(q*min, q*max) with min/max taken
+/// directly over the page's keys; 0 elsewhere.
+std::vector<double> quest_page_scores(const AttnShape& shape, const float* q, const float* k, int page);
+
 /// Post-softmax mass [n_kv_heads][n_q_tiles][n_k_tiles] (n_q == n_k), summed over the group's heads and tile rows;
 /// the softmax is over each row's visible (causal, in-window) keys.
 std::vector<double> tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k);

@@ -1,4 +1,5 @@
-// kascade generate: sample text from a model (greedy or temperature/top-p), token by token with a KV cache.
+// kascade generate: sample text from a model (greedy or temperature/top-p), token by token with a KV cache; the
+// prompt is prefilled densely and every generated token decodes through the chosen attention method.
 #include <omp.h>
 
 #include <cstdio>
@@ -7,9 +8,12 @@
 #include "io/error.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
+#include "pipeline/cli/topk_options.h"
 #include "pipeline/runtime/sampler.h"
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/transformer.h"
+#include "pipeline/stages/eval_stage.h"
+#include "pipeline/stages/workspace.h"
 
 namespace kascade::cli {
 
@@ -20,9 +24,39 @@ struct GenerateArgs {
     int steps = 256;
     bool greedy = false;
     SamplerOptions sampler{.temperature = 1.0f, .top_p = 0.9f, .seed = 42};
+    std::string method{eval_method_name(EvalMethod::Dense)};
+    int64_t schedule_id = 0;
+    bool has_schedule = false;
+    TopKOptions topk;
+    std::optional<int> tile;
+    std::string pooling;
+    int page_size = EvalParams{}.quest_page;
 };
 
-void run_generate(const GenerateArgs& args) {
+/// The decode method's settings: dense, a stored schedule (read from the results folder) or a baseline.
+ResolvedEval resolve_generate_method(const GenerateArgs& args, const std::string& results_dir, int max_positions) {
+    EvalParams p;
+    p.phase = EvalPhase::Decode;
+    p.method = args.has_schedule ? EvalMethod::Kascade : parse_eval_method(args.method, "--method");
+    KASCADE_CHECK(args.has_schedule || p.method != EvalMethod::Kascade,
+                  "--method kascade needs --schedule ID (see `kascade status`)");
+    const TopKRule rule = args.topk.rule();
+    if (args.topk.given()) p.topk = rule;
+    p.granularity = args.topk.key_granularity();
+    if (!args.pooling.empty()) p.pooling = parse_pooling(args.pooling, "--pooling");
+    p.tile = args.tile;
+    p.quest_page = args.page_size;
+    if (p.method == EvalMethod::Kascade) {
+        p.schedule_id = args.schedule_id;
+        ResultsDb db(results_dir, DbAccess::ReadOnly);
+        return resolve_method(&db, model_content_hash(args.model.model), args.model.model, p, max_positions);
+    }
+    KASCADE_CHECK(p.method == EvalMethod::Dense || args.topk.given(),
+                  "--method {} needs a key budget: --topk-tiles N or --topk-pct P", args.method);
+    return resolve_method(nullptr, "", args.model.model, p, max_positions);
+}
+
+void run_generate(const GenerateArgs& args, const std::string& results_dir) {
     KASCADE_CHECK(args.steps > 0, "invalid -n {} (must be > 0)", args.steps);
     const ModelWeights weights = load_model(args.model.model, args.model.load_options());
     const auto tokenizer = load_tokenizer_for(args.model);
@@ -44,22 +78,25 @@ void run_generate(const GenerateArgs& args) {
         "prompt ({} tokens) + -n {} = {} positions exceeds the model's context of {} (max_position_embeddings)",
         sequence.size(), args.steps, max_positions, c.max_seq_len);
 
+    const ResolvedEval method = resolve_generate_method(args, results_dir, max_positions);
+    MethodPolicy decode = make_method_policy(method, c.n_layers);
+
     SamplerOptions sampler_options = args.sampler;
     if (args.greedy) sampler_options.temperature = 0;
     Sampler sampler(sampler_options);
     Transformer model(weights, 0, args.model.matmul_precision());
-    DenseAttention attention;
-    KvCache cache(c, max_positions);
+    DenseAttention prefill;
+    KvCache cache(c, max_positions, decode.policy->kv_page_size());
     std::vector<float> hidden(static_cast<size_t>(max_positions) * c.dim);
     std::vector<float> logits(c.vocab_size);
 
     for (size_t i = 0; i < sequence.size(); ++i) {
         std::fputs(tokenizer->decode_piece(i == 0 ? -1 : sequence[i - 1], sequence[i]).c_str(), stdout);
     }
-    const double start = omp_get_wtime();
-    // Prefill the prompt in one pass, then decode one token at a time.
-    model.forward(sequence, cache, attention, hidden.data());
+    // Prefill the prompt densely in one pass, then decode one token at a time through the method.
+    model.forward(sequence, cache, prefill, hidden.data());
     model.lm_head(hidden.data() + (sequence.size() - 1) * c.dim, 1, logits.data());
+    const double start = omp_get_wtime();
     int generated = 0;
     while (generated < args.steps) {
         const int32_t next = sampler.sample(logits.data(), c.vocab_size);
@@ -70,24 +107,32 @@ void run_generate(const GenerateArgs& args) {
         ++generated;
         if (generated == args.steps) break;
         const int32_t token = next;
-        model.forward(std::span<const int32_t>(&token, 1), cache, attention, hidden.data());
+        model.forward(std::span<const int32_t>(&token, 1), cache, *decode.policy, hidden.data());
         model.lm_head(hidden.data(), 1, logits.data());
     }
     std::fputs("\n", stdout);
     const double seconds = omp_get_wtime() - start;
-    std::fprintf(stderr, "kascade: generated %d tokens in %.3f s (%.1f tokens/s)\n", generated, seconds,
-                 seconds > 0 ? generated / seconds : 0.0);
+    // The first token comes from the prefill; the others from decode steps, which is what is timed.
+    LayerDensity density;
+    for (const LayerDensity& d : decode.layer_density()) density.add(d);
+    std::fprintf(
+        stderr,
+        "kascade: generated %d tokens, %d decode steps in %.3f s (%.1f decode tokens/s; %s, key density %.4f)\n",
+        generated, std::max(generated - 1, 0), seconds, seconds > 0 ? std::max(generated - 1, 0) / seconds : 0.0,
+        std::string(eval_method_name(method.params.method)).c_str(), density.ratio());
 }
 }  // namespace
 
-void register_generate_command(CLI::App& app) {
+void register_generate_command(CLI::App& app, const CommonOptions& common) {
     auto args = std::make_shared<GenerateArgs>();
-    CLI::App* cmd = app.add_subcommand("generate", "Generate text from a model (dense attention)");
+    CLI::App* cmd = app.add_subcommand("generate", "Generate text from a model (dense or sparse decode attention)");
     cmd->footer(
         "Examples:\n"
         "  kascade generate --model models/stories260K/stories260K.bin --tokenizer models/stories260K/tok512.bin "
         "-n 256 --greedy\n"
-        "  kascade generate --model models/stories260K-hf --prompt \"Once upon a time\" -n 128 --temperature 0.8");
+        "  kascade generate --model models/stories260K-hf --prompt \"Once upon a time\" -n 128 --temperature 0.8\n"
+        "  kascade generate --model models/stories260K/stories260K.bin --results results --schedule 3 -n 256 --greedy\n"
+        "  kascade generate --model models/stories260K/stories260K.bin --method quest --topk-pct 10 --k-min 32 -n 256");
     args->model.add_to(*cmd);
     args->model.add_runtime_options_to(*cmd);
     cmd->add_option("--prompt,-p", args->prompt, "text to continue (default: start from BOS)");
@@ -97,7 +142,23 @@ void register_generate_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--top-p", args->sampler.top_p, "nucleus sampling mass in (0, 1]")->capture_default_str();
     cmd->add_option("--seed", args->sampler.seed, "random seed for sampling")->capture_default_str();
-    cmd->callback([args] { run_generate(*args); });
+    auto* schedule = cmd->add_option("--schedule", args->schedule_id,
+                                     "decode with this stored Kascade schedule (from --results; method kascade)");
+    auto* method = cmd->add_option("--method", args->method,
+                                   "decode attention: dense, oracle, streaming or quest (instead of --schedule)")
+                       ->capture_default_str();
+    schedule->excludes(method);
+    args->topk.add_to(*cmd);
+    check_range(cmd->add_option("--tile", args->tile,
+                                fmt::format("tokens per tile (default: the schedule's capture tile, else {})",
+                                            EvalParams::kDefaultTile)),
+                1);
+    cmd->add_option("--pooling", args->pooling, "post_softmax (default) or pre_softmax: what ranks keys");
+    check_range(cmd->add_option("--page-size", args->page_size, "quest: keys per page")->capture_default_str(), 1);
+    cmd->callback([args, schedule, &common] {
+        args->has_schedule = schedule->count() > 0;
+        run_generate(*args, common.results_dir);
+    });
 }
 
 }  // namespace kascade::cli

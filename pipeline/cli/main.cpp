@@ -42,12 +42,12 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("kascade ") + KASCADE_VERSION + " (" + KASCADE_GIT_COMMIT + ")");
     app.require_subcommand(1);
     kascade::cli::register_tokenize_command(app);
-    kascade::cli::register_generate_command(app);
     kascade::cli::register_perplexity_command(app);
     kascade::cli::register_random_model_command(app);
     static kascade::cli::CommonOptions common;
     app.add_option("--results", common.results_dir, "results folder: kascade.db and artifacts/")->capture_default_str();
     app.fallthrough();
+    kascade::cli::register_generate_command(app, common);
     kascade::cli::register_capture_command(app, common);
     kascade::cli::register_similarity_command(app, common);
     kascade::cli::register_schedule_command(app, common);

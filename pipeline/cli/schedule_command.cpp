@@ -11,6 +11,7 @@ namespace {
 struct ScheduleArgs {
     std::string similarity;
     ScheduleParams params;
+    std::string policy{schedule_policy_name(ScheduleParams{}.policy)};
     std::string anchor_list;
     bool force = false;
 };
@@ -41,7 +42,7 @@ void register_schedule_command(CLI::App& app, const CommonOptions& common) {
         "  kascade schedule --similarity 9d0c... --policy dp --anchors 3\n"
         "  kascade schedule --similarity 9d0c... --policy fixed --anchor-list 0,2 --head-map identity");
     cmd->add_option("--similarity", args->similarity, "similarity key (printed by `kascade similarity`)")->required();
-    cmd->add_option("--policy", args->params.policy, "threshold | dp | fixed")->capture_default_str();
+    cmd->add_option("--policy", args->policy, "threshold | dp | fixed")->capture_default_str();
     cmd->add_option("--threshold", args->params.threshold, "threshold policy: minimum similarity to reuse")
         ->capture_default_str();
     cmd->add_option("--max-reuse-dist", args->params.max_reuse_dist, "threshold policy: max layers from the anchor")
@@ -54,6 +55,7 @@ void register_schedule_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_option("--head-map", args->params.head_map, "argmax | identity | pooled")->capture_default_str();
     cmd->add_flag("--force", args->force, "recompute even if the schedule exists");
     cmd->callback([args, &common] {
+        args->params.policy = parse_schedule_policy(args->policy, "--policy");
         if (!args->anchor_list.empty()) args->params.anchor_list = parse_anchor_list(args->anchor_list);
         Workspace ws(common.results_dir);
         const ScheduleResult r = run_schedule(ws, args->similarity, args->params, args->force);

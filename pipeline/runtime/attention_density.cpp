@@ -86,4 +86,51 @@ LayerDensity token_sparse_prefill_density(const AttnShape& shape, int tile, cons
     return d;
 }
 
+LayerDensity dense_decode_density(const AttnShape& shape) {
+    const double keys = shape.n_k - window_start(shape.n_k - 1, shape.effective_window());
+    return {keys * shape.n_q_heads, keys * shape.n_q_heads};
+}
+
+namespace {
+
+/// Keys of the decode query's own tile inside its window.
+int own_tile_keys(const AttnShape& shape, int tile) {
+    const int p = shape.n_k - 1;
+    return shape.n_k - std::max(p / tile * tile, window_start(p, shape.effective_window()));
+}
+
+}  // namespace
+
+LayerDensity sparse_decode_density(const AttnShape& shape, int tile, const TileSelection& selection,
+                                   const int32_t* head_map) {
+    LayerDensity d = dense_decode_density(shape);
+    d.attended_keys = 0;
+    const int begin = window_start(shape.n_k - 1, shape.effective_window());
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+        const int source = head_map != nullptr ? head_map[h] : h;
+        const int32_t* list = selection.list(source, 0);
+        double keys = own_tile_keys(shape, tile);
+        for (int i = 0; i < selection.size(source, 0); ++i)
+            keys += std::max(0, (list[i] + 1) * tile - std::max(list[i] * tile, begin));
+        d.attended_keys += shape.group_size() * keys;
+    }
+    return d;
+}
+
+LayerDensity token_sparse_decode_density(const AttnShape& shape, int tile, const TokenSelection& selection,
+                                         const int32_t* head_map) {
+    LayerDensity d = dense_decode_density(shape);
+    d.attended_keys = 0;
+    const int begin = window_start(shape.n_k - 1, shape.effective_window());
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+        const int source = head_map != nullptr ? head_map[h] : h;
+        const int32_t* list = selection.list(source, 0);
+        const int32_t* end = list + selection.size(source, 0);
+        // Selected keys are ascending and before the query's tile: those from the window's start on are attended.
+        const double keys = static_cast<double>(end - std::lower_bound(list, end, begin)) + own_tile_keys(shape, tile);
+        d.attended_keys += shape.group_size() * keys;
+    }
+    return d;
+}
+
 }  // namespace kascade

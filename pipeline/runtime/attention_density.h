@@ -35,4 +35,19 @@ LayerDensity sparse_prefill_density(const AttnShape& shape, int tile, const Tile
 LayerDensity token_sparse_prefill_density(const AttnShape& shape, int tile, const TokenSelection& selection,
                                           const int32_t* head_map);
 
+/// Dense decode of `shape` (n_q == 1, the query at position n_k - 1): every query head sees min(n_k, window) keys
+/// (n_k without a window) and attends all of them.
+LayerDensity dense_decode_density(const AttnShape& shape);
+
+/// Tile-sparse decode (attn_sparse_decode): per query head the keys of its (mapped) KV head's selected tiles
+/// (selection.list(source, 0), a decode selection) and of the query's own tile, counting only keys inside the query's
+/// window. head_map as in attn_sparse_decode (null = identity).
+LayerDensity sparse_decode_density(const AttnShape& shape, int tile, const TileSelection& selection,
+                                   const int32_t* head_map);
+
+/// Token-level sparse decode (attn_token_sparse_decode): the selected keys inside the query's window plus the keys of
+/// its own tile inside it.
+LayerDensity token_sparse_decode_density(const AttnShape& shape, int tile, const TokenSelection& selection,
+                                         const int32_t* head_map);
+
 }  // namespace kascade

@@ -5,11 +5,13 @@
 #include <string_view>
 
 #include "kernels/attention_types.h"
+#include "kernels/quest.h"
 
 namespace kascade {
 
 /// One layer's attention: q and out token-major, k and v the layer's whole KV cache (head-major), see
-/// kernels/attention_types.h. shape.n_q == shape.n_k for a prefill from position 0, n_q == 1 for decode.
+/// kernels/attention_types.h. shape.n_q == shape.n_k for a prefill from position 0, n_q == 1 for decode (the query
+/// at position n_k - 1 against the whole cache); sparse policies reject any other shape.
 struct AttentionCall {
     int layer = 0;
     AttnShape shape;
@@ -17,6 +19,7 @@ struct AttentionCall {
     const float* k = nullptr;
     const float* v = nullptr;
     float* out = nullptr;
+    KeyPageBounds pages;  ///< the cache's page bounds of this layer (pages.page == 0: the cache keeps none)
 };
 
 class AttentionPolicy {
@@ -24,6 +27,9 @@ class AttentionPolicy {
     virtual ~AttentionPolicy() = default;
 
     virtual void attend(const AttentionCall& call) = 0;
+
+    /// Page size the KV cache must keep page bounds for (KvCache(config, capacity, policy.kv_page_size())); 0 = none.
+    virtual int kv_page_size() const { return 0; }
 
     /// Name of what `layer` does, used to split attention time by layer type ("dense", "anchor", "reuse", ...).
     virtual std::string_view layer_role(int layer) const = 0;

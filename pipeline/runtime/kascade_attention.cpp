@@ -75,8 +75,51 @@ void select_layer_keys(const AttnShape& shape, const float* q, const float* k, c
     }
 }
 
+void select_decode_keys(const AttnShape& shape, const float* q, const float* k, const SparseAttentionOptions& options,
+                        PoolingScratch* scratch, LayerSelection* selection) {
+    selection->granularity = options.granularity;
+    DecodeScoringScratch* decode = &scratch->decode;
+    if (options.granularity == KeyGranularity::Tile) {
+        decode_tile_mass(shape, options.tile, q, k, options.pooling, decode, &scratch->tile_mass);
+        if (!options.pooled_heads) {
+            select_decode_tiles(scratch->tile_mass, options.topk, decode, &selection->tiles);
+            return;
+        }
+        const auto select = [&](const TileMass& m) {
+            TileSelection s;
+            select_decode_tiles(m, options.topk, decode, &s);
+            return s;
+        };
+        selection->tiles = select_pooled_heads<TileMass, TileSelection>(
+            scratch->tile_mass, scratch->tile_mass.n_k_tiles, select, &TileSelection::tiles);
+    } else {
+        decode_token_mass(shape, options.tile, q, k, options.pooling, decode, &scratch->token_mass);
+        if (!options.pooled_heads) {
+            select_decode_tokens(scratch->token_mass, options.topk, decode, &selection->tokens);
+            return;
+        }
+        const auto select = [&](const TokenMass& m) {
+            TokenSelection s;
+            select_decode_tokens(m, options.topk, decode, &s);
+            return s;
+        };
+        selection->tokens = select_pooled_heads<TokenMass, TokenSelection>(
+            scratch->token_mass, scratch->token_mass.n_keys, select, &TokenSelection::keys);
+    }
+}
+
 void attend_selection(const AttnShape& shape, const float* q, const float* k, const float* v, int tile,
                       const LayerSelection& selection, const int32_t* head_map, float* out) {
+    if (shape.n_q == 1) {
+        if (selection.granularity == KeyGranularity::Tile) {
+            const TileSelection& s = selection.tiles;
+            attn_sparse_decode(shape, tile, q, k, v, s.tiles.data(), s.count.data(), s.max_k, head_map, out);
+        } else {
+            const TokenSelection& s = selection.tokens;
+            attn_token_sparse_decode(shape, tile, q, k, v, s.keys.data(), s.count.data(), s.max_k, head_map, out);
+        }
+        return;
+    }
     if (selection.granularity == KeyGranularity::Tile) {
         attn_sparse_prefill(shape, tile, q, k, v, selection.tiles, head_map, out);
     } else {
@@ -86,6 +129,11 @@ void attend_selection(const AttnShape& shape, const float* q, const float* k, co
 
 LayerDensity selection_density(const AttnShape& shape, int tile, const LayerSelection& selection,
                                const int32_t* head_map) {
+    if (shape.n_q == 1) {
+        if (selection.granularity == KeyGranularity::Tile)
+            return sparse_decode_density(shape, tile, selection.tiles, head_map);
+        return token_sparse_decode_density(shape, tile, selection.tokens, head_map);
+    }
     if (selection.granularity == KeyGranularity::Tile)
         return sparse_prefill_density(shape, tile, selection.tiles, head_map);
     return token_sparse_prefill_density(shape, tile, selection.tokens, head_map);
@@ -115,14 +163,23 @@ void KascadeAttention::reset_density() {
     density_.assign(density_.size(), LayerDensity{});
 }
 
+void check_sparse_call(const AttnShape& shape) {
+    KASCADE_CHECK(shape.n_q == shape.n_k || shape.n_q == 1,
+                  "sparse attention policies run a prefill from position 0 or one decode query at a time (got {} "
+                  "queries against {} cached keys)",
+                  shape.n_q, shape.n_k);
+}
+
 void KascadeAttention::attend(const AttentionCall& call) {
     const AttnShape& shape = call.shape;
-    KASCADE_CHECK(shape.n_q == shape.n_k,
-                  "sparse attention policies run prefill from position 0 only (got {} queries against {} keys)",
-                  shape.n_q, shape.n_k);
+    check_sparse_call(shape);
     const int l = call.layer;
     const LayerPlan& plan = schedule_.layers[l];
     const int tile = options_.tile;
+    if (shape.n_q == 1) {
+        attend_decode(call, plan);
+        return;
+    }
 
     switch (plan.role) {
         case LayerRole::Dense:
@@ -140,6 +197,31 @@ void KascadeAttention::attend(const AttentionCall& call) {
             break;
         case LayerRole::Anchor:
             anchor_select_and_attend(shape, call.q, call.k, call.v, options_, &scratch_, &selections_[l], call.out);
+            density_[l].add(selection_density(shape, tile, selections_[l], nullptr));
+            break;
+        case LayerRole::Reuse: {
+            const LayerSelection& selection = selections_[plan.anchor];
+            KASCADE_ASSERT(plan.anchor < l && selection.granularity == options_.granularity);
+            attend_selection(shape, call.q, call.k, call.v, tile, selection, plan.head_map.data(), call.out);
+            density_[l].add(selection_density(shape, tile, selection, plan.head_map.data()));
+            break;
+        }
+    }
+}
+
+void KascadeAttention::attend_decode(const AttentionCall& call, const LayerPlan& plan) {
+    const AttnShape& shape = call.shape;
+    const int l = call.layer;
+    const int tile = options_.tile;
+    switch (plan.role) {
+        case LayerRole::Dense:
+            attn_dense_decode(shape, call.q, call.k, call.v, call.out);
+            if (feeds_reuse_[l]) select_decode_keys(shape, call.q, call.k, options_, &scratch_, &selections_[l]);
+            density_[l].add(dense_decode_density(shape));
+            break;
+        case LayerRole::Anchor:
+            select_decode_keys(shape, call.q, call.k, options_, &scratch_, &selections_[l]);
+            attend_selection(shape, call.q, call.k, call.v, tile, selections_[l], nullptr, call.out);
             density_[l].add(selection_density(shape, tile, selections_[l], nullptr));
             break;
         case LayerRole::Reuse: {

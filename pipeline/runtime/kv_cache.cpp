@@ -6,11 +6,39 @@
 
 namespace kascade {
 
-KvCache::KvCache(const ModelConfig& config, int capacity)
-    : n_kv_heads_(config.n_kv_heads), head_dim_(config.head_dim), capacity_(capacity) {
+KvCache::KvCache(const ModelConfig& config, int capacity, int page_size)
+    : n_kv_heads_(config.n_kv_heads), head_dim_(config.head_dim), capacity_(capacity), page_size_(page_size) {
+    KASCADE_ASSERT(page_size >= 0);
     const size_t per_layer = static_cast<size_t>(n_kv_heads_) * capacity_ * head_dim_;
     k_.assign(config.n_layers, std::vector<float>(per_layer));
     v_.assign(config.n_layers, std::vector<float>(per_layer));
+    if (page_size_ > 0) {
+        page_stride_ = (capacity_ + page_size_ - 1) / page_size_;
+        const size_t per_layer_pages = static_cast<size_t>(n_kv_heads_) * page_stride_ * head_dim_;
+        page_min_.assign(config.n_layers, std::vector<float>(per_layer_pages));
+        page_max_.assign(config.n_layers, std::vector<float>(per_layer_pages));
+    }
+}
+
+KeyPageBounds KvCache::page_bounds(int layer) const {
+    if (page_size_ == 0) return {};
+    return {page_size_, page_stride_, page_min_[layer].data(), page_max_[layer].data()};
+}
+
+void KvCache::update_pages(int layer, int begin, int end) {
+    // Positions begin .. end-1 are new: the first page they touch is widened (or started, when begin opens it), every
+    // later page is started afresh.
+    for (int h = 0; h < n_kv_heads_; ++h) {
+        const float* keys = k_[layer].data() + static_cast<size_t>(h) * capacity_ * head_dim_;
+        for (int pos = begin; pos < end;) {
+            const int page = pos / page_size_;
+            const int stop = std::min(end, (page + 1) * page_size_);
+            const size_t at = (static_cast<size_t>(h) * page_stride_ + page) * head_dim_;
+            key_page_bounds_add(keys + static_cast<size_t>(pos) * head_dim_, stop - pos, head_dim_,
+                                pos == page * page_size_, page_min_[layer].data() + at, page_max_[layer].data() + at);
+            pos = stop;
+        }
+    }
 }
 
 void KvCache::write(int layer, const float* k_rows, const float* v_rows, int n) {
@@ -23,11 +51,17 @@ void KvCache::write(int layer, const float* k_rows, const float* v_rows, int n) 
             std::copy_n(v_rows + src, head_dim_, v_[layer].data() + dst);
         }
     }
+    if (page_size_ > 0 && n > 0) update_pages(layer, length_, length_ + n);
 }
 
 void KvCache::truncate(int length) {
     KASCADE_ASSERT(length >= 0 && length <= length_);
     length_ = length;
+    // The last kept page may have been widened by the forgotten positions: rebuild it from the keys it still holds.
+    const int page_first = page_size_ > 0 ? length / page_size_ * page_size_ : length;
+    if (page_first < length) {
+        for (size_t layer = 0; layer < k_.size(); ++layer) update_pages(static_cast<int>(layer), page_first, length);
+    }
 }
 
 void KvCache::advance(int n) {

@@ -1,17 +1,21 @@
 // pipeline/runtime/kv_cache.h: the keys and values a model has seen, per layer, in the head-major layout the
-// attention kernels read ([n_kv_heads][capacity][head_dim], see kernels/attention_types.h).
+// attention kernels read ([n_kv_heads][capacity][head_dim], see kernels/attention_types.h), and optionally the Quest
+// page bounds of the keys (kernels/quest.h), kept up to date as positions are written or truncated.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "io/weights/model_config.h"
+#include "kernels/quest.h"
 
 namespace kascade {
 
 class KvCache {
   public:
-    KvCache(const ModelConfig& config, int capacity);
+    /// page_size > 0: also keep per (layer, KV head, page of page_size positions) the element-wise min and max key
+    /// vectors (AttentionPolicy::kv_page_size() says what a policy needs).
+    KvCache(const ModelConfig& config, int capacity, int page_size = 0);
 
     int capacity() const { return capacity_; }
     int length() const { return length_; }  ///< positions stored so far
@@ -25,6 +29,11 @@ class KvCache {
     const float* keys(int layer) const { return k_[layer].data(); }
     const float* values(int layer) const { return v_[layer].data(); }
 
+    int page_size() const { return page_size_; }
+    /// The page bounds of `layer` (page == 0 when the cache keeps none). Pages holding positions < length() are
+    /// exact; write() updates the pages it touches before advance().
+    KeyPageBounds page_bounds(int layer) const;
+
     /// Copies n token-major rows ([n][n_kv_heads][head_dim]) of keys and values into positions length()..+n of
     /// `layer`. The caller advances the length once every layer has been written (advance()).
     void write(int layer, const float* k_rows, const float* v_rows, int n);
@@ -36,6 +45,13 @@ class KvCache {
     int capacity_;
     int length_ = 0;
     std::vector<std::vector<float>> k_, v_;
+    int page_size_ = 0;
+    int page_stride_ = 0;                                  ///< pages of room per KV head
+    std::vector<std::vector<float>> page_min_, page_max_;  ///< [layer][n_kv_heads][page_stride][head_dim]
+
+    /// Brings the page bounds of `layer` up to date with the keys of positions begin .. end-1 (a page starting at
+    /// one of them is started afresh, an earlier one is widened).
+    void update_pages(int layer, int begin, int end);
 };
 
 }  // namespace kascade

@@ -63,17 +63,82 @@ TokenSelection streaming_token_selection(int n_tokens, int tile, const TopKRule&
     return s;
 }
 
+TileSelection streaming_decode_selection(int n_k, int tile, const TopKRule& rule, int window) {
+    TileSelection s;
+    s.n_kv_heads = 1;
+    s.n_q_tiles = 1;
+    s.tile = tile;
+    const int budget = decode_tile_budget(rule, tile, n_k, window);
+    s.max_k = std::max(1, budget);
+    s.tiles.assign(s.max_k, 0);
+    const int q_tile = (n_k - 1) / tile;
+    const int first = decode_first_key(n_k, window) / tile;
+    int n = 0;
+    if (first == 0) {
+        if (budget > 0) s.tiles[n++] = 0;
+        for (int kt = std::max(1, q_tile - (budget - 1)); kt < q_tile; ++kt) s.tiles[n++] = kt;
+    } else {
+        for (int kt = q_tile - budget; kt < q_tile; ++kt) s.tiles[n++] = kt;
+    }
+    s.count.assign(1, n);
+    return s;
+}
+
+TokenSelection streaming_decode_token_selection(int n_k, int tile, const TopKRule& rule, int window) {
+    TokenSelection s;
+    s.n_kv_heads = 1;
+    s.n_q_tiles = 1;
+    s.tile = tile;
+    const int budget = decode_token_budget(rule, tile, n_k, window);
+    s.max_k = std::max(1, budget);
+    s.keys.assign(s.max_k, 0);
+    const int end = (n_k - 1) / tile * tile;  // candidates end before the query's tile
+    const int n_sink = decode_first_key(n_k, window) == 0 ? std::min(tile, budget) : 0;
+    int n = 0;
+    for (int j = 0; j < n_sink; ++j) s.keys[n++] = j;
+    for (int j = std::max(n_sink, end - (budget - n_sink)); j < end; ++j) s.keys[n++] = j;
+    s.count.assign(1, n);
+    return s;
+}
+
 StreamingAttention::StreamingAttention(int n_layers, SparseAttentionOptions options)
     : options_(options), density_(n_layers) {}
 
+void StreamingAttention::reset_density() {
+    density_.assign(density_.size(), LayerDensity{});
+}
+
 void StreamingAttention::attend(const AttentionCall& call) {
     const AttnShape& shape = call.shape;
-    KASCADE_CHECK(shape.n_q == shape.n_k,
-                  "sparse attention policies run prefill from position 0 only (got {} queries against {} keys)",
-                  shape.n_q, shape.n_k);
+    check_sparse_call(shape);
+    const bool decode = shape.n_q == 1;
     if (call.layer == 0) {
-        attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
-        density_[0].add(dense_prefill_density(shape));
+        if (decode) {
+            attn_dense_decode(shape, call.q, call.k, call.v, call.out);
+            density_[0].add(dense_decode_density(shape));
+        } else {
+            attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
+            density_[0].add(dense_prefill_density(shape));
+        }
+        return;
+    }
+    shared_head_map_.assign(shape.n_kv_heads, 0);
+    if (decode) {
+        if (decode_tokens_ != shape.n_k || decode_window_ != shape.effective_window()) {
+            decode_selection_.granularity = options_.granularity;
+            if (options_.granularity == KeyGranularity::Tile) {
+                decode_selection_.tiles =
+                    streaming_decode_selection(shape.n_k, options_.tile, options_.topk, shape.effective_window());
+            } else {
+                decode_selection_.tokens =
+                    streaming_decode_token_selection(shape.n_k, options_.tile, options_.topk, shape.effective_window());
+            }
+            decode_tokens_ = shape.n_k;
+            decode_window_ = shape.effective_window();
+        }
+        attend_selection(shape, call.q, call.k, call.v, options_.tile, decode_selection_, shared_head_map_.data(),
+                         call.out);
+        density_[call.layer].add(selection_density(shape, options_.tile, decode_selection_, shared_head_map_.data()));
         return;
     }
     if (selection_tokens_ != shape.n_q || selection_window_ != shape.effective_window()) {
@@ -87,7 +152,6 @@ void StreamingAttention::attend(const AttentionCall& call) {
         selection_tokens_ = shape.n_q;
         selection_window_ = shape.effective_window();
     }
-    shared_head_map_.assign(shape.n_kv_heads, 0);
     attend_selection(shape, call.q, call.k, call.v, options_.tile, selection_, shared_head_map_.data(), call.out);
     density_[call.layer].add(selection_density(shape, options_.tile, selection_, shared_head_map_.data()));
 }

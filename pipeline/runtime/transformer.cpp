@@ -141,6 +141,7 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
         call.k = cache.keys(l);
         call.v = cache.values(l);
         call.out = a.att.data();
+        call.pages = cache.page_bounds(l);
         {
             const double t0 = omp_get_wtime();
             policy.attend(call);

@@ -9,11 +9,12 @@
 #include "io/host_info.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/output_error_probe.h"
-#include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/runtime/quest_attention.h"
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/streaming_attention.h"
 #include "pipeline/stages/content_key.h"
+#include "pipeline/stages/decode_perplexity.h"
 #include "pipeline/stages/schedule_stage.h"
 #include "pipeline/stages/similarity_stage.h"
 
@@ -21,62 +22,106 @@ namespace kascade {
 
 namespace {
 
-constexpr int kDefaultTile = 16;
+/// The defaults a kascade run takes from its schedule: the similarity's selection and the capture's tile. Returns
+/// the capture, whose calibration range the test tokens default to follow.
+CaptureRecord resolve_schedule(ResultsDb& db, const std::string& model_hash, const std::string& model_path,
+                               ResolvedEval& r) {
+    const EvalParams& params = r.params;
+    KASCADE_CHECK(params.schedule_id.has_value(), "method kascade needs --schedule ID (see `kascade status`)");
+    r.schedule = db.load_schedule(*params.schedule_id);
+    KASCADE_CHECK(r.schedule.has_value(), "no schedule with id {} in {}", *params.schedule_id, db.db_file().string());
+    const auto schedule_model = db.find_model(r.schedule->record.model_id);
+    if (!schedule_model || schedule_model->hash != model_hash) {
+        KASCADE_FAIL("schedule {} was made for model \"{}\" (hash {}), not for \"{}\" (hash {})", *params.schedule_id,
+                     schedule_model ? schedule_model->path : "?", schedule_model ? schedule_model->hash : "?",
+                     model_path, model_hash);
+    }
+    const auto similarity = db.find_similarity(r.schedule->record.similarity_key.value_or(""));
+    KASCADE_CHECK(similarity.has_value(), "schedule {} has no similarity artifact in {}", *params.schedule_id,
+                  db.db_file().string());
+    const auto capture = db.find_capture(similarity->capture_key);
+    KASCADE_CHECK(capture.has_value(), "similarity {} has no capture in {}", similarity->artifact_key,
+                  db.db_file().string());
+    // The selection the similarity measured. Artifacts made before k rules and key granularity existed were
+    // tile-granular with the per-tile visible-context rule.
+    const nlohmann::json sim_params = nlohmann::json::parse(db.find_artifact(similarity->artifact_key)->params_json);
+    r.topk = TopKRule{static_cast<int>(similarity->topk_tiles.value_or(0)),
+                      static_cast<float>(similarity->topk_pct.value_or(0)),
+                      static_cast<int>(similarity->k_min.value_or(TopKRule{}.k_min_tokens)),
+                      parse_k_rule(sim_params.value("k_rule", std::string("visible")), "similarity k_rule"),
+                      sim_params.value("round_k", 0)};
+    r.granularity =
+        parse_key_granularity(sim_params.value("key_granularity", std::string("tile")), "similarity key_granularity");
+    if (!params.tile) r.tile = static_cast<int>(capture->tile);
+    return *capture;
+}
 
-/// The parameters of a run after defaults are filled in from the schedule, its similarity and its capture.
-struct ResolvedEval {
-    EvalParams params;
-    TopKRule topk;
-    int tile = kDefaultTile;
-    KeyGranularity granularity = SparseAttentionOptions{}.granularity;
-    Pooling pooling = SparseAttentionOptions{}.pooling;
-    int64_t token_offset = 0;
-    std::optional<Schedule> schedule;
-    std::string schedule_key;
-};
+/// The params of the dense run every sparse run is compared with: the same tokens and phase, nothing sparse.
+EvalParams dense_params_of(const ResolvedEval& r) {
+    EvalParams dense = r.params;
+    dense.method = EvalMethod::Dense;
+    dense.schedule_id.reset();
+    dense.token_offset = r.token_offset;
+    dense.topk.reset();
+    dense.tile.reset();
+    dense.granularity.reset();
+    dense.pooling.reset();
+    dense.quest_page = EvalParams{}.quest_page;
+    return dense;
+}
 
-ResolvedEval resolve(Workspace& ws, const LoadedModel& model, const LoadedText& text, const EvalParams& params) {
-    static const char* const kMethods[] = {"kascade", "oracle", "streaming", "dense"};
-    KASCADE_CHECK(std::find(std::begin(kMethods), std::end(kMethods), params.method) != std::end(kMethods),
-                  "unknown method '{}' (expected kascade, oracle, streaming or dense)", params.method);
-    KASCADE_CHECK(params.n_tokens >= 0, "invalid eval-tokens={} (must be >= 0)", params.n_tokens);
+}  // namespace
+
+ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const std::string& model_path,
+                            const EvalParams& params, int ctx) {
     ResolvedEval r;
     r.params = params;
+    r.ctx = ctx;
+    r.tile = params.tile.value_or(EvalParams::kDefaultTile);
+    r.granularity = SparseAttentionOptions{}.granularity;
+    r.pooling = SparseAttentionOptions{}.pooling;
+    if (params.method == EvalMethod::Kascade) {
+        KASCADE_ASSERT(db != nullptr);
+        resolve_schedule(*db, model_hash, model_path, r);
+    }
+    if (params.topk) r.topk = *params.topk;
+    if (params.granularity) r.granularity = *params.granularity;
+    if (params.pooling) r.pooling = *params.pooling;
+    if (params.method != EvalMethod::Dense) {
+        check_topk_rule(r.topk);
+        KASCADE_CHECK(r.tile >= 1 && r.tile <= ctx, "invalid tile={} (must be in [1, {}={}])", r.tile,
+                      params.phase == EvalPhase::Decode ? "prompt-tokens + decode-tokens" : "ctx", ctx);
+    }
+    if (params.method == EvalMethod::Quest) {
+        KASCADE_CHECK(params.quest_page >= 1 && params.quest_page <= ctx, "invalid page-size={} (must be in [1, {}])",
+                      params.quest_page, ctx);
+    }
+    return r;
+}
+
+ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedText& text, const EvalParams& params) {
+    KASCADE_CHECK(params.n_tokens >= 0, "invalid eval-tokens={} (must be >= 0)", params.n_tokens);
+    const bool decode = params.phase == EvalPhase::Decode;
+    KASCADE_CHECK(decode || params.method != EvalMethod::Quest,
+                  "method quest is a decode method (it attends densely in prefill): add --phase decode");
+    if (decode) {
+        KASCADE_CHECK(params.prompt_tokens >= 1, "invalid prompt-tokens={} (must be >= 1)", params.prompt_tokens);
+        KASCADE_CHECK(params.decode_tokens >= 1, "invalid decode-tokens={} (must be >= 1)", params.decode_tokens);
+        const int max_positions = model.weights.config.max_seq_len;
+        KASCADE_CHECK(static_cast<int64_t>(params.prompt_tokens) + params.decode_tokens <= max_positions,
+                      "prompt-tokens={} + decode-tokens={} is more than the model's context of {} positions "
+                      "(max_position_embeddings)",
+                      params.prompt_tokens, params.decode_tokens, max_positions);
+    }
+    const int ctx = decode ? params.prompt_tokens + params.decode_tokens : params.ctx;
+    ResolvedEval r = resolve_method(&ws.db(), model.model_hash, model.path.string(), params, ctx);
     r.token_offset = params.token_offset.value_or(0);
-    r.tile = params.tile.value_or(kDefaultTile);
-    if (params.method == "kascade") {
-        KASCADE_CHECK(params.schedule_id.has_value(), "method kascade needs --schedule ID (see `kascade status`)");
-        r.schedule = ws.db().load_schedule(*params.schedule_id);
-        KASCADE_CHECK(r.schedule.has_value(), "no schedule with id {} in {}", *params.schedule_id,
-                      ws.db().db_file().string());
-        r.schedule_key = r.schedule->record.key;
-        const auto schedule_model = ws.db().find_model(r.schedule->record.model_id);
-        if (!schedule_model || schedule_model->hash != model.model_hash) {
-            KASCADE_FAIL("schedule {} was made for model \"{}\" (hash {}), not for \"{}\" (hash {})",
-                         *params.schedule_id, schedule_model ? schedule_model->path : "?",
-                         schedule_model ? schedule_model->hash : "?", model.path.string(), model.model_hash);
-        }
-        const auto similarity = ws.db().find_similarity(r.schedule->record.similarity_key.value_or(""));
-        KASCADE_CHECK(similarity.has_value(), "schedule {} has no similarity artifact in {}", *params.schedule_id,
-                      ws.db().db_file().string());
-        const auto capture = ws.db().find_capture(similarity->capture_key);
-        KASCADE_CHECK(capture.has_value(), "similarity {} has no capture in {}", similarity->artifact_key,
-                      ws.db().db_file().string());
-        // The selection the similarity measured. Artifacts made before k rules and key granularity existed were
-        // tile-granular with the per-tile visible-context rule.
-        const nlohmann::json sim_params =
-            nlohmann::json::parse(ws.db().find_artifact(similarity->artifact_key)->params_json);
-        r.topk = TopKRule{static_cast<int>(similarity->topk_tiles.value_or(0)),
-                          static_cast<float>(similarity->topk_pct.value_or(0)),
-                          static_cast<int>(similarity->k_min.value_or(TopKRule{}.k_min_tokens)),
-                          parse_k_rule(sim_params.value("k_rule", std::string("visible")), "similarity k_rule"),
-                          sim_params.value("round_k", 0)};
-        r.granularity = parse_key_granularity(sim_params.value("key_granularity", std::string("tile")),
-                                              "similarity key_granularity");
-        if (!params.tile) r.tile = static_cast<int>(capture->tile);
-        const int64_t calib_begin = capture->token_offset, calib_end = capture->token_offset + capture->n_tokens;
+    if (r.schedule) {
+        const CaptureRecord capture =
+            *ws.db().find_capture(ws.db().find_similarity(r.schedule->record.similarity_key.value_or(""))->capture_key);
+        const int64_t calib_begin = capture.token_offset, calib_end = capture.token_offset + capture.n_tokens;
         if (!params.token_offset) r.token_offset = calib_end;
-        const auto capture_text = ws.db().find_text(capture->text_id);
+        const auto capture_text = ws.db().find_text(capture.text_id);
         if (capture_text && capture_text->hash == text.hash) {
             const int64_t end =
                 params.n_tokens > 0 ? r.token_offset + params.n_tokens : static_cast<int64_t>(text.tokens.size());
@@ -86,125 +131,185 @@ ResolvedEval resolve(Workspace& ws, const LoadedModel& model, const LoadedText& 
                           r.token_offset, end, calib_begin, calib_end, *params.schedule_id, text.path.string());
         }
     }
-    if (params.topk) r.topk = *params.topk;
-    if (params.granularity) r.granularity = *params.granularity;
-    if (params.pooling) r.pooling = *params.pooling;
-    if (params.method != "dense") {
-        check_topk_rule(r.topk);
-        KASCADE_CHECK(r.tile >= 1 && r.tile <= params.ctx, "invalid tile={} (must be in [1, ctx={}])", r.tile,
-                      params.ctx);
-    }
     KASCADE_CHECK(r.token_offset + params.n_tokens <= static_cast<int64_t>(text.tokens.size()),
                   "test range [{}, {}) runs past the end of \"{}\" ({} tokens)", r.token_offset,
                   r.token_offset + params.n_tokens, text.path.string(), text.tokens.size());
+    EvalKeyInputs key{model.model_hash,
+                      model.tokenizer_hash,
+                      text.hash,
+                      params.method,
+                      ctx,
+                      r.token_offset,
+                      params.n_tokens,
+                      r.tile,
+                      r.topk,
+                      r.schedule ? r.schedule->record.key : "",
+                      r.granularity,
+                      r.pooling};
+    key.phase = params.phase;
+    key.prompt_tokens = params.prompt_tokens;
+    key.decode_tokens = params.decode_tokens;
+    key.quest_page = params.quest_page;
+    r.key = eval_key(key);
     return r;
 }
 
-std::string run_key(const LoadedModel& model, const LoadedText& text, const ResolvedEval& r) {
-    return eval_key({model.model_hash, model.tokenizer_hash, text.hash, r.params.method, r.params.ctx, r.token_offset,
-                     r.params.n_tokens, r.tile, r.topk, r.schedule_key, r.granularity, r.pooling});
-}
-
-}  // namespace
-
 std::string eval_key(const EvalKeyInputs& k) {
     nlohmann::json inputs = {{"model", k.model_hash}, {"tokenizer", k.tokenizer_hash}, {"text", k.text_hash}};
-    nlohmann::json params = {
-        {"method", k.method}, {"ctx", k.ctx}, {"token_offset", k.token_offset}, {"n_tokens", k.n_tokens}};
-    if (k.method != "dense") {
+    nlohmann::json params = {{"method", std::string(eval_method_name(k.method))},
+                             {"ctx", k.ctx},
+                             {"token_offset", k.token_offset},
+                             {"n_tokens", k.n_tokens}};
+    // Keys of prefill runs have no phase: they are those of the runs stored before decode runs existed.
+    if (k.phase == EvalPhase::Decode) {
+        params["phase"] = std::string(eval_phase_name(k.phase));
+        params["prompt_tokens"] = k.prompt_tokens;
+        params["decode_tokens"] = k.decode_tokens;
+    }
+    if (k.method == EvalMethod::Quest) {
+        params["page_size"] = k.quest_page;
+        params["topk"] = topk_rule_json(k.topk);
+    } else if (k.method != EvalMethod::Dense) {
         params["tile"] = k.tile;
         params["topk"] = topk_rule_json(k.topk);
         params["key_granularity"] = std::string(key_granularity_name(k.granularity));
         params["pooling"] = std::string(pooling_name(k.pooling));
     }
-    if (k.method == "kascade") inputs["schedule"] = k.schedule_key;
+    if (k.method == EvalMethod::Kascade) inputs["schedule"] = k.schedule_key;
     return content_key("eval", kEvalFormatVersion, inputs, params);
 }
 
-EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const EvalParams& params, bool force) {
-    const ResolvedEval r = resolve(ws, model, text, params);
-    const std::string key = run_key(model, text, r);
-    if (!force) {
-        if (const auto id = ws.db().find_run(key)) return {*id, true};
+SparseAttentionOptions eval_attention_options(const ResolvedEval& r) {
+    SparseAttentionOptions options{
+        .tile = r.tile, .topk = r.topk, .granularity = r.granularity, .pooling = r.pooling, .pooled_heads = false};
+    if (r.schedule) options.pooled_heads = r.schedule->record.head_map == "pooled";
+    return options;
+}
+
+MethodPolicy make_method_policy(const ResolvedEval& r, int n_layers) {
+    const SparseAttentionOptions options = eval_attention_options(r);
+    MethodPolicy m;
+    switch (r.params.method) {
+        case EvalMethod::Dense:
+            m.policy = std::make_unique<DenseAttention>();
+            m.layer_density = [] { return std::vector<LayerDensity>{}; };
+            break;
+        case EvalMethod::Streaming: {
+            auto p = std::make_unique<StreamingAttention>(n_layers, options);
+            m.layer_density = [p = p.get()] { return p->layer_density(); };
+            m.policy = std::move(p);
+            break;
+        }
+        case EvalMethod::Kascade:
+        case EvalMethod::Oracle: {
+            auto p = std::make_unique<KascadeAttention>(
+                r.schedule ? attention_schedule_from(*r.schedule) : AttentionSchedule::oracle(n_layers), options);
+            m.layer_density = [p = p.get()] { return p->layer_density(); };
+            m.policy = std::move(p);
+            break;
+        }
+        case EvalMethod::Quest: {
+            auto p = std::make_unique<QuestAttention>(
+                n_layers,
+                QuestOptions{.page = r.params.quest_page, .topk = r.topk, .dense_layers = QuestOptions{}.dense_layers});
+            m.layer_density = [p = p.get()] { return p->layer_density(); };
+            m.policy = std::move(p);
+            break;
+        }
     }
+    return m;
+}
+
+EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, const ResolvedEval& r) {
     const ModelConfig& c = model.weights.config;
     const Transformer runtime(model.weights);
-    PerplexityOptions options;
-    options.ctx = r.params.ctx;
-    options.offset = r.token_offset;
-    options.max_tokens = r.params.n_tokens;
-    const SparseAttentionOptions sparse{
-        .tile = r.tile, .topk = r.topk, .granularity = r.granularity, .pooling = r.pooling, .pooled_heads = false};
-
-    // Every sparse run is compared with the dense run of the same tokens, made first if it does not exist yet.
-    std::optional<RunMetrics> dense_metrics;
-    if (r.params.method != "dense") {
-        EvalParams dense_params = r.params;
-        dense_params.method = "dense";
-        dense_params.schedule_id.reset();
-        dense_params.token_offset = r.token_offset;
-        dense_params.topk.reset();
-        dense_params.tile.reset();
-        dense_params.granularity.reset();
-        dense_params.pooling.reset();
-        const EvalResult dense = run_eval(ws, model, text, dense_params);
-        dense_metrics = ws.db().load_run(dense.run_id).metrics;
-    }
-
-    std::optional<AttentionSchedule> schedule;
-    if (r.schedule) schedule = attention_schedule_from(*r.schedule);
-    std::unique_ptr<AttentionPolicy> policy;
-    KascadeAttention* kascade_policy = nullptr;
-    StreamingAttention* streaming_policy = nullptr;
-    if (r.params.method == "dense") {
-        policy = std::make_unique<DenseAttention>();
-    } else if (r.params.method == "streaming") {
-        auto p = std::make_unique<StreamingAttention>(c.n_layers, sparse);
-        streaming_policy = p.get();
-        policy = std::move(p);
-    } else {
-        SparseAttentionOptions options_for_schedule = sparse;
-        if (r.schedule) options_for_schedule.pooled_heads = r.schedule->record.head_map == "pooled";
-        auto p = std::make_unique<KascadeAttention>(schedule.value_or(AttentionSchedule::oracle(c.n_layers)),
-                                                    options_for_schedule);
-        kascade_policy = p.get();
-        policy = std::move(p);
-    }
-
-    const std::string started_at = utc_now();
-    const double start = omp_get_wtime();
+    MethodPolicy method = make_method_policy(r, c.n_layers);
+    AttentionPolicy& policy = *method.policy;
+    const bool sparse = r.params.method != EvalMethod::Dense;
     const int32_t start_token = sequence_start_token(c, model.tokenizer.get());
-    const auto windows =
-        make_windows(static_cast<int64_t>(text.tokens.size()), options, start_token >= 0, runtime.max_positions());
-    ProgressLine progress(fmt::format("eval {}", r.params.method), static_cast<int64_t>(windows.size()), "windows");
-    const PerplexityResult result =
-        evaluate_perplexity(runtime, *policy, text.tokens, start_token, options,
-                            [&](int done, const PerplexityResult&) { progress.update(done); });
-    progress.finish();
+    const int64_t n_text = static_cast<int64_t>(text.tokens.size());
 
-    // Per-layer output error on the first window, outside the timed pass.
-    std::vector<double> out_error(c.n_layers, 0.0);
-    if (r.params.method != "dense") {
-        OutputErrorProbe probe(*policy, c.n_layers);
-        PerplexityOptions first = options;
-        first.max_tokens = windows[0].end - windows[0].begin;
-        evaluate_perplexity(runtime, probe, text.tokens, start_token, first);
-        for (int l = 0; l < c.n_layers; ++l) out_error[l] = probe.relative_error(l);
+    EvalMeasurement m;
+    m.started_at = utc_now();
+    const double start = omp_get_wtime();
+    if (r.params.phase == EvalPhase::Prefill) {
+        PerplexityOptions options;
+        options.ctx = r.ctx;
+        options.offset = r.token_offset;
+        options.max_tokens = r.params.n_tokens;
+        const auto windows = make_windows(n_text, options, start_token >= 0, runtime.max_positions());
+        ProgressLine progress(fmt::format("eval {}", eval_method_name(r.params.method)),
+                              static_cast<int64_t>(windows.size()), "windows");
+        m.perplexity = evaluate_perplexity(runtime, policy, text.tokens, start_token, options,
+                                           [&](int done, const PerplexityResult&) { progress.update(done); });
+        progress.finish();
+        // Per-layer output error on the first window, outside the timed pass.
+        if (sparse) {
+            OutputErrorProbe probe(policy, c.n_layers);
+            PerplexityOptions first = options;
+            first.max_tokens = windows[0].end - windows[0].begin;
+            evaluate_perplexity(runtime, probe, text.tokens, start_token, first);
+            for (int l = 0; l < c.n_layers; ++l) m.out_rel_error.push_back(probe.relative_error(l));
+        }
+        m.density = method.layer_density();
+    } else {
+        DecodeOptions options;
+        options.prompt_tokens = r.params.prompt_tokens;
+        options.decode_tokens = r.params.decode_tokens;
+        options.offset = r.token_offset;
+        options.max_tokens = r.params.n_tokens;
+        options.kv_page_size = policy.kv_page_size();
+        const auto windows = make_decode_windows(n_text, options, start_token >= 0, runtime.max_positions());
+        ProgressLine progress(fmt::format("eval {} decode", eval_method_name(r.params.method)),
+                              static_cast<int64_t>(windows.size()), "windows");
+        m.perplexity = evaluate_decode_perplexity(runtime, policy, text.tokens, start_token, options,
+                                                  [&](int done, const PerplexityResult&) { progress.update(done); });
+        progress.finish();
+        // Density of the timed decode steps only, then the output error over the first window's decode steps.
+        m.density = method.layer_density();
+        if (sparse) {
+            OutputErrorProbe probe(policy, c.n_layers);
+            DecodeOptions first = options;
+            first.max_tokens = windows[0].end - windows[0].begin;
+            evaluate_decode_perplexity(runtime, probe, text.tokens, start_token, first);
+            for (int l = 0; l < c.n_layers; ++l) m.out_rel_error.push_back(probe.relative_error(l));
+        }
     }
-    const double wall_s = omp_get_wtime() - start;
+    m.wall_s = omp_get_wtime() - start;
+    for (int l = 0; l < c.n_layers; ++l) m.layer_roles.emplace_back(policy.layer_role(l));
+    m.finished_at = utc_now();
+    return m;
+}
 
-    std::vector<LayerDensity> density(c.n_layers);
-    if (kascade_policy) density = kascade_policy->layer_density();
-    if (streaming_policy) density = streaming_policy->layer_density();
-    const int n_windows = result.n_windows;
+EvalResult record_eval(Workspace& ws, const LoadedModel& model, const LoadedText& text, const ResolvedEval& r,
+                       const EvalMeasurement& m, const std::optional<RunMetrics>& dense, bool replace) {
+    const EvalMethod method = r.params.method;
+    const bool sparse = method != EvalMethod::Dense;
+    const int n_layers = model.weights.config.n_layers;
+    const PerplexityResult& result = m.perplexity;
 
     RunRecord run;
-    run.key = key;
+    run.key = r.key;
     run.model_id = ws.stored_id(model);
     run.text_id = ws.stored_id(text);
-    if (r.params.schedule_id && r.params.method == "kascade") run.schedule_id = *r.params.schedule_id;
-    run.method = r.params.method;
-    if (r.params.method != "dense") {
+    if (r.schedule) run.schedule_id = r.schedule->record.id;
+    run.method = std::string(eval_method_name(method));
+    run.phase = std::string(eval_phase_name(r.params.phase));
+    if (r.params.phase == EvalPhase::Decode) {
+        run.prompt_tokens = r.params.prompt_tokens;
+        run.decode_tokens = r.params.decode_tokens;
+    }
+    if (method == EvalMethod::Quest) {
+        run.page_size = r.params.quest_page;
+        if (r.topk.tiles > 0) {
+            run.topk_tiles = r.topk.tiles;
+        } else {
+            run.topk_pct = r.topk.pct;
+            run.k_min = r.topk.k_min_tokens;
+            run.k_rule = std::string(k_rule_name(r.topk.k_rule));
+        }
+        run.round_k = r.topk.round_k;
+    } else if (sparse) {
         run.tile = r.tile;
         if (r.topk.tiles > 0) {
             run.topk_tiles = r.topk.tiles;
@@ -216,27 +321,27 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
         run.round_k = r.topk.round_k;
         run.key_granularity = std::string(key_granularity_name(r.granularity));
         run.pooling = std::string(pooling_name(r.pooling));
-        if (r.params.method == "streaming") {
+        if (method == EvalMethod::Streaming) {
             run.sink_tokens = r.tile;
             if (r.topk.tiles > 0) run.window_tokens = static_cast<int64_t>(r.topk.tiles - 1) * r.tile;
         }
     }
-    run.ctx = r.params.ctx;
+    run.ctx = r.ctx;
     run.token_offset = r.token_offset;
     run.n_tokens = result.n_scored;
     run.git_commit = KASCADE_GIT_COMMIT;
     run.machine = machine_description();
     run.threads = omp_get_max_threads();
-    run.started_at = started_at;
-    run.finished_at = utc_now();
+    run.started_at = m.started_at;
+    run.finished_at = m.finished_at;
 
     RunMetrics metrics;
     metrics.n_scored = result.n_scored;
     metrics.nll_sparse = result.mean_nll();
     metrics.ppl_sparse = result.perplexity();
-    if (dense_metrics) {
-        metrics.nll_dense = dense_metrics->nll_sparse;
-        metrics.ppl_dense = dense_metrics->ppl_sparse;
+    if (dense) {
+        metrics.nll_dense = dense->nll_sparse;
+        metrics.ppl_dense = dense->ppl_sparse;
         metrics.degradation_pct = 100.0 * (metrics.ppl_sparse / *metrics.ppl_dense - 1.0);
     } else {
         metrics.nll_dense = metrics.nll_sparse;
@@ -244,30 +349,46 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
         metrics.degradation_pct = 0.0;
     }
     LayerDensity total;
-    for (const LayerDensity& d : density) total.add(d);
-    metrics.density = r.params.method == "dense" ? 1.0 : total.ratio();
+    for (const LayerDensity& d : m.density) total.add(d);
+    metrics.density = sparse ? total.ratio() : 1.0;
     metrics.tokens_per_s = result.tokens_per_second();
     std::map<std::string, double> ms_by_role;
-    std::vector<RunLayerRecord> layers(c.n_layers);
-    for (int l = 0; l < c.n_layers; ++l) {
-        const std::string role(policy->layer_role(l));
-        const double ms = result.stats.layer_attention_ms[l] / n_windows;
-        ms_by_role[role == "streaming" ? "reuse" : role] += ms;
+    std::vector<RunLayerRecord> layers(n_layers);
+    const std::optional<AttentionSchedule> schedule =
+        r.schedule ? std::optional(attention_schedule_from(*r.schedule)) : std::nullopt;
+    for (int l = 0; l < n_layers; ++l) {
+        const std::string& role = m.layer_roles[l];
+        const double ms = result.stats.layer_attention_ms[l] / result.n_windows;
+        // Streaming layers attend a fixed set, as reuse layers do; Quest layers rank pages, as anchors rank keys.
+        ms_by_role[role == "streaming" ? "reuse" : role == "quest" ? "anchor" : role] += ms;
         layers[l].layer = l;
         layers[l].role = role;
         if (schedule && schedule->layers[l].role == LayerRole::Reuse)
             layers[l].anchor_layer = schedule->layers[l].anchor;
-        layers[l].density = r.params.method == "dense" ? 1.0 : density[l].ratio();
+        layers[l].density = sparse ? m.density[l].ratio() : 1.0;
         layers[l].attn_ms = ms;
-        if (r.params.method != "dense") layers[l].out_rel_error = out_error[l];
+        if (sparse) layers[l].out_rel_error = m.out_rel_error[l];
     }
     if (ms_by_role.count("dense")) metrics.attn_ms_dense = ms_by_role["dense"];
     if (ms_by_role.count("anchor")) metrics.attn_ms_anchor = ms_by_role["anchor"];
     if (ms_by_role.count("reuse")) metrics.attn_ms_reuse = ms_by_role["reuse"];
-    metrics.wall_s = wall_s;
+    metrics.wall_s = m.wall_s;
     // Another process may have stored the same run meanwhile: then that run is kept and this one is a cache hit.
-    const StoredRow stored = ws.db().insert_run(run, metrics, layers, /*replace=*/force);
+    const StoredRow stored = ws.db().insert_run(run, metrics, layers, replace);
     return {stored.id, !stored.inserted};
+}
+
+EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const EvalParams& params, bool force) {
+    const ResolvedEval r = resolve_eval(ws, model, text, params);
+    if (!force) {
+        if (const auto id = ws.db().find_run(r.key)) return {*id, true};
+    }
+    // Every sparse run is compared with the dense run of the same tokens, made first if it does not exist yet.
+    std::optional<RunMetrics> dense;
+    if (params.method != EvalMethod::Dense)
+        dense = ws.db().load_run(run_eval(ws, model, text, dense_params_of(r)).run_id).metrics;
+    const EvalMeasurement m = measure_eval(model, text, r);
+    return record_eval(ws, model, text, r, m, dense, /*replace=*/force);
 }
 
 }  // namespace kascade

@@ -1,43 +1,118 @@
 // pipeline/stages/eval_stage.h: stage 4, perplexity of the model on the test tokens with a sparse attention method,
 // beside the dense perplexity of the same tokens; logs one run (parameters, metrics, per-layer rows) in SQLite.
 //
-// Methods: kascade (a stored schedule), oracle (every layer but 0 keeps its own top-k), streaming (sink + recent
-// tiles, same budget), dense (the baseline; every sparse run finds or makes the dense run of its tokens).
+// Methods (eval_method.h): kascade (a stored schedule), oracle (every layer but 0 keeps its own top-k), streaming
+// (sink + recent keys, same budget), dense (the baseline; every sparse run finds or makes the dense run of its
+// tokens). A run is three steps: resolve (defaults from the schedule, validation, the content key), measure (the
+// forward passes) and record (the database rows); run_eval chains them and skips the last two for a stored key.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/attention_types.h"
+#include "pipeline/runtime/attention_density.h"
+#include "pipeline/runtime/attention_policy.h"
+#include "pipeline/runtime/attention_schedule.h"
+#include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/runtime/perplexity.h"
+#include "pipeline/runtime/quest_attention.h"
 #include "pipeline/stages/capture_stage.h"
+#include "pipeline/stages/eval_method.h"
 
 namespace kascade {
 
 inline constexpr int kEvalFormatVersion = 1;
 
+/// What to evaluate. The defaults here are the ones the CLI and sweep files show and use.
 struct EvalParams {
-    std::string method = "kascade";             ///< kascade | oracle | streaming | dense
+    /// Tile when neither the option nor a schedule's capture gives one.
+    static constexpr int kDefaultTile = SparseAttentionOptions{}.tile;
+
+    EvalMethod method = EvalMethod::Kascade;
+    EvalPhase phase = EvalPhase::Prefill;
     std::optional<int64_t> schedule_id;         ///< method kascade
     std::optional<TopKRule> topk;               ///< default for kascade: the rule the schedule's similarity used
-    std::optional<int> tile;                    ///< default for kascade: the capture's tile; else 16
+    std::optional<int> tile;                    ///< default for kascade: the capture's tile; else kDefaultTile
     std::optional<KeyGranularity> granularity;  ///< default for kascade: the similarity's; else token (the paper)
     std::optional<Pooling> pooling;             ///< default post_softmax (the paper)
-    int ctx = 512;
-    std::optional<int64_t> token_offset;  ///< default for kascade: right after the calibration range; else 0
-    int64_t n_tokens = 8192;              ///< test tokens scored (0: all after the offset)
+    int ctx = PerplexityOptions{}.ctx;          ///< prefill: positions per window (BOS included)
+    int prompt_tokens = 256;                    ///< decode: positions prefilled densely per window (BOS included)
+    int decode_tokens = 256;                    ///< decode: positions then decoded one at a time, each scored
+    int quest_page = QuestOptions{}.page;       ///< quest: keys per page
+    std::optional<int64_t> token_offset;        ///< default for kascade: right after the calibration range; else 0
+    int64_t n_tokens = 8192;                    ///< test tokens scored (0: all after the offset)
 };
+
+/// An eval with every default filled in from the schedule, its similarity and its capture, checked, with its key.
+struct ResolvedEval {
+    EvalParams params;
+    TopKRule topk;
+    int tile = EvalParams::kDefaultTile;
+    KeyGranularity granularity = KeyGranularity::Token;
+    Pooling pooling = Pooling::PostSoftmax;
+    int64_t token_offset = 0;
+    int ctx = 0;                       ///< positions per window: params.ctx, or prompt + decode tokens
+    std::optional<Schedule> schedule;  ///< method kascade
+    std::string key;                   ///< the run's content key
+};
+
+/// The method part of step 1 (no test tokens): defaults from the schedule (read from `db`, checked to belong to the
+/// model of model_hash; db may be null for other methods), the top-k rule, tile <= ctx. What `kascade generate`
+/// samples with.
+ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const std::string& model_path,
+                            const EvalParams& params, int ctx);
+
+/// Step 1: fills in defaults, checks everything a user gave (an error names the option, value and expectation) and
+/// computes the content key. Reads the database, computes nothing.
+ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedText& text, const EvalParams& params);
+
+/// The sparse attention options of a resolved eval (what the policy is built with).
+SparseAttentionOptions eval_attention_options(const ResolvedEval& r);
+
+/// A method's attention policy and how to read what it attended.
+struct MethodPolicy {
+    std::unique_ptr<AttentionPolicy> policy;
+    /// Keys attended per layer so far; empty for dense (density 1).
+    std::function<std::vector<LayerDensity>()> layer_density;
+};
+
+/// The attention policy of a resolved method for a model of n_layers.
+MethodPolicy make_method_policy(const ResolvedEval& r, int n_layers);
+
+/// What step 2 measured.
+struct EvalMeasurement {
+    PerplexityResult perplexity;           ///< the timed pass (decode: the decode steps)
+    std::vector<LayerDensity> density;     ///< per layer; empty for dense
+    std::vector<std::string> layer_roles;  ///< per layer, from the policy
+    std::vector<double> out_rel_error;     ///< per layer, on the first window; empty for dense
+    double wall_s = 0;                     ///< the timed pass and the error probe
+    std::string started_at, finished_at;
+};
+
+/// Step 2: the forward passes of a resolved eval.
+EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, const ResolvedEval& r);
 
 struct EvalResult {
     int64_t run_id = 0;
     bool cached = false;
 };
 
+/// Step 3: stores the run, its metrics (beside `dense`, the metrics of the dense run of the same tokens; none for a
+/// dense run) and its per-layer rows. replace: overwrite a stored run of the same key.
+EvalResult record_eval(Workspace& ws, const LoadedModel& model, const LoadedText& text, const ResolvedEval& r,
+                       const EvalMeasurement& m, const std::optional<RunMetrics>& dense, bool replace);
+
+/// resolve, then (unless the key is stored, or with force) the dense run of the same tokens, measure and record.
 EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const EvalParams& params, bool force = false);
 
 /// Everything a run's content key is made of, with defaults already resolved.
 struct EvalKeyInputs {
     std::string model_hash, tokenizer_hash, text_hash;
-    std::string method;
+    EvalMethod method = EvalMethod::Dense;
     int ctx = 0;
     int64_t token_offset = 0;
     int64_t n_tokens = 0;
@@ -46,6 +121,10 @@ struct EvalKeyInputs {
     std::string schedule_key;                            ///< method kascade
     KeyGranularity granularity = KeyGranularity::Token;  ///< ignored for dense
     Pooling pooling = Pooling::PostSoftmax;              ///< ignored for dense
+    EvalPhase phase = EvalPhase::Prefill;
+    int prompt_tokens = 0;  ///< decode
+    int decode_tokens = 0;  ///< decode
+    int quest_page = 0;     ///< quest
 };
 
 /// The content key of a run (pure: a sweep's --dry-run uses it to tell what is stored already).

@@ -4,10 +4,14 @@
 #include <numeric>
 
 #include "io/error.h"
+#include "pipeline/stages/enum_names.h"
 
 namespace kascade {
 
 namespace {
+
+constexpr EnumNames<SchedulePolicy, 3> kSchedulePolicyNames{
+    {{SchedulePolicy::Threshold, "threshold"}, {SchedulePolicy::Dp, "dp"}, {SchedulePolicy::Fixed, "fixed"}}};
 
 std::vector<int32_t> head_map_for(const LayerSimilarity& sim, HeadMapMode mode, int anchor, int layer) {
     switch (mode) {
@@ -46,6 +50,20 @@ AttentionSchedule schedule_from_anchors(const LayerSimilarity& sim, const std::v
 }
 
 }  // namespace
+
+std::string_view schedule_policy_name(SchedulePolicy policy) {
+    return enum_name(kSchedulePolicyNames, policy);
+}
+std::optional<SchedulePolicy> schedule_policy_from_name(std::string_view name) {
+    return enum_value(kSchedulePolicyNames, name);
+}
+const std::vector<std::string>& schedule_policy_names() {
+    static const std::vector<std::string> names = all_enum_names(kSchedulePolicyNames);
+    return names;
+}
+SchedulePolicy parse_schedule_policy(std::string_view name, std::string_view option) {
+    return parse_enum_name(kSchedulePolicyNames, name, option);
+}
 
 HeadMapMode parse_head_map_mode(const std::string& name) {
     if (name == "argmax") return HeadMapMode::Argmax;

@@ -10,13 +10,24 @@
 // head that serves it best), identity, or pooled (all heads share one tile set; the map is all zeros).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pipeline/runtime/attention_schedule.h"
 #include "pipeline/stages/layer_similarity.h"
 
 namespace kascade {
+
+/// How a schedule chooses its anchors (see above).
+enum class SchedulePolicy { Threshold, Dp, Fixed };
+
+std::string_view schedule_policy_name(SchedulePolicy policy);  ///< "threshold" | "dp" | "fixed"
+std::optional<SchedulePolicy> schedule_policy_from_name(std::string_view name);
+const std::vector<std::string>& schedule_policy_names();
+/// Name -> policy, else an error naming `option`, the value and the choices.
+SchedulePolicy parse_schedule_policy(std::string_view name, std::string_view option);
 
 enum class HeadMapMode { Argmax, Identity, Pooled };
 

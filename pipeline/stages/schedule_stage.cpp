@@ -4,7 +4,6 @@
 #include "io/store/h5_file.h"
 #include "pipeline/stages/artifact_provenance.h"
 #include "pipeline/stages/content_key.h"
-#include "pipeline/stages/schedule_policy.h"
 #include "pipeline/stages/similarity_stage.h"
 
 namespace kascade {
@@ -12,12 +11,14 @@ namespace kascade {
 namespace {
 
 nlohmann::json schedule_params_json(const ScheduleParams& p) {
-    nlohmann::json j = {
-        {"policy", p.policy}, {"metric", p.metric}, {"aggregation", p.aggregation}, {"head_map", p.head_map}};
-    if (p.policy == "threshold") {
+    nlohmann::json j = {{"policy", schedule_policy_name(p.policy)},
+                        {"metric", p.metric},
+                        {"aggregation", p.aggregation},
+                        {"head_map", p.head_map}};
+    if (p.policy == SchedulePolicy::Threshold) {
         j["threshold"] = p.threshold;
         j["max_reuse_dist"] = p.max_reuse_dist;
-    } else if (p.policy == "dp") {
+    } else if (p.policy == SchedulePolicy::Dp) {
         j["n_anchors"] = p.n_anchors;
     } else {
         j["anchor_list"] = p.anchor_list;
@@ -26,9 +27,8 @@ nlohmann::json schedule_params_json(const ScheduleParams& p) {
 }
 
 void check_params(const ScheduleParams& p) {
-    KASCADE_CHECK(p.policy == "threshold" || p.policy == "dp" || p.policy == "fixed",
-                  "unknown schedule policy '{}' (expected threshold, dp or fixed)", p.policy);
-    if (p.policy == "fixed") KASCADE_CHECK(!p.anchor_list.empty(), "policy fixed needs --anchor-list, e.g. 0,2,8");
+    if (p.policy == SchedulePolicy::Fixed)
+        KASCADE_CHECK(!p.anchor_list.empty(), "policy fixed needs --anchor-list, e.g. 0,2,8");
     parse_head_map_mode(p.head_map);
 }
 
@@ -66,9 +66,9 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
 
     const HeadMapMode mode = parse_head_map_mode(params.head_map);
     AttentionSchedule schedule;
-    if (params.policy == "threshold") {
+    if (params.policy == SchedulePolicy::Threshold) {
         schedule = schedule_threshold(sim, params.threshold, params.max_reuse_dist, mode);
-    } else if (params.policy == "dp") {
+    } else if (params.policy == SchedulePolicy::Dp) {
         schedule = schedule_dp(sim, params.n_anchors, mode);
     } else {
         schedule = schedule_fixed(sim, params.anchor_list, mode);
@@ -106,11 +106,11 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     H5ArtifactWriter writer(ws.artifact_path("schedule", key), kScheduleFormatVersion);
     write_artifact_header(writer.root(), header);
     H5Group& root = writer.root();
-    root.set_attr("policy", params.policy);
-    if (params.policy == "threshold") {
+    root.set_attr("policy", std::string(schedule_policy_name(params.policy)));
+    if (params.policy == SchedulePolicy::Threshold) {
         root.set_attr("threshold", params.threshold);
         root.set_attr("max_reuse_dist", params.max_reuse_dist);
-    } else if (params.policy == "dp") {
+    } else if (params.policy == SchedulePolicy::Dp) {
         root.set_attr("n_anchors", params.n_anchors);
     } else {
         const std::vector<int64_t> list(params.anchor_list.begin(), params.anchor_list.end());
@@ -132,11 +132,11 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     record.key = key;
     record.similarity_key = similarity_key;
     record.model_id = sim_record->model_id;
-    record.policy = params.policy;
-    if (params.policy == "threshold") {
+    record.policy = std::string(schedule_policy_name(params.policy));
+    if (params.policy == SchedulePolicy::Threshold) {
         record.threshold = params.threshold;
         record.max_reuse_dist = params.max_reuse_dist;
-    } else if (params.policy == "dp") {
+    } else if (params.policy == SchedulePolicy::Dp) {
         record.n_anchors = params.n_anchors;
     } else {
         record.anchor_list = nlohmann::json(params.anchor_list).dump();

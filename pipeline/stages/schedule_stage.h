@@ -8,13 +8,14 @@
 
 #include "pipeline/runtime/attention_schedule.h"
 #include "pipeline/stages/capture_stage.h"
+#include "pipeline/stages/schedule_policy.h"
 
 namespace kascade {
 
 inline constexpr int kScheduleFormatVersion = 1;
 
 struct ScheduleParams {
-    std::string policy = "threshold";  ///< threshold | dp | fixed
+    SchedulePolicy policy = SchedulePolicy::Threshold;
     double threshold = 0.65;           ///< threshold policy
     int max_reuse_dist = 4;            ///< threshold policy
     int n_anchors = 3;                 ///< dp policy, layer 0 included

@@ -28,10 +28,11 @@ std::string topk_label(const TopKRule& r) {
 }
 
 std::string schedule_label(const ScheduleParams& p) {
-    std::string s = "policy=" + p.policy;
-    if (p.policy == "threshold") s += fmt::format(" threshold={} max_reuse_dist={}", p.threshold, p.max_reuse_dist);
-    if (p.policy == "dp") s += fmt::format(" anchors={}", p.n_anchors);
-    if (p.policy == "fixed") s += fmt::format(" anchor_list={}", nlohmann::json(p.anchor_list).dump());
+    std::string s = fmt::format("policy={}", schedule_policy_name(p.policy));
+    if (p.policy == SchedulePolicy::Threshold)
+        s += fmt::format(" threshold={} max_reuse_dist={}", p.threshold, p.max_reuse_dist);
+    if (p.policy == SchedulePolicy::Dp) s += fmt::format(" anchors={}", p.n_anchors);
+    if (p.policy == SchedulePolicy::Fixed) s += fmt::format(" anchor_list={}", nlohmann::json(p.anchor_list).dump());
     return s + fmt::format(" metric={} aggregation={} head_map={}", p.metric, p.aggregation, p.head_map);
 }
 
@@ -41,11 +42,12 @@ struct Hashes {
 
 std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
     std::vector<SweepJob> plan;
-    const bool has_dense = std::find(spec.baselines.begin(), spec.baselines.end(), "dense") != spec.baselines.end();
+    const bool has_dense =
+        std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Dense) != spec.baselines.end();
     for (int ctx : spec.ctx) {
         // Every sparse eval compares with the dense run of its tokens: it waits for the dense job of its ctx.
         std::vector<int> dense_dep;
-        auto eval_job = [&](const std::string& method, int tile, const TopKRule& topk, KeyGranularity granularity,
+        auto eval_job = [&](EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
                             Pooling pooling, int schedule_job, const std::string& label) {
             SweepJob j;
             j.stage = "eval";
@@ -54,8 +56,12 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
             j.eval.ctx = ctx;
             j.eval.token_offset = spec.test_offset;
             j.eval.n_tokens = spec.test_tokens;
+            j.eval.phase = spec.phase;
+            j.eval.prompt_tokens = spec.prompt_tokens;
+            j.eval.decode_tokens = spec.decode_tokens;
+            j.eval.quest_page = spec.quest_page;
             j.depends_on = dense_dep;
-            if (method != "dense") {
+            if (method != EvalMethod::Dense) {
                 j.eval.tile = tile;
                 j.eval.topk = topk;
                 j.eval.granularity = granularity;
@@ -65,12 +71,22 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                 j.schedule_key = plan[schedule_job].key;
                 j.depends_on.push_back(schedule_job);
             }
-            j.key = eval_key({h.model, h.tokenizer, h.text, method, ctx, spec.test_offset, spec.test_tokens, tile, topk,
-                              j.schedule_key, granularity, pooling});
+            // A decode run's windows are prompt + decode tokens long, whatever the calibration's ctx.
+            const int eval_ctx = spec.phase == EvalPhase::Decode ? spec.prompt_tokens + spec.decode_tokens : ctx;
+            EvalKeyInputs key{h.model,          h.tokenizer, h.text, method,         eval_ctx,    spec.test_offset,
+                              spec.test_tokens, tile,        topk,   j.schedule_key, granularity, pooling};
+            key.phase = spec.phase;
+            key.prompt_tokens = spec.prompt_tokens;
+            key.decode_tokens = spec.decode_tokens;
+            key.quest_page = spec.quest_page;
+            j.key = eval_key(key);
             plan.push_back(j);
         };
         if (has_dense) {
-            eval_job("dense", 0, {}, {}, {}, -1, fmt::format("dense ctx={}", ctx));
+            eval_job(EvalMethod::Dense, 0, {}, {}, {}, -1,
+                     spec.phase == EvalPhase::Decode ? fmt::format("dense decode prompt_tokens={} decode_tokens={}",
+                                                                   spec.prompt_tokens, spec.decode_tokens)
+                                                     : fmt::format("dense ctx={}", ctx));
             dense_dep = {static_cast<int>(plan.size()) - 1};
         }
         for (int tile : spec.tile) {
@@ -109,18 +125,27 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                         plan.push_back(sc);
                         const int schedule_job = static_cast<int>(plan.size()) - 1;
                         for (Pooling pooling : spec.pooling) {
-                            eval_job("kascade", tile, topk, granularity, pooling, schedule_job,
+                            eval_job(EvalMethod::Kascade, tile, topk, granularity, pooling, schedule_job,
                                      fmt::format("kascade {} pooling={}", sc.label, pooling_name(pooling)));
                         }
                     }
-                    for (const std::string& method : spec.baselines) {
-                        if (method == "dense") continue;
+                    for (EvalMethod method : spec.baselines) {
+                        if (method == EvalMethod::Dense) continue;
+                        // Quest has no tile, key granularity or pooling: one job per top-k rule.
+                        if (method == EvalMethod::Quest) {
+                            if (tile == spec.tile.front() && granularity == spec.granularity.front())
+                                eval_job(method, tile, topk, granularity, {}, -1,
+                                         fmt::format("quest ({}) page_size={}", topk_label(topk), spec.quest_page));
+                            continue;
+                        }
                         // Streaming ranks nothing: pooling does not apply to it.
                         const std::vector<Pooling> poolings =
-                            method == "oracle" ? spec.pooling : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
+                            method == EvalMethod::Oracle ? spec.pooling
+                                                         : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
                         for (Pooling pooling : poolings) {
                             eval_job(method, tile, topk, granularity, pooling, -1,
-                                     fmt::format("{} ({}) pooling={}", method, s.label, pooling_name(pooling)));
+                                     fmt::format("{} ({}) pooling={}", eval_method_name(method), s.label,
+                                                 pooling_name(pooling)));
                         }
                     }
                 }
@@ -263,7 +288,7 @@ JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, co
             fmt::format("schedule {}: {} anchors, {} reuse", r.id, s->record.n_anchor_layers, s->record.n_reuse_layers);
     } else {
         EvalParams params = job.eval;
-        if (params.method == "kascade") {
+        if (params.method == EvalMethod::Kascade) {
             const std::optional<Schedule> schedule = ws.db().find_schedule(job.schedule_key);
             KASCADE_CHECK(schedule.has_value(), "schedule {} of eval job \"{}\" is not stored in {}", job.schedule_key,
                           job.label, ws.results_dir().string());
@@ -273,8 +298,12 @@ JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, co
         const RunDetails run = ws.db().load_run(r.run_id);
         KASCADE_ASSERT(run.run.key == job.key);
         outcome.cached = r.cached;
-        outcome.summary = fmt::format("run {}: ppl {:.4f} ({:+.2f}%) density {:.3f}", r.run_id, run.metrics.ppl_sparse,
-                                      run.metrics.degradation_pct.value_or(0), run.metrics.density);
+        outcome.summary =
+            fmt::format("run {}: ppl {:.4f} ({:+.2f}%) density {:.3f}{}", r.run_id, run.metrics.ppl_sparse,
+                        run.metrics.degradation_pct.value_or(0), run.metrics.density,
+                        params.phase == EvalPhase::Decode
+                            ? fmt::format(" {:.0f} decode tokens/s", run.metrics.tokens_per_s.value_or(0))
+                            : "");
     }
     return outcome;
 }

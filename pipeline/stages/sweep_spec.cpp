@@ -10,6 +10,7 @@
 #include "io/closest_match.h"
 #include "io/error.h"
 #include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/stages/eval_stage.h"
 
 namespace kascade {
 
@@ -204,15 +205,27 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     spec.calib_offset = calib.integer("offset", 0, 0, kMaxTokens);
     spec.calib_tokens = calib.integer("tokens", 8192, 1, kMaxTokens);
 
-    TableReader test(file, "test", subtable(root, file, "test", false), {"offset", "tokens"});
+    TableReader test(file, "test", subtable(root, file, "test", false),
+                     {"offset", "tokens", "phase", "prompt_tokens", "decode_tokens"});
     spec.test_offset = test.integer("offset", -1, 0, kMaxTokens);
-    spec.test_tokens = test.integer("tokens", 8192, 1, kMaxTokens);
+    spec.test_tokens = test.integer("tokens", EvalParams{}.n_tokens, 1, kMaxTokens);
+    const std::vector<std::string> phases =
+        test.choices("phase", {std::string(eval_phase_name(EvalParams{}.phase))}, eval_phase_names());
+    KASCADE_CHECK(phases.size() == 1, "{}: test.phase must be one string, found a list of {}", file.string(),
+                  phases.size());
+    spec.phase = *eval_phase_from_name(phases.front());
+    const bool decode = spec.phase == EvalPhase::Decode;
+    KASCADE_CHECK(decode || (!test.has("prompt_tokens") && !test.has("decode_tokens")),
+                  "{}: test.prompt_tokens and test.decode_tokens apply to phase = \"decode\" only", file.string());
+    spec.prompt_tokens = static_cast<int>(test.integer("prompt_tokens", EvalParams{}.prompt_tokens, 1, 1 << 24));
+    spec.decode_tokens = static_cast<int>(test.integer("decode_tokens", EvalParams{}.decode_tokens, 1, 1 << 24));
 
     TableReader grid(file, "grid", subtable(root, file, "grid", true),
                      {"ctx", "tile", "topk_tiles", "topk_pct", "k_min", "k_rule", "round_k", "key_granularity",
                       "pooling", "metric", "aggregation", "head_map"});
-    for (double v : grid.numbers("ctx", {512}, 2, 1 << 20, true)) spec.ctx.push_back(static_cast<int>(v));
-    for (double v : grid.numbers("tile", {16}, 1, 4096, true)) spec.tile.push_back(static_cast<int>(v));
+    for (double v : grid.numbers("ctx", {EvalParams{}.ctx}, 2, 1 << 20, true)) spec.ctx.push_back(static_cast<int>(v));
+    for (double v : grid.numbers("tile", {EvalParams::kDefaultTile}, 1, 4096, true))
+        spec.tile.push_back(static_cast<int>(v));
     const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
     KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
     const std::vector<double> round_ks = grid.numbers("round_k", {0}, 0, 1 << 20, true);
@@ -254,12 +267,12 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                            "head_map"});
             KASCADE_CHECK(s.has("policy"), "{}: missing schedules[{}].policy (threshold, dp or fixed)", file.string(),
                           i);
-            const std::vector<std::string> policies = s.choices("policy", {}, {"threshold", "dp", "fixed"});
+            const std::vector<std::string> policies = s.choices("policy", {}, schedule_policy_names());
             KASCADE_CHECK(policies.size() == 1, "{}: schedules[{}].policy must be one string, found a list of {}",
                           file.string(), i, policies.size());
-            const std::string& policy = policies.front();
+            const SchedulePolicy policy = *schedule_policy_from_name(policies.front());
             std::vector<ScheduleParams> expanded;
-            if (policy == "threshold") {
+            if (policy == SchedulePolicy::Threshold) {
                 for (double th : s.numbers("threshold", {0.65}, 0, 1, false))
                     for (double d : s.numbers("max_reuse_dist", {4}, 1, 1 << 16, true)) {
                         ScheduleParams p;
@@ -268,7 +281,7 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                         p.max_reuse_dist = static_cast<int>(d);
                         expanded.push_back(p);
                     }
-            } else if (policy == "dp") {
+            } else if (policy == SchedulePolicy::Dp) {
                 for (double k : s.numbers("anchors", {3}, 1, 1 << 16, true)) {
                     ScheduleParams p;
                     p.policy = policy;
@@ -299,8 +312,17 @@ SweepSpec load_sweep_spec(const fs::path& file) {
         }
     }
 
-    TableReader baselines(file, "baselines", subtable(root, file, "baselines", false), {"methods"});
-    spec.baselines = baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming"});
+    TableReader baselines(file, "baselines", subtable(root, file, "baselines", false), {"methods", "quest_page"});
+    for (const std::string& m : baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming", "quest"}))
+        spec.baselines.push_back(*eval_method_from_name(m));
+    const bool has_quest =
+        std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Quest) != spec.baselines.end();
+    KASCADE_CHECK(!has_quest || decode,
+                  "{}: baselines.methods = \"quest\" is a decode method: it needs test.phase = \"decode\"",
+                  file.string());
+    KASCADE_CHECK(has_quest || !baselines.has("quest_page"),
+                  "{}: baselines.quest_page applies to the quest method only", file.string());
+    spec.quest_page = static_cast<int>(baselines.integer("quest_page", EvalParams{}.quest_page, 1, 4096));
 
     TableReader slurm(file, "slurm", subtable(root, file, "slurm", false),
                       {"partition", "time", "cpus_per_task", "mem", "array_throttle", "sbatch_args"});
@@ -319,6 +341,19 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     for (int t : spec.tile)
         for (int c : spec.ctx)
             KASCADE_CHECK(t <= c, "{}: grid.tile = {} is larger than grid.ctx = {}", file.string(), t, c);
+    if (decode) {
+        const int64_t window = static_cast<int64_t>(spec.prompt_tokens) + spec.decode_tokens;
+        KASCADE_CHECK(spec.test_tokens >= window,
+                      "{}: test.tokens = {} holds no decode window of test.prompt_tokens + test.decode_tokens = {} "
+                      "tokens",
+                      file.string(), spec.test_tokens, window);
+        for (int t : spec.tile)
+            KASCADE_CHECK(t <= window, "{}: grid.tile = {} is larger than test.prompt_tokens + test.decode_tokens = {}",
+                          file.string(), t, window);
+        KASCADE_CHECK(spec.quest_page <= window,
+                      "{}: baselines.quest_page = {} is larger than test.prompt_tokens + test.decode_tokens = {}",
+                      file.string(), spec.quest_page, window);
+    }
     return spec;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/attention_types.h"
+#include "pipeline/stages/eval_method.h"
 #include "pipeline/stages/schedule_stage.h"
 
 namespace kascade {
@@ -35,13 +36,17 @@ struct SweepSpec {
     int64_t calib_tokens = 8192;
     int64_t test_offset = -1;  ///< -1: right after the calibration range
     int64_t test_tokens = 8192;
+    EvalPhase phase = EvalPhase::Prefill;     ///< test.phase
+    int prompt_tokens = 0;                    ///< test.prompt_tokens (decode)
+    int decode_tokens = 0;                    ///< test.decode_tokens (decode)
+    int quest_page = 0;                       ///< baselines.quest_page
     std::vector<int> ctx;                     ///< grid.ctx (default [512])
     std::vector<int> tile;                    ///< grid.tile (default [16])
     std::vector<TopKRule> topk;               ///< from topk_tiles or topk_pct x k_min x k_rule; x round_k
     std::vector<KeyGranularity> granularity;  ///< grid.key_granularity (default [token], the paper)
     std::vector<Pooling> pooling;             ///< grid.pooling (default [post_softmax]; kascade and oracle runs)
     std::vector<ScheduleParams> schedules;    ///< fully expanded
-    std::vector<std::string> baselines;       ///< dense, oracle, streaming
+    std::vector<EvalMethod> baselines;        ///< dense, oracle, streaming, quest (decode)
     SlurmSettings slurm;
     /// The ${VAR}s the file uses, with their values: batch scripts set them, so tasks read the same paths.
     std::map<std::string, std::string> environment;

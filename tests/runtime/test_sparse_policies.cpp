@@ -189,8 +189,8 @@ void expect_dense_windowed(AttentionPolicy& policy, int n, const char* what) {
     for (int layer = 0; layer < 5; ++layer) {
         const LayerInputs in = random_layer(n, 6, 2, 64, kWindows[layer], 100 + layer);
         std::vector<float> out(in.q.size()), ref(in.q.size());
-        policy.attend({layer, in.shape, in.q.data(), in.k.data(), in.v.data(), out.data()});
-        dense.attend({layer, in.shape, in.q.data(), in.k.data(), in.v.data(), ref.data()});
+        policy.attend({layer, in.shape, in.q.data(), in.k.data(), in.v.data(), out.data(), {}});
+        dense.attend({layer, in.shape, in.q.data(), in.k.data(), in.v.data(), ref.data(), {}});
         EXPECT_LT(max_abs_diff(out, ref), 2e-5) << what << " layer " << layer << " window " << kWindows[layer];
     }
 }
@@ -260,7 +260,7 @@ TEST(SparsePolicies, StreamingWithWindowMovesTheSinkBudgetToRecentTiles) {
     StreamingAttention streaming(2, {.tile = 8, .topk = {.tiles = 1}, .granularity = KeyGranularity::Tile});
     const LayerInputs in = random_layer(40, 4, 2, 8, 12, 7);
     std::vector<float> out(in.q.size());
-    streaming.attend({1, in.shape, in.q.data(), in.k.data(), in.v.data(), out.data()});
+    streaming.attend({1, in.shape, in.q.data(), in.k.data(), in.v.data(), out.data(), {}});
     EXPECT_EQ(streaming.layer_density()[1].attended_keys, 4 * 348.0);
     EXPECT_EQ(streaming.layer_density()[1].causal_keys, 4 * 414.0);
 }

@@ -96,6 +96,58 @@ TEST(ResultsDb, Version2RecordsTheSelectionVariantOfOlderRuns) {
               "tile");
 }
 
+TEST(ResultsDb, Version4UpgradesRunsInPlaceAsPrefillRuns) {
+    // A version-3 database with a run, its metrics and layers, and a higher id handed out before (a replaced run):
+    // the upgrade rebuilds runs and run_layers, which must keep every row, the ids and the id counter.
+    TempDir tmp;
+    {
+        SQLite::Database raw(tmp.path() / "kascade.db", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        raw.exec("PRAGMA foreign_keys = ON");
+        for (int v = 0; v < 3; ++v) raw.exec(schema_migrations()[v].sql);
+        raw.exec("PRAGMA user_version = 3");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec("INSERT INTO texts VALUES (1, 'h', 't', 10, 't')");
+        raw.exec(
+            "INSERT INTO runs (id, key, model_id, text_id, method, ctx, token_offset, n_tokens, git_commit, machine, "
+            "threads, started_at, finished_at) VALUES (7, 'a', 1, 1, 'dense', 512, 0, 100, 'g', 'm', 1, 's', 'f')");
+        raw.exec("UPDATE sqlite_sequence SET seq = 9 WHERE name = 'runs'");
+        raw.exec(
+            "INSERT INTO run_metrics (run_id, n_scored, nll_sparse, ppl_sparse, density, wall_s) "
+            "VALUES (7, 100, 1.5, 4.48, 1, 2)");
+        raw.exec("INSERT INTO run_layers (run_id, layer, role, density) VALUES (7, 0, 'dense', 1), (7, 1, 'dense', 1)");
+    }
+    ResultsDb db(tmp.path());
+    EXPECT_EQ(db.schema_version(), kSchemaVersion);
+    SQLite::Database& raw = db.database();
+    EXPECT_EQ(raw.execAndGet("SELECT phase FROM runs WHERE id = 7").getString(), "prefill");
+    EXPECT_EQ(count_rows(db, "run_metrics"), 1);
+    EXPECT_EQ(count_rows(db, "run_layers"), 2);
+    EXPECT_EQ(raw.execAndGet("SELECT seq FROM sqlite_sequence WHERE name = 'runs'").getInt(), 9);
+    EXPECT_EQ(raw.execAndGet("SELECT phase || ' ' || ppl_sparse FROM runs_flat WHERE id = 7").getString(),
+              "prefill 4.48");
+    EXPECT_EQ(raw.execAndGet("PRAGMA foreign_keys").getInt(), 1);
+    // The foreign keys still point at the rebuilt tables: deleting the run deletes its metrics and layers.
+    raw.exec("DELETE FROM runs WHERE id = 7");
+    EXPECT_EQ(count_rows(db, "run_metrics"), 0);
+    EXPECT_EQ(count_rows(db, "run_layers"), 0);
+
+    // Quest is a decode method with a page size; decode runs carry their token counts.
+    const std::string insert =
+        "INSERT INTO runs (key, model_id, text_id, method, ctx, token_offset, n_tokens, git_commit, machine, threads, "
+        "started_at, finished_at, phase, prompt_tokens, decode_tokens, page_size) VALUES ";
+    raw.exec(insert + "('q', 1, 1, 'quest', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, 16)");
+    EXPECT_EQ(raw.execAndGet("SELECT max(id) FROM runs").getInt(), 10);
+    EXPECT_THROW(
+        raw.exec(insert + "('p', 1, 1, 'quest', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'prefill', NULL, NULL, 16)"),
+        SQLite::Exception);
+    EXPECT_THROW(
+        raw.exec(insert + "('d', 1, 1, 'dense', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', NULL, 256, NULL)"),
+        SQLite::Exception);
+    EXPECT_THROW(
+        raw.exec(insert + "('x', 1, 1, 'dense', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'generate', NULL, NULL, NULL)"),
+        SQLite::Exception);
+}
+
 TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {
     TempDir tmp;
     {

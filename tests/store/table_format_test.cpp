@@ -142,8 +142,9 @@ TEST(RunsQuery, RunsOnTheResultsStore) {
     EXPECT_EQ(r.columns, default_runs_columns());
     ASSERT_EQ(r.rows.size(), 1u);
     EXPECT_EQ(r.rows[0][1], QueryValue(std::string("kascade")));
-    EXPECT_EQ(r.rows[0][2], QueryValue(std::string("threshold")));
-    EXPECT_EQ(r.rows[0][4], QueryValue(std::monostate{}));  // n_anchors: NULL for the threshold policy
+    EXPECT_EQ(r.rows[0][2], QueryValue(std::string("prefill")));
+    EXPECT_EQ(r.rows[0][3], QueryValue(std::string("threshold")));
+    EXPECT_EQ(r.rows[0][5], QueryValue(std::monostate{}));  // n_anchors: NULL for the threshold policy
 
     q.where = "degradation_pct <";
     EXPECT_EQ(error_of([&] { query_runs(db, q); }), "invalid --where \"degradation_pct <\": incomplete input");
@@ -154,7 +155,7 @@ TEST(RunsQuery, RunsOnTheResultsStore) {
     q.order_by = "densty";
     const std::string message = error_of([&] { query_runs(db, q); });
     EXPECT_EQ(message.rfind("unknown column 'densty' in --order-by; did you mean 'density'? columns are: id, method, "
-                            "policy, threshold,",
+                            "phase, policy, threshold,",
                             0),
               0u)
         << message;

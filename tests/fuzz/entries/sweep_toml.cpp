@@ -18,8 +18,8 @@ bool fuzz_sweep_toml(FuzzInput input) {
         require(spec.calib_offset >= 0 && spec.calib_tokens > 0 && spec.test_offset >= 0 && spec.test_tokens > 0,
                 "a negative token range was accepted");
         for (const ScheduleParams& s : spec.schedules)
-            require(s.policy == "threshold" || s.policy == "dp" || s.policy == "fixed",
-                    fmt::format("schedule policy '{}'", s.policy));
+            require(s.policy != SchedulePolicy::Fixed || !s.anchor_list.empty(),
+                    "a fixed schedule without anchors was accepted");
     } catch (const kascade::Error&) {
         return false;
     }

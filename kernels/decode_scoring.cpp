@@ -1,0 +1,338 @@
+// kernels/decode_scoring.cpp: the decode anchor's pooled attention (one pass over K) and the decode top-k.
+#include "kernels/decode_scoring.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "kernels/attention_engine.h"
+#include "kernels/attention_simd.h"
+#include "kernels/kernel_assert.h"
+#include "kernels/topk_tiles.h"
+
+namespace kascade {
+namespace {
+
+using detail::kLanes;
+using detail::v_add;
+using detail::v_exp2;
+using detail::v_fma;
+using detail::v_hmax;
+using detail::v_hsum;
+using detail::v_load;
+using detail::v_max;
+using detail::v_mul;
+using detail::v_set1;
+using detail::v_store;
+using detail::v_sub;
+using detail::v_zero;
+using detail::vf;
+
+constexpr int kScorePiece = 1024;  ///< keys per work piece (fixed: results do not depend on the thread count)
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// The scores of every key the query sees, laid out in scratch, and the pieces they were computed in.
+struct DecodeScores {
+    int key_begin = 0;  ///< first key the query sees (the window's start)
+    int n_keys = 0;     ///< keys key_begin .. n_k - 1
+    int ld = 0;         ///< floats per query head row of scores
+    int n_pieces = 0;
+    const float* s = nullptr;      ///< [n_kv_heads][group][ld]
+    const float* state = nullptr;  ///< [n_kv_heads][n_pieces][group][2]: piece max and sum (post-softmax)
+};
+
+/// Pass 1: per (KV head, piece) the scaled scores of the group's query heads; for post-softmax also exp2(s - piece
+/// max) in place and the piece's sum.
+DecodeScores score_keys(const AttnShape& shape, const float* q, const float* k, bool post_softmax,
+                        DecodeScoringScratch* scratch) {
+    detail::check_attn_shape(shape);
+    KASCADE_KERNEL_ASSERT(shape.n_q == 1 && q != nullptr && k != nullptr && scratch != nullptr);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_kv = shape.n_kv_heads;
+    DecodeScores r;
+    r.key_begin = decode_first_key(shape.n_k, shape.effective_window());
+    r.n_keys = shape.n_k - r.key_begin;
+    r.ld = detail::round_up(r.n_keys, kLanes);
+    r.n_pieces = tile_count(r.n_keys, kScorePiece);
+    const size_t score_floats = static_cast<size_t>(n_kv) * group * r.ld;
+    const size_t state_floats = static_cast<size_t>(n_kv) * r.n_pieces * group * 2;
+    // Each thread's prescaled queries sit after the scores.
+    const size_t query_floats = static_cast<size_t>(group) * d;
+    if (scratch->scores.size() < score_floats + query_floats * omp_get_max_threads())
+        scratch->scores.resize(score_floats + query_floats * omp_get_max_threads());
+    if (scratch->state.size() < state_floats) scratch->state.resize(state_floats);
+    float* scores = scratch->scores.data();
+    float* state = scratch->state.data();
+    // Post-softmax works in log2 units (exp2); pre-softmax keeps the scaled score itself.
+    const float prescale = post_softmax ? shape.scale * detail::kLog2e : shape.scale;
+    const int n_items = n_kv * r.n_pieces;
+    const int n_pieces = r.n_pieces;
+    const int ld = r.ld;
+    const int key_begin = r.key_begin;
+    const int n_keys = r.n_keys;
+
+#pragma omp parallel
+    {
+        float* qs = scores + score_floats + query_floats * omp_get_thread_num();
+        int loaded_head = -1;
+#pragma omp for schedule(dynamic, 1)
+        for (int item = 0; item < n_items; ++item) {
+            const int h = item / n_pieces, piece = item % n_pieces;
+            if (h != loaded_head) {
+                for (int g = 0; g < group; ++g) {
+                    const float* qh = q + static_cast<int64_t>(h * group + g) * d;
+                    for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
+                }
+                loaded_head = h;
+            }
+            const int off = piece * kScorePiece;
+            const int n = std::min(kScorePiece, n_keys - off);
+            float* sh = scores + static_cast<int64_t>(h) * group * ld;
+            const float* kh = k + (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
+            detail::decode_scores(qs, group, d, kh, n, sh + off, ld);
+            if (!post_softmax) continue;
+            for (int g = 0; g < group; ++g) {
+                float* s = sh + static_cast<int64_t>(g) * ld + off;
+                const int n8 = n / kLanes * kLanes;
+                vf mx = v_set1(kNegInf);
+                for (int j = 0; j < n8; j += kLanes) mx = v_max(mx, v_load(s + j));
+                float m = v_hmax(mx);
+                for (int j = n8; j < n; ++j) m = std::max(m, s[j]);
+                const vf mv = v_set1(m);
+                vf sum = v_zero();
+                for (int j = 0; j < n8; j += kLanes) {
+                    const vf e = v_exp2(v_sub(v_load(s + j), mv));
+                    v_store(s + j, e);
+                    sum = v_add(sum, e);
+                }
+                float l = v_hsum(sum);
+                for (int j = n8; j < n; ++j) l += s[j] = std::exp2(s[j] - m);
+                float* st = state + ((static_cast<int64_t>(h) * n_pieces + piece) * group + g) * 2;
+                st[0] = m;
+                st[1] = l;
+            }
+        }
+    }
+    r.s = scores;
+    r.state = state;
+    return r;
+}
+
+/// Pass 2 for KV head h: per candidate key j in [first, end), calls emit(j, value) in ascending order with the
+/// pooled value (sum over the group of the exact probabilities, or max of the scaled scores). w: [n_pieces][group].
+template <typename Emit>
+void pool_head(const DecodeScores& r, int h, int group, bool post_softmax, int first, int end, float* w, Emit&& emit) {
+    const float* sh = r.s + static_cast<int64_t>(h) * group * r.ld;
+    if (post_softmax) {
+        // Each piece's exp2(s - m_piece) times exp2(m_piece - M) / L is the exact probability.
+        for (int g = 0; g < group; ++g) {
+            float m = kNegInf;
+            for (int p = 0; p < r.n_pieces; ++p) m = std::max(m, r.state[((h * r.n_pieces + p) * group + g) * 2]);
+            float l = 0;
+            for (int p = 0; p < r.n_pieces; ++p) {
+                const float* st = r.state + ((h * r.n_pieces + p) * group + g) * 2;
+                l += st[1] * std::exp2(st[0] - m);
+            }
+            for (int p = 0; p < r.n_pieces; ++p)
+                w[p * group + g] = std::exp2(r.state[((h * r.n_pieces + p) * group + g) * 2] - m) / l;
+        }
+    }
+    for (int j0 = first; j0 < end;) {
+        const int piece = (j0 - r.key_begin) / kScorePiece;
+        const int j1 = std::min(end, r.key_begin + (piece + 1) * kScorePiece);
+        int j = j0;
+        // Eight keys at a time, then the rest one by one.
+        for (; j + kLanes <= j1; j += kLanes) {
+            const int x = j - r.key_begin;
+            vf acc = post_softmax ? v_zero() : v_set1(kNegInf);
+            for (int g = 0; g < group; ++g) {
+                const vf s = v_load(sh + static_cast<int64_t>(g) * r.ld + x);
+                acc = post_softmax ? v_fma(s, v_set1(w[piece * group + g]), acc) : v_max(acc, s);
+            }
+            alignas(32) float lanes[kLanes];
+            v_store(lanes, acc);
+            for (int e = 0; e < kLanes; ++e) emit(j + e, lanes[e]);
+        }
+        for (; j < j1; ++j) {
+            const int x = j - r.key_begin;
+            float acc = post_softmax ? 0.0f : kNegInf;
+            for (int g = 0; g < group; ++g) {
+                const float s = sh[static_cast<int64_t>(g) * r.ld + x];
+                acc = post_softmax ? std::fma(s, w[piece * group + g], acc) : std::max(acc, s);
+            }
+            emit(j, acc);
+        }
+        j0 = j1;
+    }
+}
+
+/// Floats of pool_head's weights per thread: [n_pieces][group].
+size_t weight_floats(const DecodeScores& r, int group) {
+    return static_cast<size_t>(r.n_pieces) * group;
+}
+
+// Top-`budget` of values[0 .. n) (NaN already mapped to -inf) by value, ties to the lower index; writes the chosen
+// indices plus `base` ascending to ids. buf: n floats of scratch.
+int select_top(const float* values, int n, int budget, int base, float* buf, int32_t* ids) {
+    if (budget >= n) {
+        for (int i = 0; i < n; ++i) ids[i] = base + i;
+        return n;
+    }
+    if (budget <= 0) return 0;
+    std::copy(values, values + n, buf);
+    std::nth_element(buf, buf + budget - 1, buf + n, std::greater<float>());
+    const float threshold = buf[budget - 1];  // the budget-th largest value
+    int n_above = 0;
+    for (int i = 0; i < n; ++i) n_above += values[i] > threshold;
+    int ties = budget - n_above, taken = 0;
+    for (int i = 0; i < n && taken < budget; ++i) {
+        const float x = values[i];
+        if (x > threshold || (x == threshold && ties-- > 0)) ids[taken++] = base + i;
+    }
+    return taken;
+}
+
+float rank_value(float x) {
+    return std::isnan(x) ? kNegInf : x;
+}
+
+}  // namespace
+
+int decode_token_budget(const TopKRule& rule, int tile, int n_k, int window) {
+    KASCADE_KERNEL_ASSERT(tile > 0 && n_k > 0);
+    const int q_tile = (n_k - 1) / tile;
+    const int candidates = std::max(0, q_tile * tile - decode_first_key(n_k, window));
+    return std::min(topk_token_budget(rule, q_tile, tile, n_k, window), candidates);
+}
+
+int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window) {
+    KASCADE_KERNEL_ASSERT(tile > 0 && n_k > 0);
+    const int q_tile = (n_k - 1) / tile;
+    const int candidates = std::max(0, q_tile - decode_first_key(n_k, window) / tile);
+    return std::min(topk_tile_budget(rule, q_tile, tile, n_k, window), candidates);
+}
+
+void decode_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+                       DecodeScoringScratch* scratch, TokenMass* mass) {
+    KASCADE_KERNEL_ASSERT(tile > 0 && mass != nullptr);
+    const bool post = pooling == Pooling::PostSoftmax;
+    const DecodeScores r = score_keys(shape, q, k, post, scratch);
+    const int group = shape.group_size();
+    mass->n_kv_heads = shape.n_kv_heads;
+    mass->n_q_tiles = 1;
+    mass->n_keys = shape.n_k;
+    mass->tile = tile;
+    mass->window = shape.effective_window();
+    mass->mass.resize(static_cast<size_t>(shape.n_kv_heads) * shape.n_k);
+    const int end = (shape.n_k - 1) / tile * tile;  // candidates end before the query's tile
+    const int first = std::min(r.key_begin, end);
+    std::vector<float> weights(weight_floats(r, group) * omp_get_max_threads());
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+        float* row = mass->row(h, 0);
+        std::fill(row, row + first, 0.0f);
+        std::fill(row + end, row + shape.n_k, 0.0f);
+        float* w = weights.data() + weight_floats(r, group) * omp_get_thread_num();
+        pool_head(r, h, group, post, first, end, w, [row](int j, float x) { row[j] = x; });
+    }
+}
+
+void decode_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+                      DecodeScoringScratch* scratch, TileMass* mass) {
+    KASCADE_KERNEL_ASSERT(tile > 0 && mass != nullptr);
+    const bool post = pooling == Pooling::PostSoftmax;
+    const DecodeScores r = score_keys(shape, q, k, post, scratch);
+    const int group = shape.group_size();
+    const int q_tile = (shape.n_k - 1) / tile;
+    mass->n_kv_heads = shape.n_kv_heads;
+    mass->n_q_tiles = 1;
+    mass->n_k_tiles = q_tile + 1;
+    mass->tile = tile;
+    mass->window = shape.effective_window();
+    mass->n_keys = shape.n_k;
+    mass->mass.resize(static_cast<size_t>(shape.n_kv_heads) * mass->n_k_tiles);
+    const int end = q_tile * tile;
+    const int first = std::min(r.key_begin, end);
+    std::vector<float> weights(weight_floats(r, group) * omp_get_max_threads());
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+        float* row = mass->row(h, 0);
+        std::fill(row, row + mass->n_k_tiles, post ? 0.0f : kNegInf);
+        float* w = weights.data() + weight_floats(r, group) * omp_get_thread_num();
+        if (post) {
+            // Sum per tile in double, as the prefill pooling does, so a tile's mass does not depend on the piece cut.
+            double acc = 0;
+            int current = first / tile;
+            pool_head(r, h, group, true, first, end, w, [&](int j, float x) {
+                if (j / tile != current) {
+                    row[current] = static_cast<float>(acc);
+                    acc = 0;
+                    current = j / tile;
+                }
+                acc += x;
+            });
+            if (first < end) row[current] = static_cast<float>(acc);
+        } else {
+            pool_head(r, h, group, false, first, end, w,
+                      [row, tile](int j, float x) { row[j / tile] = std::max(row[j / tile], x); });
+        }
+        // Non-candidate tiles are 0, as in the prefill masses.
+        for (int t = 0; t < mass->n_k_tiles; ++t)
+            if (t < first / tile || t >= q_tile || first >= end) row[t] = 0.0f;
+    }
+}
+
+void select_decode_tokens(const TokenMass& mass, const TopKRule& rule, DecodeScoringScratch* scratch,
+                          TokenSelection* selection) {
+    KASCADE_KERNEL_ASSERT(mass.n_q_tiles == 1 && mass.n_keys > 0 && mass.tile > 0 && scratch != nullptr);
+    KASCADE_KERNEL_ASSERT(mass.mass.size() >= static_cast<size_t>(mass.n_kv_heads) * mass.n_keys);
+    const int budget = decode_token_budget(rule, mass.tile, mass.n_keys, mass.window);
+    const int first = decode_first_key(mass.n_keys, mass.window);
+    const int n_cand = std::max(0, (mass.n_keys - 1) / mass.tile * mass.tile - first);
+    selection->n_kv_heads = mass.n_kv_heads;
+    selection->n_q_tiles = 1;
+    selection->tile = mass.tile;
+    selection->max_k = std::max(1, budget);
+    selection->count.resize(mass.n_kv_heads);
+    selection->keys.resize(static_cast<size_t>(mass.n_kv_heads) * selection->max_k);
+    const size_t per_head = 2 * static_cast<size_t>(std::max(1, n_cand));
+    if (scratch->values.size() < per_head * mass.n_kv_heads) scratch->values.resize(per_head * mass.n_kv_heads);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int h = 0; h < mass.n_kv_heads; ++h) {
+        float* values = scratch->values.data() + per_head * h;
+        const float* row = mass.row(h, 0) + first;
+        for (int i = 0; i < n_cand; ++i) values[i] = rank_value(row[i]);
+        selection->count[h] = select_top(values, n_cand, budget, first, values + n_cand, selection->list(h, 0));
+    }
+}
+
+void select_decode_tiles(const TileMass& mass, const TopKRule& rule, DecodeScoringScratch* scratch,
+                         TileSelection* selection) {
+    KASCADE_KERNEL_ASSERT(mass.n_q_tiles == 1 && mass.n_keys > 0 && mass.tile > 0 && scratch != nullptr);
+    const int q_tile = (mass.n_keys - 1) / mass.tile;
+    KASCADE_KERNEL_ASSERT(mass.n_k_tiles > q_tile &&
+                          mass.mass.size() >= static_cast<size_t>(mass.n_kv_heads) * mass.n_k_tiles);
+    const int budget = decode_tile_budget(rule, mass.tile, mass.n_keys, mass.window);
+    const int first = decode_first_key(mass.n_keys, mass.window) / mass.tile;
+    const int n_cand = std::max(0, q_tile - first);
+    selection->n_kv_heads = mass.n_kv_heads;
+    selection->n_q_tiles = 1;
+    selection->tile = mass.tile;
+    selection->max_k = std::max(1, budget);
+    selection->count.resize(mass.n_kv_heads);
+    selection->tiles.resize(static_cast<size_t>(mass.n_kv_heads) * selection->max_k);
+    const size_t per_head = 2 * static_cast<size_t>(std::max(1, n_cand));
+    if (scratch->values.size() < per_head * mass.n_kv_heads) scratch->values.resize(per_head * mass.n_kv_heads);
+    for (int h = 0; h < mass.n_kv_heads; ++h) {
+        float* values = scratch->values.data() + per_head * h;
+        const float* row = mass.row(h, 0) + first;
+        for (int i = 0; i < n_cand; ++i) values[i] = rank_value(row[i]);
+        selection->count[h] = select_top(values, n_cand, budget, first, values + n_cand, selection->list(h, 0));
+    }
+}
+
+}  // namespace kascade

@@ -1,0 +1,64 @@
+// kernels/decode_scoring.h: what a decode step ranks keys by (the Kascade anchor's pooled attention of the new token),
+// the decode budgets and the decode top-k.
+//
+// A decode call has one query row per head at position p = n_k - 1 (AttnShape::n_q == 1); its query tile is
+// q_tile = p / tile. As in prefill, the keys of that (possibly partial) tile are always attended and the top-k is
+// chosen among the *decode candidates*: the keys strictly before the tile that lie inside the query's window,
+// decode_first_key(n_k, window) .. q_tile * tile - 1 (at tile granularity the key tiles holding such a key). The budget
+// is the one the last row of a prefill of n_k tokens gets (topk_token_budget / topk_tile_budget of q_tile), capped by
+// these candidates (the cap only bites with a window, whose single query sees fewer keys than its tile's first row).
+//
+// Decode masses and selections reuse the prefill containers with a single query tile: TokenMass / TileMass with
+// n_q_tiles == 1 (row(h, 0) is the query's row) and TokenSelection / TileSelection with n_q_tiles == 1 (list(h, 0)).
+#pragma once
+
+#include <vector>
+
+#include "kernels/attention_types.h"
+
+namespace kascade {
+
+/// First key inside the window of the decode query at position n_k - 1 (window as AttnShape::effective_window(),
+/// 0 = none).
+inline int decode_first_key(int n_k, int window) {
+    return window > 0 && n_k > window ? n_k - window : 0;
+}
+
+/// Keys the decode query of an n_k-key cache keeps: topk_token_budget() of its query tile, capped by its candidates.
+int decode_token_budget(const TopKRule& rule, int tile, int n_k, int window = 0);
+
+/// Key tiles it keeps: topk_tile_budget() of its query tile, capped by the candidate key tiles
+/// (decode_first_key / tile .. q_tile - 1).
+int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window = 0);
+
+/// Buffers the decode scoring and selection reuse from step to step (so a decode step allocates nothing once they
+/// have grown to the longest context).
+struct DecodeScoringScratch {
+    std::vector<float> scores;  ///< [n_kv_heads][group][padded keys] scores, then exp2(score - piece max)
+    std::vector<float> state;   ///< per (KV head, key piece, query head): running max and sum
+    std::vector<float> values;  ///< top-k: candidate values per KV head
+};
+
+/// The anchor signal of one decode query, per (KV head, candidate key): with Pooling::PostSoftmax the post-softmax
+/// probability of the key (softmax over every key the query sees: causal, inside its window) summed over the group's
+/// query heads; with Pooling::PreSoftmax the max over those heads of the scaled raw score. mass->row(h, 0)[j] for the
+/// candidates j, 0 for every other key. One pass over K (scores kept in scratch), key pieces in parallel.
+/// q: [n_q_heads][head_dim]; k: [n_kv_heads][kv_stride][head_dim]; shape.n_q must be 1.
+void decode_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+                       DecodeScoringScratch* scratch, TokenMass* mass);
+
+/// The same pooled per key tile: the sum (post-softmax) or max (pre-softmax) over the tile's keys inside the query's
+/// window, for the candidate key tiles; 0 for the others.
+void decode_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+                      DecodeScoringScratch* scratch, TileMass* mass);
+
+/// Per KV head the decode_token_budget() highest-scoring candidate keys of a decode mass (mass.n_q_tiles == 1, its
+/// n_keys the cache length), ascending; ties to the lower key index, NaN ranked lowest (as select_topk_tokens).
+void select_decode_tokens(const TokenMass& mass, const TopKRule& rule, DecodeScoringScratch* scratch,
+                          TokenSelection* selection);
+
+/// Per KV head the decode_tile_budget() highest-scoring candidate key tiles, ascending, same order rules.
+void select_decode_tiles(const TileMass& mass, const TopKRule& rule, DecodeScoringScratch* scratch,
+                         TileSelection* selection);
+
+}  // namespace kascade

@@ -1,0 +1,320 @@
+// tests/kernels/test_decode_kernels.cpp: the sparse decode kernels against the double-precision references: decode
+// budgets from the rule definitions, the anchor's decode scoring (post- and pre-softmax, per key and per key tile,
+// with windows and across key pieces), the decode top-k against a full sort (ties, NaN), token-level sparse decode
+// over gathered keys (head map, window, every key = dense), and Quest's page bounds, page scores and chosen pages
+// against brute force.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/decode_scoring.h"
+#include "kernels/dense_attention.h"
+#include "kernels/quest.h"
+#include "kernels/reference/attention_reference.h"
+#include "kernels/sparse_attention.h"
+#include "kernels/topk_tiles.h"
+
+namespace kascade {
+namespace {
+
+constexpr double kTolerance = 2e-5;  ///< max abs error vs the double reference
+
+struct DecodeCase {
+    int n_kv_heads, group, head_dim, n_k, tile, window;
+    std::string name(const char* what) const {
+        return std::string(what) + "(n_k=" + std::to_string(n_k) + ",hq=" + std::to_string(n_kv_heads * group) +
+               ",hkv=" + std::to_string(n_kv_heads) + ",d=" + std::to_string(head_dim) +
+               ",tile=" + std::to_string(tile) + ",window=" + std::to_string(window) + ")";
+    }
+    reference::AttnInputs inputs(uint64_t seed) const {
+        auto in = reference::random_inputs(n_kv_heads * group, n_kv_heads, head_dim, 1, n_k, seed);
+        in.shape.window = window;
+        return in;
+    }
+};
+
+std::vector<DecodeCase> decode_cases() {
+    std::vector<DecodeCase> cases;
+    for (int group : {1, 3, 4})
+        for (int n_k : {1, 17, 100, 1100})
+            for (int tile : {1, 16, 32}) cases.push_back({2, group, 64, n_k, tile, 0});
+    cases.push_back({1, 2, 8, 2500, 16, 0});  // three key pieces
+    cases.push_back({3, 3, 128, 333, 32, 0});
+    cases.push_back({2, 2, 64, 1500, 16, 700});  // windows: candidates start inside a tile
+    cases.push_back({2, 4, 64, 300, 32, 37});
+    cases.push_back({1, 1, 8, 50, 1, 9});
+    cases.push_back({2, 2, 16, 40, 16, 100});  // a window longer than the cache changes nothing
+    return cases;
+}
+
+TEST(DecodeScoring, BudgetsMatchTheRuleDefinitions) {
+    const TopKRule rules[] = {{.tiles = 3},
+                              {.tiles = 0, .pct = 10, .k_min_tokens = 20},
+                              {.tiles = 0, .pct = 30, .k_min_tokens = 0, .k_rule = KRule::Rolling},
+                              {.tiles = 0, .pct = 25, .k_min_tokens = 8, .k_rule = KRule::Visible, .round_k = 16},
+                              {.tiles = 1000}};
+    for (const TopKRule& rule : rules) {
+        for (int tile : {1, 16, 32}) {
+            for (int n_k : {1, 2, 16, 17, 33, 100, 517}) {
+                for (int window : {0, 5, 40, 1000}) {
+                    const int w = window < n_k ? window : 0;  // as AttnShape::effective_window()
+                    SCOPED_TRACE("tile=" + std::to_string(tile) + " n_k=" + std::to_string(n_k) +
+                                 " window=" + std::to_string(window) + " pct=" + std::to_string(rule.pct));
+                    EXPECT_EQ(decode_token_budget(rule, tile, n_k, w),
+                              reference::decode_token_budget(rule, tile, n_k, w));
+                    EXPECT_EQ(decode_tile_budget(rule, tile, n_k, w),
+                              reference::decode_tile_budget(rule, tile, n_k, w));
+                    if (w == 0) {
+                        // Without a window the decode budget is the last prefill row's.
+                        const int q_tile = (n_k - 1) / tile;
+                        EXPECT_EQ(decode_token_budget(rule, tile, n_k), topk_token_budget(rule, q_tile, tile, n_k));
+                        EXPECT_EQ(decode_tile_budget(rule, tile, n_k), topk_tile_budget(rule, q_tile, tile, n_k));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(DecodeScoring, TokenAndTileMassMatchReference) {
+    DecodeScoringScratch scratch;  // reused across cases, as across decode steps
+    for (const DecodeCase& c : decode_cases()) {
+        SCOPED_TRACE(c.name("decode_mass"));
+        const auto in = c.inputs(11);
+        for (bool pre : {false, true}) {
+            SCOPED_TRACE(pre ? "pre_softmax" : "post_softmax");
+            const Pooling pooling = pre ? Pooling::PreSoftmax : Pooling::PostSoftmax;
+            TokenMass mass;
+            decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), pooling, &scratch, &mass);
+            const std::vector<double> ref =
+                reference::decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), pre);
+            ASSERT_EQ(mass.n_q_tiles, 1);
+            ASSERT_EQ(mass.n_keys, c.n_k);
+            ASSERT_EQ(mass.mass.size(), ref.size());
+            EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref.data(), ref.size()), pre ? 1e-4 : kTolerance);
+
+            TileMass tiles;
+            decode_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), pooling, &scratch, &tiles);
+            const std::vector<double> ref_tiles =
+                reference::decode_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), pre);
+            ASSERT_EQ(tiles.n_k_tiles, (c.n_k - 1) / c.tile + 1);
+            ASSERT_EQ(tiles.mass.size(), ref_tiles.size());
+            EXPECT_LT(reference::max_abs_diff(tiles.mass.data(), ref_tiles.data(), ref_tiles.size()),
+                      pre ? 1e-4 : kTolerance);
+        }
+    }
+}
+
+TEST(DecodeScoring, MassDoesNotDependOnThreadCount) {
+    const DecodeCase c{2, 4, 64, 3000, 16, 0};
+    const auto in = c.inputs(12);
+    DecodeScoringScratch scratch;
+    TokenMass one, many;
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PostSoftmax, &scratch, &one);
+    omp_set_num_threads(std::max(2, threads));
+    decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PostSoftmax, &scratch, &many);
+    omp_set_num_threads(threads);
+    EXPECT_EQ(one.mass, many.mass);
+}
+
+/// A decode mass of small integers (many ties), with a NaN among the candidates.
+TokenMass tied_mass(int n_kv_heads, int n_k, int tile, int window, uint64_t seed) {
+    TokenMass m;
+    m.n_kv_heads = n_kv_heads;
+    m.n_q_tiles = 1;
+    m.n_keys = n_k;
+    m.tile = tile;
+    m.window = window;
+    m.mass.resize(static_cast<size_t>(n_kv_heads) * n_k);
+    std::mt19937_64 gen(seed);
+    for (float& x : m.mass) x = static_cast<float>(std::uniform_int_distribution<int>(0, 5)(gen));
+    if (n_k > 40) m.mass[n_k / 3] = std::numeric_limits<float>::quiet_NaN();
+    return m;
+}
+
+TEST(DecodeScoring, TopKMatchesAFullSortWithTiesToTheLowerIndex) {
+    DecodeScoringScratch scratch;
+    for (int n_k : {1, 16, 17, 100, 1000}) {
+        for (int tile : {1, 16}) {
+            for (int window : {0, 30}) {
+                for (const TopKRule& rule : {TopKRule{.tiles = 2}, TopKRule{.tiles = 0, .pct = 20, .k_min_tokens = 8},
+                                             TopKRule{.tiles = 1000}}) {
+                    const int w = window < n_k ? window : 0;
+                    SCOPED_TRACE("n_k=" + std::to_string(n_k) + " tile=" + std::to_string(tile) +
+                                 " window=" + std::to_string(w) + " tiles=" + std::to_string(rule.tiles));
+                    const TokenMass mass = tied_mass(2, n_k, tile, w, n_k + tile);
+                    TokenSelection sel;
+                    select_decode_tokens(mass, rule, &scratch, &sel);
+                    ASSERT_EQ(sel.n_q_tiles, 1);
+                    const int budget = reference::decode_token_budget(rule, tile, n_k, w);
+                    for (int h = 0; h < 2; ++h) {
+                        // NaN ranks lowest: as a full sort with NaN replaced by -inf.
+                        std::vector<float> row(mass.row(h, 0), mass.row(h, 0) + n_k);
+                        for (float& x : row)
+                            if (std::isnan(x)) x = -std::numeric_limits<float>::infinity();
+                        const std::vector<int32_t> expected =
+                            reference::top_by_sort(row.data(), reference::decode_candidate_keys(n_k, tile, w), budget);
+                        EXPECT_EQ(std::vector<int32_t>(sel.list(h, 0), sel.list(h, 0) + sel.size(h, 0)), expected)
+                            << "head " << h;
+                    }
+
+                    TileMass tiles;
+                    tiles.n_kv_heads = 2;
+                    tiles.n_q_tiles = 1;
+                    tiles.n_k_tiles = (n_k - 1) / tile + 1;
+                    tiles.tile = tile;
+                    tiles.window = w;
+                    tiles.n_keys = n_k;
+                    tiles.mass.assign(mass.mass.begin(), mass.mass.begin() + 2 * tiles.n_k_tiles);
+                    TileSelection tsel;
+                    select_decode_tiles(tiles, rule, &scratch, &tsel);
+                    const int tile_budget = reference::decode_tile_budget(rule, tile, n_k, w);
+                    for (int h = 0; h < 2; ++h) {
+                        std::vector<float> row(tiles.row(h, 0), tiles.row(h, 0) + tiles.n_k_tiles);
+                        for (float& x : row)
+                            if (std::isnan(x)) x = -std::numeric_limits<float>::infinity();
+                        const std::vector<int32_t> expected = reference::top_by_sort(
+                            row.data(), reference::decode_candidate_tiles(n_k, tile, w), tile_budget);
+                        EXPECT_EQ(std::vector<int32_t>(tsel.list(h, 0), tsel.list(h, 0) + tsel.size(h, 0)), expected)
+                            << "head " << h;
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(TokenSparseDecode, MatchesMaskedReference) {
+    std::mt19937_64 gen(5);
+    for (const DecodeCase& c : decode_cases()) {
+        SCOPED_TRACE(c.name("token_sparse_decode"));
+        const auto in = c.inputs(21);
+        // Random ascending keys before the query's tile for three selection heads, ignoring the window on purpose
+        // (an anchor with another window may hand them over); read through a head map.
+        const int own = (c.n_k - 1) / c.tile * c.tile;
+        const int max_k = std::max(1, own / 3);
+        std::vector<int32_t> keys(3 * max_k, -1), count(3, 0);
+        for (int h = 0; h < 3; ++h) {
+            std::vector<int32_t> cand(own);
+            std::iota(cand.begin(), cand.end(), 0);
+            std::shuffle(cand.begin(), cand.end(), gen);
+            const int k = std::min<int>(own, std::uniform_int_distribution<int>(0, max_k)(gen));
+            std::sort(cand.begin(), cand.begin() + k);
+            std::copy(cand.begin(), cand.begin() + k, keys.begin() + h * max_k);
+            count[h] = k;
+        }
+        const int32_t head_map[3] = {2, 0, 1};
+        const std::vector<double> ref = reference::token_sparse_decode(
+            in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), keys.data(), count.data(), max_k, head_map);
+        std::vector<float> out(in.q.size());
+        attn_token_sparse_decode(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), keys.data(), count.data(),
+                                 max_k, head_map, out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+    }
+}
+
+TEST(TokenSparseDecode, EveryKeySelectedEqualsDense) {
+    for (int n_k : {1, 16, 17, 1000, 4097}) {
+        SCOPED_TRACE("token_sparse_decode_all(n_k=" + std::to_string(n_k) + ",hq=8,hkv=2,d=64,tile=16)");
+        const auto in = reference::random_inputs(8, 2, 64, 1, n_k, 31);
+        const int own = (n_k - 1) / 16 * 16;
+        std::vector<int32_t> keys, count(2, own);
+        for (int h = 0; h < 2; ++h)
+            for (int j = 0; j < std::max(1, own); ++j) keys.push_back(j);
+        const std::vector<double> ref = reference::dense_attention(in.shape, in.q.data(), in.k.data(), in.v.data());
+        std::vector<float> out(in.q.size());
+        attn_token_sparse_decode(in.shape, 16, in.q.data(), in.k.data(), in.v.data(), keys.data(), count.data(),
+                                 std::max(1, own), nullptr, out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+    }
+}
+
+/// Integer queries and keys in [-3, 3]: every page bound and page score is exact in float, so the chosen pages can
+/// be compared exactly.
+reference::AttnInputs integer_inputs(int n_kv_heads, int group, int head_dim, int n_k, uint64_t seed) {
+    auto in = reference::random_inputs(n_kv_heads * group, n_kv_heads, head_dim, 1, n_k, seed);
+    for (float& x : in.q) x = std::round(x * 1.5f);
+    for (int h = 0; h < n_kv_heads; ++h)
+        for (int j = 0; j < n_k; ++j)
+            for (int p = 0; p < head_dim; ++p) {
+                float& x = in.k[(static_cast<size_t>(h) * in.shape.kv_stride + j) * head_dim + p];
+                x = std::round(x * 1.5f);
+            }
+    return in;
+}
+
+TEST(Quest, PageBoundsScoresAndChosenPagesEqualBruteForce) {
+    DecodeScoringScratch scratch;
+    for (int page : {1, 4, 16}) {
+        for (int n_k : {1, 5, 16, 17, 90}) {
+            for (int window : {0, 23}) {
+                const int w = window < n_k ? window : 0;
+                SCOPED_TRACE("quest(page=" + std::to_string(page) + ",n_k=" + std::to_string(n_k) +
+                             ",window=" + std::to_string(w) + ",hq=6,hkv=2,d=8)");
+                auto in = integer_inputs(2, 3, 8, n_k, page * 100 + n_k);
+                in.shape.window = w;
+                const AttnShape& s = in.shape;
+                // Bounds built the way the KV cache builds them: the keys arrive in chunks of 1, 2, 3, ... rows.
+                const int n_pages = tile_count(n_k, page);
+                std::vector<float> lo(static_cast<size_t>(2) * n_pages * 8), hi(lo.size());
+                for (int h = 0; h < 2; ++h) {
+                    int chunk = 1;
+                    for (int pos = 0; pos < n_k;) {
+                        const int end = std::min({n_k, pos + chunk, (pos / page + 1) * page});
+                        const size_t at = (static_cast<size_t>(h) * n_pages + pos / page) * 8;
+                        key_page_bounds_add(in.k.data() + (static_cast<size_t>(h) * s.kv_stride + pos) * 8, end - pos,
+                                            8, pos % page == 0, lo.data() + at, hi.data() + at);
+                        pos = end;
+                        ++chunk;
+                    }
+                    const std::vector<float> ref_lo = reference::page_min(s, in.k.data(), h, page);
+                    const std::vector<float> ref_hi = reference::page_max(s, in.k.data(), h, page);
+                    EXPECT_TRUE(std::equal(ref_lo.begin(), ref_lo.end(), lo.begin() + h * n_pages * 8));
+                    EXPECT_TRUE(std::equal(ref_hi.begin(), ref_hi.end(), hi.begin() + h * n_pages * 8));
+                }
+                const KeyPageBounds bounds{page, n_pages, lo.data(), hi.data()};
+                TileMass scores;
+                quest_page_scores(s, in.q.data(), bounds, &scores);
+                const std::vector<double> ref = reference::quest_page_scores(s, in.q.data(), in.k.data(), page);
+                ASSERT_EQ(scores.mass.size(), ref.size());
+                EXPECT_EQ(reference::max_abs_diff(scores.mass.data(), ref.data(), ref.size()), 0.0);
+                // The bound really bounds: every candidate key's q.k summed over the group is at most its page's
+                // score.
+                for (int h = 0; h < 2; ++h) {
+                    for (int j : reference::decode_candidate_keys(n_k, page, w)) {
+                        double dot = 0;
+                        for (int g = 0; g < 3; ++g)
+                            for (int p = 0; p < 8; ++p)
+                                dot += in.q[(h * 3 + g) * 8 + p] *
+                                       in.k[(static_cast<size_t>(h) * s.kv_stride + j) * 8 + p];
+                        EXPECT_LE(dot, ref[static_cast<size_t>(h) * scores.n_k_tiles + j / page]);
+                    }
+                }
+                const TopKRule rule{.tiles = 2};
+                TileSelection sel;
+                select_decode_tiles(scores, rule, &scratch, &sel);
+                const int budget = reference::decode_tile_budget(rule, page, n_k, w);
+                for (int h = 0; h < 2; ++h) {
+                    std::vector<float> row(ref.begin() + h * scores.n_k_tiles,
+                                           ref.begin() + (h + 1) * scores.n_k_tiles);
+                    EXPECT_EQ(
+                        std::vector<int32_t>(sel.list(h, 0), sel.list(h, 0) + sel.size(h, 0)),
+                        reference::top_by_sort(row.data(), reference::decode_candidate_tiles(n_k, page, w), budget))
+                        << "head " << h;
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace kascade

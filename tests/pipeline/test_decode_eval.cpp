@@ -1,0 +1,176 @@
+// tests/pipeline/test_decode_eval.cpp: decode-phase evaluation and sparse generation end to end on stories260K.
+// The decode experiment file (reduced to one window and one budget) runs and stores decode runs beside the dense
+// decode run of the same tokens; every method with a budget covering the whole context equals dense decode (NLL,
+// and the published greedy text for `generate`); bad decode options and sweep keys give one error line and write
+// nothing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "sweep_fixture.h"
+
+namespace {
+
+const fs::path kGreedyReference = kShared / "models/stories260K/greedy-reference.txt";
+// 64 tiles or pages of 16 keys cover the model's whole context of 512 positions.
+const std::string kFullBudget = " --topk-tiles 64";
+
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? s : s.replace(at, from.size(), to);
+}
+
+void expect_error(const CommandResult& r, const std::string& needle) {
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.err.rfind("kascade: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
+}
+
+class DecodeEval : public ::testing::Test {
+  protected:
+    TempDir dir_{"decode_eval"};
+    fs::path results_ = dir_ / "results";
+
+    void SetUp() override { ::setenv("KASCADE_ASSETS", KASCADE_SHARED_DIR, 1); }
+
+    std::string model_args() const {
+        return " --model " + shell_quote(kStoriesBin) + " --tokenizer " + shell_quote(kStoriesTok);
+    }
+    /// A decode eval of the first test window of the experiment (512 text tokens after the calibration range).
+    CommandResult eval_decode(const std::string& method_args) {
+        return run_kascade("eval --results " + shell_quote(results_) + model_args() + " --text " +
+                           shell_quote(kStoriesText) + method_args +
+                           " --phase decode --prompt-tokens 256 --decode-tokens 256 --offset 8687 --eval-tokens 512");
+    }
+    /// |NLL - dense NLL| / dense NLL of the run an eval printed ("run N ...").
+    double nll_relative_difference(const CommandResult& r) {
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        const std::string id = r.out.substr(4, r.out.find(' ', 4) - 4);
+        const auto rows = sql_rows(results_ / "kascade.db",
+                                   "SELECT printf('%.17g', nll_sparse), printf('%.17g', nll_dense), phase, n_scored "
+                                   "FROM runs_flat WHERE id = " +
+                                       id);
+        EXPECT_EQ(rows.size(), 1u) << r.out;
+        if (rows.size() != 1) return 1;
+        EXPECT_EQ(rows[0][2], "decode");
+        EXPECT_EQ(rows[0][3], "256");
+        const double sparse = std::stod(rows[0][0]), dense = std::stod(rows[0][1]);
+        return std::abs(sparse - dense) / dense;
+    }
+};
+
+TEST_F(DecodeEval, ExperimentFileRunsEndToEndAndFullBudgetsEqualDenseDecode) {
+    // The experiment as shipped, reduced to two calibration windows, one decode window, one budget and one schedule
+    // of each policy.
+    std::string toml = read_file(fs::path(KASCADE_SOURCE_DIR) / "experiments/decode-stories260k.toml");
+    toml = replace(toml, "tokens = 8687", "tokens = 1022");
+    toml = replace(toml, "tokens = 2048", "tokens = 512");
+    toml = replace(toml, "topk_tiles = [2, 4, 8]", "topk_tiles = [4]");
+    toml = replace(toml, "threshold = [0.5, 0.8]", "threshold = [0.8]");
+    toml = replace(toml, "anchors = [2, 3]", "anchors = [3]");
+    write_text(dir_ / "decode.toml", toml);
+    const CommandResult sweep = run_kascade("sweep " + shell_quote(dir_ / "decode.toml") + " --results " +
+                                            shell_quote(results_) + " --no-report");
+    ASSERT_EQ(sweep.exit_code, 0) << sweep.err << sweep.out;
+
+    const auto runs = sql_rows(results_ / "kascade.db",
+                               "SELECT method, phase, prompt_tokens, decode_tokens, n_scored, ctx, page_size, "
+                               "printf('%.12g', ppl_dense), density < 1, topk_tiles FROM runs_flat ORDER BY id");
+    ASSERT_EQ(runs.size(), 6u);
+    const std::vector<std::string> methods = {"dense", "kascade", "kascade", "oracle", "streaming", "quest"};
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const auto& r = runs[i];
+        EXPECT_EQ(r[0], methods[i]);
+        EXPECT_EQ(r[1], "decode");
+        EXPECT_EQ(r[2], "256");
+        EXPECT_EQ(r[3], "256");
+        EXPECT_EQ(r[4], "256");  // one window: 256 decode steps scored
+        EXPECT_EQ(r[5], "512");
+        EXPECT_EQ(r[6], r[0] == "quest" ? "16" : "NULL");
+        EXPECT_EQ(r[7], runs[0][7]) << "every run compares with the dense decode run of its tokens";
+        EXPECT_EQ(r[8], r[0] == "dense" ? "0" : "1") << r[0];
+        EXPECT_EQ(r[9], r[0] == "dense" ? "NULL" : "4");
+    }
+    // Per-layer rows: Quest keeps layers 0 and 1 dense and selects pages in the others.
+    EXPECT_EQ(sql_value(results_ / "kascade.db",
+                        "SELECT group_concat(role) FROM (SELECT role FROM run_layers l JOIN runs r ON r.id = l.run_id "
+                        "WHERE r.method = 'quest' ORDER BY layer)"),
+              "dense,dense,quest,quest,quest");
+
+    // With a budget covering the whole context every decode policy attends every key: its NLL is dense decode's.
+    const std::string schedule_id =
+        sql_value(results_ / "kascade.db", "SELECT schedule_id FROM runs WHERE method = 'kascade' LIMIT 1");
+    EXPECT_LT(nll_relative_difference(eval_decode(" --schedule " + schedule_id + kFullBudget)), 1e-6);
+    for (const char* method : {"oracle", "streaming", "quest"}) {
+        EXPECT_LT(nll_relative_difference(eval_decode(std::string(" --method ") + method + kFullBudget)), 1e-6)
+            << method;
+    }
+
+    // Generation with the schedule and a full budget writes the published dense greedy text.
+    const CommandResult generated = run_kascade("generate --results " + shell_quote(results_) + model_args() +
+                                                " --schedule " + schedule_id + kFullBudget + " -n 256 --greedy");
+    ASSERT_EQ(generated.exit_code, 0) << generated.err;
+    EXPECT_EQ(generated.out, read_file(kGreedyReference));
+    EXPECT_NE(generated.err.find("decode tokens/s; kascade"), std::string::npos) << generated.err;
+}
+
+TEST_F(DecodeEval, GenerateWithEachBaselineAtAFullBudgetWritesTheDenseGreedyText) {
+    for (const char* method : {"oracle", "streaming", "quest"}) {
+        const CommandResult r =
+            run_kascade("generate" + model_args() + " --method " + method + kFullBudget + " -n 256 --greedy");
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(r.out, read_file(kGreedyReference)) << method;
+        EXPECT_NE(r.err.find("decode tokens/s"), std::string::npos) << r.err;
+    }
+}
+
+TEST_F(DecodeEval, BadDecodeOptionsAreOneLineErrorsThatWriteNothing) {
+    const std::string text = " --text " + shell_quote(kStoriesText);
+    const std::string eval = "eval --results " + shell_quote(results_) + model_args() + text;
+    expect_error(run_kascade(eval + " --method dense --phase decoding"),
+                 "invalid --phase='decoding' (expected prefill, decode); did you mean decode?");
+    expect_error(run_kascade(eval + " --method quset --phase decode --topk-tiles 4"),
+                 "invalid --method='quset' (expected dense, kascade, oracle, streaming, quest); did you mean quest?");
+    expect_error(run_kascade(eval + " --method quest --topk-tiles 4"),
+                 "method quest is a decode method (it attends densely in prefill): add --phase decode");
+    expect_error(run_kascade(eval + " --method oracle --topk-tiles 4 --phase decode --prompt-tokens 300"),
+                 "prompt-tokens=300 + decode-tokens=256 is more than the model's context of 512 positions");
+    expect_error(run_kascade(eval + " --method oracle --topk-tiles 4 --prompt-tokens 64"),
+                 "--prompt-tokens and --decode-tokens apply to --phase decode");
+    expect_error(run_kascade(eval + " --method oracle --topk-tiles 4 --phase decode --ctx 256"),
+                 "--ctx applies to --phase prefill; a decode window is --prompt-tokens + --decode-tokens");
+    expect_error(run_kascade(eval + " --method oracle --topk-tiles 4 --phase decode --page-size 8"),
+                 "--page-size applies to --method quest");
+    expect_error(run_kascade("generate" + model_args() + " --method quest -n 16"),
+                 "--method quest needs a key budget: --topk-tiles N or --topk-pct P");
+    expect_error(run_kascade("generate" + model_args() + " --method kascade -n 16"),
+                 "--method kascade needs --schedule ID");
+    EXPECT_FALSE(fs::exists(results_));
+
+    const std::string sweep = tiny_sweep_toml();
+    auto sweep_with = [&](const std::string& toml) {
+        write_text(dir_ / "bad.toml", toml);
+        return run_kascade("sweep " + shell_quote(dir_ / "bad.toml") + " --results " + shell_quote(results_));
+    };
+    expect_error(sweep_with(replace(sweep, "\"streaming\"]", "\"streaming\", \"quest\"]")),
+                 "baselines.methods = \"quest\" is a decode method: it needs test.phase = \"decode\"");
+    expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nphase = \"decod\"\n")),
+                 "test.phase = \"decod\" is not one of: prefill, decode");
+    expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nprompt_tokens = 64\n")),
+                 "test.prompt_tokens and test.decode_tokens apply to phase = \"decode\" only");
+    expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nphase = \"decode\"\nprompt_tokens = 0\n")),
+                 "test.prompt_tokens = 0 is out of range");
+    expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nphase = \"decode\"\n")),
+                 "test.tokens = 508 holds no decode window of test.prompt_tokens + test.decode_tokens = 512 tokens");
+    EXPECT_FALSE(fs::exists(results_));
+}
+
+}  // namespace

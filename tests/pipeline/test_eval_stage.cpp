@@ -1,0 +1,108 @@
+// tests/pipeline/test_eval_stage.cpp: the eval stage's pure pieces in-process: the method and phase names, the
+// content key (prefill keys are those of the runs stored before decode runs existed, so stored runs stay cache
+// hits), and how test tokens are cut into decode windows.
+#include <gtest/gtest.h>
+
+#include "io/error.h"
+#include "pipeline/stages/content_key.h"
+#include "pipeline/stages/decode_perplexity.h"
+#include "pipeline/stages/eval_stage.h"
+#include "pipeline/stages/similarity_stage.h"
+
+namespace kascade {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(EvalMethod, EveryMethodAndPhaseHasOneName) {
+    for (EvalMethod m :
+         {EvalMethod::Dense, EvalMethod::Kascade, EvalMethod::Oracle, EvalMethod::Streaming, EvalMethod::Quest})
+        EXPECT_EQ(parse_eval_method(eval_method_name(m), "--method"), m);
+    EXPECT_EQ(eval_method_names(), (std::vector<std::string>{"dense", "kascade", "oracle", "streaming", "quest"}));
+    EXPECT_EQ(parse_eval_phase("decode", "--phase"), EvalPhase::Decode);
+    EXPECT_EQ(error_of([] { parse_eval_method("Oracle", "--method"); }),
+              "invalid --method='Oracle' (expected dense, kascade, oracle, streaming, quest); did you mean oracle?");
+    EXPECT_EQ(error_of([] { parse_eval_phase("generate", "test.phase"); }),
+              "invalid test.phase='generate' (expected prefill, decode)");
+}
+
+EvalKeyInputs oracle_inputs() {
+    return EvalKeyInputs{"m", "t", "x", EvalMethod::Oracle, 512, 8687, 8192, 16, TopKRule{4, 0, 0, KRule::Visible, 0},
+                         ""};
+}
+
+TEST(EvalKey, PrefillKeysAreThoseOfRunsStoredBeforeDecodeRuns) {
+    // The key as kascade wrote it before phases existed, built here from its documented parts.
+    const nlohmann::json inputs = {{"model", "m"}, {"tokenizer", "t"}, {"text", "x"}};
+    const nlohmann::json params = {{"method", "oracle"},
+                                   {"ctx", 512},
+                                   {"token_offset", 8687},
+                                   {"n_tokens", 8192},
+                                   {"tile", 16},
+                                   {"topk", {{"topk_tiles", 4}, {"round_k", 0}}},
+                                   {"key_granularity", "token"},
+                                   {"pooling", "post_softmax"}};
+    EXPECT_EQ(eval_key(oracle_inputs()), content_key("eval", kEvalFormatVersion, inputs, params));
+    // Decode settings do not enter a prefill key.
+    EvalKeyInputs with_counts = oracle_inputs();
+    with_counts.prompt_tokens = 100;
+    with_counts.decode_tokens = 7;
+    with_counts.quest_page = 8;
+    EXPECT_EQ(eval_key(with_counts), eval_key(oracle_inputs()));
+}
+
+TEST(EvalKey, DecodeKeysDependOnPhaseAndCounts) {
+    EvalKeyInputs decode = oracle_inputs();
+    decode.phase = EvalPhase::Decode;
+    decode.prompt_tokens = 256;
+    decode.decode_tokens = 256;
+    EXPECT_NE(eval_key(decode), eval_key(oracle_inputs()));
+    EvalKeyInputs longer = decode;
+    longer.decode_tokens = 128;
+    EXPECT_NE(eval_key(longer), eval_key(decode));
+    EvalKeyInputs quest = decode;
+    quest.method = EvalMethod::Quest;
+    quest.quest_page = 16;
+    EvalKeyInputs other_page = quest;
+    other_page.quest_page = 32;
+    EXPECT_NE(eval_key(quest), eval_key(other_page));
+    // Quest has no tile: the tile does not change its key.
+    EvalKeyInputs other_tile = quest;
+    other_tile.tile = 32;
+    EXPECT_EQ(eval_key(other_tile), eval_key(quest));
+}
+
+TEST(DecodeWindows, WholeWindowsOfPromptPlusDecodeTokens) {
+    DecodeOptions o;
+    o.prompt_tokens = 4;
+    o.decode_tokens = 3;
+    o.offset = 10;
+    // With BOS: 7 positions = BOS + 6 text inputs, and the last decode position's target: 7 text tokens.
+    EXPECT_EQ(decode_window_tokens(o, true), 7);
+    const auto with_bos = make_decode_windows(30, o, true, 64);
+    ASSERT_EQ(with_bos.size(), 2u);  // [10, 17), [17, 24); [24, 30) is not whole
+    EXPECT_EQ(with_bos[1].begin, 17);
+    EXPECT_EQ(with_bos[1].end, 24);
+    // Without BOS the 7 positions are all text, and the last target is one more: 8 text tokens.
+    const auto without_bos = make_decode_windows(30, o, false, 64);
+    ASSERT_EQ(without_bos.size(), 2u);
+    EXPECT_EQ(without_bos[1].end, 26);
+    o.max_tokens = 6;
+    EXPECT_EQ(error_of([&] { make_decode_windows(30, o, true, 64); }),
+              "test tokens [10, 16) hold no whole decode window: prompt-tokens=4 + decode-tokens=3 needs 7 text "
+              "tokens");
+    o.max_tokens = 0;
+    EXPECT_EQ(error_of([&] { make_decode_windows(30, o, true, 6); }),
+              "prompt-tokens=4 + decode-tokens=3 is more than the model's context of 6 positions "
+              "(max_position_embeddings)");
+}
+
+}  // namespace
+}  // namespace kascade
