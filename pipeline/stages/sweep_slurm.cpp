@@ -138,6 +138,7 @@ SlurmSubmission submit_sweep_to_slurm(const fs::path& results_dir_arg, const Swe
     const fs::path shard_dir =
         options.shard_dir.empty() ? fs::path() : fs::absolute(options.shard_dir).lexically_normal();
     SweepPlan plan = plan_sweep(spec);
+    check_sweep_inputs(spec, plan);
     if (!shard_dir.empty() && !options.dry_run) merge_earlier_shards(results_dir, shard_dir / plan.key, log);
     mark_stored(results_dir, plan);
 

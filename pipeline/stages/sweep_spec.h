@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/attention_types.h"
+#include "pipeline/stages/param_ranges.h"
 #include "pipeline/stages/schedule_stage.h"
 
 namespace kascade {
@@ -26,6 +27,10 @@ struct SlurmSettings {
     std::vector<std::string> sbatch_args;  ///< more sbatch arguments, one word each, e.g. "--account=abc"
 };
 
+/// The ranges of [slurm] cpus_per_task and array_throttle, shared with --cpus-per-task and --array-throttle.
+inline constexpr ValueRange kCpusPerTaskRange{1, 4096};
+inline constexpr ValueRange kArrayThrottleRange{1, 1 << 20};
+
 struct SweepSpec {
     std::filesystem::path file;
     std::string model;
@@ -33,7 +38,8 @@ struct SweepSpec {
     std::string text;
     int64_t calib_offset = 0;
     int64_t calib_tokens = 8192;
-    int64_t test_offset = -1;  ///< -1: right after the calibration range
+    int64_t test_offset = -1;        ///< -1: right after the calibration range
+    bool test_offset_given = false;  ///< test.offset is in the file (else it follows the calibration range)
     int64_t test_tokens = 8192;
     std::vector<int> ctx;                     ///< grid.ctx (default [512])
     std::vector<int> tile;                    ///< grid.tile (default [16])
@@ -41,6 +47,7 @@ struct SweepSpec {
     std::vector<KeyGranularity> granularity;  ///< grid.key_granularity (default [token], the paper)
     std::vector<Pooling> pooling;             ///< grid.pooling (default [post_softmax]; kascade and oracle runs)
     std::vector<ScheduleParams> schedules;    ///< fully expanded
+    std::vector<int> schedule_tables;         ///< per schedule: i of the [[schedules]] table it came from
     std::vector<std::string> baselines;       ///< dense, oracle, streaming
     SlurmSettings slurm;
     /// The ${VAR}s the file uses, with their values: batch scripts set them, so tasks read the same paths.

@@ -39,6 +39,55 @@ std::string model_content_hash(const fs::path& path) {
     return hash_hex(hashes);
 }
 
+std::unique_ptr<LoadedModel> load_model_and_tokenizer(const fs::path& path, const fs::path& tokenizer_path) {
+    auto m = std::make_unique<LoadedModel>();
+    m->path = path;
+    m->weights = load_model(path);
+    m->tokenizer_path = tokenizer_path.empty() ? find_tokenizer_for_model(path) : tokenizer_path;
+    KASCADE_CHECK(!m->tokenizer_path.empty(),
+                  "no tokenizer found next to model \"{}\" (looked for tokenizer.json, tokenizer*.bin, tok*.bin); "
+                  "give one with --tokenizer",
+                  path.string());
+    m->tokenizer = load_tokenizer(m->tokenizer_path);
+    KASCADE_CHECK(m->tokenizer->vocab_size() <= m->weights.config.vocab_size,
+                  "tokenizer \"{}\" has {} tokens but model \"{}\" only {}: they do not belong together",
+                  m->tokenizer_path.string(), m->tokenizer->vocab_size(), path.string(), m->weights.config.vocab_size);
+    m->model_hash = model_content_hash(path);
+    // tokenizer_config.json beside a tokenizer.json decides whether sequences start with BOS, so it is part of what
+    // the tokenizer is: a change to it must not reuse captures and runs made under the old rule.
+    const fs::path tokenizer_config = m->tokenizer_path.parent_path() / "tokenizer_config.json";
+    m->tokenizer_hash = m->tokenizer_path.extension() == ".json" && fs::exists(tokenizer_config)
+                            ? hash_hex(hash_file_hex(m->tokenizer_path) + hash_file_hex(tokenizer_config))
+                            : hash_file_hex(m->tokenizer_path);
+    const ModelConfig& c = m->weights.config;
+    ModelRecord& record = m->record;
+    record.hash = m->model_hash;
+    record.path = fs::absolute(path).lexically_normal().string();
+    record.format = m->weights.format;
+    record.model_type = c.model_type;
+    record.n_layers = c.n_layers;
+    record.n_heads = c.n_heads;
+    record.n_kv_heads = c.n_kv_heads;
+    record.head_dim = c.head_dim;
+    record.dim = c.dim;
+    record.vocab_size = c.vocab_size;
+    return m;
+}
+
+std::unique_ptr<LoadedText> load_corpus_text(const fs::path& path, const LoadedModel& model) {
+    auto t = std::make_unique<LoadedText>();
+    t->path = path;
+    const std::string contents = read_text_file(path);
+    t->hash = hash_hex(contents);
+    const ModelConfig& c = model.weights.config;
+    t->tokens = tokenize_corpus(*model.tokenizer, contents, document_boundary_token(c, model.tokenizer.get()));
+    TextRecord& record = t->record;
+    record.hash = t->hash;
+    record.path = fs::absolute(path).lexically_normal().string();
+    record.bytes = static_cast<int64_t>(contents.size());
+    return t;
+}
+
 Workspace::Workspace(const fs::path& results_dir)
     : results_dir_(results_dir),
       created_dir_(!fs::exists(results_dir)),
@@ -81,39 +130,7 @@ LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_pa
     const std::string cache_key = fs::absolute(path).string() + "|" + tokenizer_path.string();
     auto it = models_.find(cache_key);
     if (it != models_.end()) return *it->second;
-
-    auto m = std::make_unique<LoadedModel>();
-    m->path = path;
-    m->weights = load_model(path);
-    m->tokenizer_path = tokenizer_path.empty() ? find_tokenizer_for_model(path) : tokenizer_path;
-    KASCADE_CHECK(!m->tokenizer_path.empty(),
-                  "no tokenizer found next to model \"{}\" (looked for tokenizer.json, tokenizer*.bin, tok*.bin); "
-                  "give one with --tokenizer",
-                  path.string());
-    m->tokenizer = load_tokenizer(m->tokenizer_path);
-    KASCADE_CHECK(m->tokenizer->vocab_size() <= m->weights.config.vocab_size,
-                  "tokenizer \"{}\" has {} tokens but model \"{}\" only {}: they do not belong together",
-                  m->tokenizer_path.string(), m->tokenizer->vocab_size(), path.string(), m->weights.config.vocab_size);
-    m->model_hash = model_content_hash(path);
-    // tokenizer_config.json beside a tokenizer.json decides whether sequences start with BOS, so it is part of what
-    // the tokenizer is: a change to it must not reuse captures and runs made under the old rule.
-    const fs::path tokenizer_config = m->tokenizer_path.parent_path() / "tokenizer_config.json";
-    m->tokenizer_hash = m->tokenizer_path.extension() == ".json" && fs::exists(tokenizer_config)
-                            ? hash_hex(hash_file_hex(m->tokenizer_path) + hash_file_hex(tokenizer_config))
-                            : hash_file_hex(m->tokenizer_path);
-    const ModelConfig& c = m->weights.config;
-    ModelRecord& record = m->record;
-    record.hash = m->model_hash;
-    record.path = fs::absolute(path).lexically_normal().string();
-    record.format = m->weights.format;
-    record.model_type = c.model_type;
-    record.n_layers = c.n_layers;
-    record.n_heads = c.n_heads;
-    record.n_kv_heads = c.n_kv_heads;
-    record.head_dim = c.head_dim;
-    record.dim = c.dim;
-    record.vocab_size = c.vocab_size;
-    return *models_.emplace(cache_key, std::move(m)).first->second;
+    return *models_.emplace(cache_key, load_model_and_tokenizer(path, tokenizer_path)).first->second;
 }
 
 LoadedModel& Workspace::model_by_id(int64_t model_id) {
@@ -131,18 +148,7 @@ LoadedText& Workspace::text(const fs::path& path, const LoadedModel& model) {
     const std::string cache_key = fs::absolute(path).string() + "|" + model.tokenizer_hash;
     auto it = texts_.find(cache_key);
     if (it != texts_.end()) return *it->second;
-
-    auto t = std::make_unique<LoadedText>();
-    t->path = path;
-    const std::string contents = read_text_file(path);
-    t->hash = hash_hex(contents);
-    const ModelConfig& c = model.weights.config;
-    t->tokens = tokenize_corpus(*model.tokenizer, contents, document_boundary_token(c, model.tokenizer.get()));
-    TextRecord& record = t->record;
-    record.hash = t->hash;
-    record.path = fs::absolute(path).lexically_normal().string();
-    record.bytes = static_cast<int64_t>(contents.size());
-    return *texts_.emplace(cache_key, std::move(t)).first->second;
+    return *texts_.emplace(cache_key, load_corpus_text(path, model)).first->second;
 }
 
 bool Workspace::has_artifact(std::string_view key) {

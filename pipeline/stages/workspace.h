@@ -73,6 +73,13 @@ class Workspace {
     std::map<std::string, std::unique_ptr<LoadedText>> texts_;    ///< by path + tokenizer hash
 };
 
+/// Loads a model and its tokenizer (tokenizer_path empty: the one next to the model), without a results folder;
+/// Workspace::model caches what this returns.
+std::unique_ptr<LoadedModel> load_model_and_tokenizer(const std::filesystem::path& path,
+                                                      const std::filesystem::path& tokenizer_path = {});
+/// Reads a text file and tokenizes it with the model's tokenizer; Workspace::text caches what this returns.
+std::unique_ptr<LoadedText> load_corpus_text(const std::filesystem::path& path, const LoadedModel& model);
+
 /// Content hash of a model: the file itself, or every regular file of a model directory, in name order.
 std::string model_content_hash(const std::filesystem::path& path);
 
