@@ -209,22 +209,25 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     spec.text = resolve_path(file, "text.path", text.string("path", "", true), spec.environment);
 
     TableReader calib(file, "calibration", subtable(root, file, "calibration", false), {"offset", "tokens"});
-    spec.calib_offset = calib.integer("offset", 0, param_range::kTokenOffset);
-    spec.calib_tokens = calib.integer("tokens", 8192, param_range::kTokenCount);
+    spec.calib_offset = calib.integer("offset", CaptureParams{}.token_offset, param_range::kTokenOffset);
+    spec.calib_tokens = calib.integer("tokens", CaptureParams{}.n_tokens, param_range::kTokenCount);
 
     TableReader test(file, "test", subtable(root, file, "test", false), {"offset", "tokens"});
     spec.test_offset_given = test.has("offset");
     spec.test_offset = test.integer("offset", -1, param_range::kTokenOffset);
-    spec.test_tokens = test.integer("tokens", 8192, param_range::kTokenCount);
+    spec.test_tokens = test.integer("tokens", EvalParams{}.n_tokens, param_range::kTokenCount);
 
     TableReader grid(file, "grid", subtable(root, file, "grid", true),
                      {"ctx", "tile", "topk_tiles", "topk_pct", "k_min", "k_rule", "round_k", "key_granularity",
                       "pooling", "metric", "aggregation", "head_map"});
-    for (double v : grid.numbers("ctx", {512}, param_range::kCtx, true)) spec.ctx.push_back(static_cast<int>(v));
-    for (double v : grid.numbers("tile", {16}, param_range::kTile, true)) spec.tile.push_back(static_cast<int>(v));
+    for (double v : grid.numbers("ctx", {double(CaptureParams{}.ctx)}, param_range::kCtx, true))
+        spec.ctx.push_back(static_cast<int>(v));
+    for (double v : grid.numbers("tile", {double(CaptureParams{}.tile)}, param_range::kTile, true))
+        spec.tile.push_back(static_cast<int>(v));
     const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
     KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
-    const std::vector<double> round_ks = grid.numbers("round_k", {0}, param_range::kRoundK, true);
+    const std::vector<double> round_ks =
+        grid.numbers("round_k", {double(TopKRule{}.round_k)}, param_range::kRoundK, true);
     const std::string default_k_rule(k_rule_name(TopKRule{}.k_rule));
     const auto k_rules = grid.choices("k_rule", {default_k_rule}, {"sequence", "rolling", "visible"});
     if (has_tiles) {
@@ -234,7 +237,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
             for (double r : round_ks)
                 spec.topk.push_back({static_cast<int>(v), 0, 0, TopKRule{}.k_rule, static_cast<int>(r)});
     } else {
-        const std::vector<double> k_mins = grid.numbers("k_min", {TopKRule{}.k_min_tokens}, param_range::kKMin, true);
+        const std::vector<double> k_mins =
+            grid.numbers("k_min", {double(TopKRule{}.k_min_tokens)}, param_range::kKMin, true);
         for (double p : grid.numbers("topk_pct", {}, param_range::kTopKPct, false))
             for (double k : k_mins)
                 for (const std::string& rule : k_rules)
@@ -248,9 +252,10 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     const std::string default_pooling(pooling_name(SparseAttentionOptions{}.pooling));
     for (const std::string& p : grid.choices("pooling", {default_pooling}, {"post_softmax", "pre_softmax"}))
         spec.pooling.push_back(*pooling_from_name(p));
-    const auto metrics = grid.choices("metric", {"recall"}, {"recall", "jaccard"});
-    const auto aggregations = grid.choices("aggregation", {"mean"}, {"mean", "min"});
-    const auto head_maps = grid.choices("head_map", {"argmax"}, {"argmax", "identity", "pooled"});
+    const ScheduleParams schedule_defaults;
+    const auto metrics = grid.choices("metric", {schedule_defaults.metric}, {"recall", "jaccard"});
+    const auto aggregations = grid.choices("aggregation", {schedule_defaults.aggregation}, {"mean", "min"});
+    const auto head_maps = grid.choices("head_map", {schedule_defaults.head_map}, {"argmax", "identity", "pooled"});
 
     if (const toml::node* node = root.get("schedules")) {
         const toml::array* list = node->as_array();
@@ -269,8 +274,9 @@ SweepSpec load_sweep_spec(const fs::path& file) {
             const std::string& policy = policies.front();
             std::vector<ScheduleParams> expanded;
             if (policy == "threshold") {
-                for (double th : s.numbers("threshold", {0.65}, param_range::kThreshold, false))
-                    for (double d : s.numbers("max_reuse_dist", {4}, param_range::kMaxReuseDist, true)) {
+                for (double th : s.numbers("threshold", {schedule_defaults.threshold}, param_range::kThreshold, false))
+                    for (double d : s.numbers("max_reuse_dist", {double(schedule_defaults.max_reuse_dist)},
+                                              param_range::kMaxReuseDist, true)) {
                         ScheduleParams p;
                         p.policy = policy;
                         p.threshold = th;
@@ -278,7 +284,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                         expanded.push_back(p);
                     }
             } else if (policy == "dp") {
-                for (double k : s.numbers("anchors", {3}, param_range::kAnchors, true)) {
+                for (double k :
+                     s.numbers("anchors", {double(schedule_defaults.n_anchors)}, param_range::kAnchors, true)) {
                     ScheduleParams p;
                     p.policy = policy;
                     p.n_anchors = static_cast<int>(k);
