@@ -12,7 +12,7 @@
 
 #include <xxhash.h>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/partial_file.h"
 
 namespace kascade {

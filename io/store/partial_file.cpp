@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/weights/safetensors.h"
 
 namespace kascade {

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/stages/param_ranges.h"
 
 namespace kascade::cli {

@@ -1,7 +1,7 @@
 // kascade schedule: stage 3, choose anchor and reuse layers from a similarity artifact.
 #include <cstdio>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/option_range.h"
 #include "pipeline/stages/schedule_stage.h"

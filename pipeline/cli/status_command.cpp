@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/store/h5_file.h"
 #include "io/store/table_format.h"

@@ -2,7 +2,7 @@
 // in N local worker processes, or as Slurm job arrays.
 #include <cstdio>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/option_range.h"

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "kernels/attention_types.h"
 #include "pipeline/cli/option_range.h"
 #include "pipeline/runtime/kascade_attention.h"

@@ -1,6 +1,6 @@
 #include "pipeline/stages/capture_stage.h"
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/store/h5_file.h"
 #include "pipeline/runtime/capture_attention.h"

@@ -1,6 +1,6 @@
 #include "pipeline/stages/schedule_stage.h"
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/h5_file.h"
 #include "pipeline/stages/artifact_provenance.h"
 #include "pipeline/stages/content_key.h"

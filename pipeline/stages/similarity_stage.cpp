@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/h5_file.h"
 #include "kernels/tile_mass.h"
 #include "kernels/tile_similarity.h"

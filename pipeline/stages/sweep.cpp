@@ -8,7 +8,7 @@
 
 #include <fmt/ranges.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/host_info.h"
 #include "io/store/results_merge.h"

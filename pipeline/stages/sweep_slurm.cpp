@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "base/error.h"
 #include "build_info.h"
-#include "io/error.h"
 #include "io/file_util.h"
 #include "io/store/results_merge.h"
 

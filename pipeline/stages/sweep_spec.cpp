@@ -8,8 +8,8 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "base/error.h"
 #include "io/closest_match.h"
-#include "io/error.h"
 #include "pipeline/runtime/kascade_attention.h"
 
 namespace kascade {

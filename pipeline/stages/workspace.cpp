@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <exception>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/store/partial_file.h"
 #include "io/text_file.h"

@@ -8,7 +8,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/results_db.h"
 #include "io/store/schema.h"
 #include "store/store_test_util.h"
