@@ -4,9 +4,9 @@
 //  - H5Group / H5Dataset: groups, N-D datasets of float32/float64/int8/int32/int64/uint8 (optionally chunked with
 //    shuffle + gzip), and attributes (integer, real, UTF-8 string, 1-D numeric arrays) on files, groups and
 //    datasets. Datasets can be written and read whole or in slabs along their first dimension.
-//  - H5ArtifactWriter: writes <final>.partial-<host>-<pid> (partial_file.h) and renames it to <final> on commit();
-//  destroyed without
-//    commit() it deletes the partial file, so a crash or an exception never leaves a file that looks complete.
+//  - H5ArtifactWriter: writes an AtomicFile (io/atomic_file.h): <final>.partial-<host>-<pid>, renamed to <final> on
+//    commit(); destroyed without commit() it deletes the partial file, so a crash or an exception never leaves a
+//    file that looks complete.
 //  - H5ArtifactReader: opens an artifact and refuses it unless its root attribute format is "kascade-artifact" and
 //    format_version is in the range the caller reads.
 //
@@ -21,6 +21,8 @@
 #include <string_view>
 #include <type_traits>
 #include <vector>
+
+#include "io/atomic_file.h"
 
 namespace kascade {
 
@@ -213,8 +215,8 @@ class H5ArtifactWriter {
     H5ArtifactWriter& operator=(const H5ArtifactWriter&) = delete;
 
     H5Group& root() { return root_; }
-    const std::filesystem::path& final_path() const { return final_path_; }
-    const std::filesystem::path& partial_path() const { return partial_path_; }
+    const std::filesystem::path& final_path() const { return file_.final_path(); }
+    const std::filesystem::path& partial_path() const { return file_.partial_path(); }
 
     /// Flushes, closes (every object handle of the file becomes invalid), fsyncs and renames into place.
     void commit();
@@ -222,8 +224,7 @@ class H5ArtifactWriter {
   private:
     void close_file();
 
-    std::filesystem::path final_path_;
-    std::filesystem::path partial_path_;
+    AtomicFile file_;  ///< first: removes the partial file after the destructor has closed it
     std::int64_t file_id_ = -1;
     H5Group root_;
     bool committed_ = false;

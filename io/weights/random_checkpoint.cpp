@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "io/atomic_file.h"
 #include "io/file_util.h"
 #include "io/weights/model_config.h"
 #include "io/weights/safetensors_writer.h"

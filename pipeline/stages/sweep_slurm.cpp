@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "build_info.h"
+#include "io/atomic_file.h"
 #include "io/file_util.h"
 #include "io/store/results_merge.h"
 

@@ -4,8 +4,8 @@
 #include <exception>
 
 #include "base/error.h"
+#include "io/atomic_file.h"
 #include "io/file_util.h"
-#include "io/store/partial_file.h"
 #include "io/text_file.h"
 #include "pipeline/runtime/corpus_tokens.h"
 #include "pipeline/runtime/sequence_start.h"
