@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "io/atomic_file.h"
+#include "io/file_util.h"
 
 namespace kascade {
 
@@ -593,6 +594,28 @@ void H5ArtifactWriter::commit() {
 }
 
 // ---- H5ArtifactReader ----
+
+void verify_artifact_checksum(const fs::path& file, const ArtifactRecord& record) {
+    if (!record.checksum) return;
+    const std::string found = hash_file_hex(file);
+    KASCADE_CHECK(
+        found == *record.checksum,
+        "{}: damaged or replaced: its checksum is {}, {} when it was stored; delete it and run its stage again",
+        file.string(), found, *record.checksum);
+}
+
+namespace {
+fs::path verified_artifact_file(const fs::path& results_dir, const ArtifactRecord& record) {
+    fs::path file = results_dir / record.path;
+    verify_artifact_checksum(file, record);
+    return file;
+}
+}  // namespace
+
+H5ArtifactReader::H5ArtifactReader(const fs::path& results_dir, const ArtifactRecord& record, std::int64_t min_version,
+                                   std::int64_t max_version)
+    : H5ArtifactReader(verified_artifact_file(results_dir, record), min_version, max_version, record.stage,
+                       record.key) {}
 
 H5ArtifactReader::H5ArtifactReader(fs::path path, std::int64_t min_version, std::int64_t max_version,
                                    std::string_view expected_stage, std::string_view expected_key)

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "io/atomic_file.h"
+#include "io/store/records.h"
 
 namespace kascade {
 
@@ -230,6 +231,10 @@ class H5ArtifactWriter {
     bool committed_ = false;
 };
 
+/// Throws "<file>: damaged or replaced: ..." unless the file's bytes hash to the checksum its row recorded when it was
+/// stored (libhdf5 may crash on a damaged file, so this comes before opening it). Rows without a checksum pass.
+void verify_artifact_checksum(const std::filesystem::path& file, const ArtifactRecord& record);
+
 /// Opens an artifact read-only and checks its format attributes.
 class H5ArtifactReader {
   public:
@@ -238,6 +243,11 @@ class H5ArtifactReader {
     /// "cannot open HDF5 file <path>: <reason>" for a missing, truncated or corrupt file.
     H5ArtifactReader(std::filesystem::path path, std::int64_t min_version, std::int64_t max_version,
                      std::string_view expected_stage = {}, std::string_view expected_key = {});
+    /// Opens the artifact of a results database row (its file is results_dir / record.path): first compares the
+    /// file's checksum with the row's (verify_artifact_checksum), then its root attributes with the row's stage
+    /// and key.
+    H5ArtifactReader(const std::filesystem::path& results_dir, const ArtifactRecord& record, std::int64_t min_version,
+                     std::int64_t max_version);
     ~H5ArtifactReader();
     H5ArtifactReader(const H5ArtifactReader&) = delete;
     H5ArtifactReader& operator=(const H5ArtifactReader&) = delete;

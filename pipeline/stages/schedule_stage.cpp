@@ -96,8 +96,7 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     const std::optional<ArtifactRecord> sim_record = ws.db().find_artifact(similarity_key);
     ArtifactHeader input_header;
     {
-        H5ArtifactReader sim_file(ws.results_dir() / sim_record->path, kSimilarityFormatVersion,
-                                  kSimilarityFormatVersion, "similarity", similarity_key);
+        H5ArtifactReader sim_file(ws.results_dir(), *sim_record, kSimilarityFormatVersion, kSimilarityFormatVersion);
         input_header = read_artifact_header(sim_file.root());
     }
     const ArtifactHeader header =
