@@ -102,7 +102,7 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     const ArtifactHeader header =
         make_artifact_header("schedule", key, {{"similarity", similarity_key}}, schedule_params_json(params),
                              input_header.model_hash, input_header.text_hash, input_header.tokenizer_hash);
-    H5ArtifactWriter writer(ws.artifact_path("schedule", key), kScheduleFormatVersion);
+    H5ArtifactWriter writer(ws.new_artifact_path("schedule", key), kScheduleFormatVersion);
     write_artifact_header(writer.root(), header);
     H5Group& root = writer.root();
     root.set_attr("policy", params.policy);

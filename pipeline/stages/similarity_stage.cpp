@@ -170,7 +170,7 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     }
     progress.finish();
 
-    H5ArtifactWriter writer(ws.artifact_path("similarity", key), kSimilarityFormatVersion);
+    H5ArtifactWriter writer(ws.new_artifact_path("similarity", key), kSimilarityFormatVersion);
     const ArtifactHeader header =
         make_artifact_header("similarity", key, {{"capture", capture_key}}, similarity_params(topk, granularity),
                              capture_header.model_hash, capture_header.text_hash, capture_header.tokenizer_hash);
