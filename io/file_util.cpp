@@ -12,7 +12,7 @@
 
 #include <xxhash.h>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 
@@ -60,27 +60,6 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
         size_ = std::exchange(other.size_, 0);
     }
     return *this;
-}
-
-void write_file_atomic(const std::filesystem::path& path, std::string_view contents) {
-    std::filesystem::path tmp = path;
-    tmp += ".tmp." + std::to_string(::getpid());
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    KASCADE_CHECK(fd >= 0, "cannot create file \"{}\": {}", tmp.string(), std::strerror(errno));
-    std::size_t written = 0;
-    while (written < contents.size()) {
-        ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
-        if (n < 0) {
-            int err = errno;
-            ::close(fd);
-            std::filesystem::remove(tmp);
-            KASCADE_FAIL("cannot write file \"{}\": {}", tmp.string(), std::strerror(err));
-        }
-        written += static_cast<std::size_t>(n);
-    }
-    ::fsync(fd);
-    ::close(fd);
-    std::filesystem::rename(tmp, path);
 }
 
 std::string hash_hex(std::string_view bytes) {

@@ -1,4 +1,4 @@
-// io/file_util.h: reading whole files, memory-mapping, atomic writes and content hashes.
+// io/file_util.h: reading whole files, memory-mapping and content hashes (atomic writes: atomic_file.h).
 #pragma once
 
 #include <cstddef>
@@ -32,9 +32,6 @@ class MappedFile {
     std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
 };
-
-/// Writes `contents` to `path` atomically: a temporary file beside it, fsync, then rename.
-void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
 
 /// 64-bit XXH3 hash as 16 lowercase hex digits (content keys, model and text fingerprints).
 std::string hash_hex(std::string_view bytes);

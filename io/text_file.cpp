@@ -1,6 +1,6 @@
 #include "io/text_file.h"
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 
 namespace kascade {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/error.h"
 #include "kernels/attention_simd.h"
-#include "kernels/kernel_assert.h"
 
 namespace kascade::detail {
 namespace {
@@ -166,7 +166,7 @@ namespace {
 
 // s = K[0 .. n_keys) . qt, no mask.
 void raw_scores(QueryBlock& b, const float* k, int n_keys) {
-    KASCADE_KERNEL_ASSERT(n_keys > 0 && n_keys <= b.max_keys);
+    KASCADE_ASSERT(n_keys > 0 && n_keys <= b.max_keys);
     const int d = b.head_dim;
     int r0 = 0;
     for (; r0 + kRowBlock <= n_keys; r0 += kRowBlock)
@@ -219,7 +219,7 @@ void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0) {
 void query_block_scores_gathered(QueryBlock& b, const float* k, int n_keys, const int32_t* key_pos) {
     raw_scores(b, k, n_keys);
     for (int kk = 0; kk < n_keys; ++kk) {
-        KASCADE_KERNEL_ASSERT(key_pos[kk] < b.min_pos);
+        KASCADE_ASSERT(key_pos[kk] < b.min_pos);
         // Window mask as in query_block_scores: hidden from the columns at positions p >= key + window.
         if (b.window == 0 || key_pos[kk] + b.window > b.min_pos + b.n_rows - 1) continue;
         float* row = b.s + kk * b.n_pad;

@@ -10,7 +10,7 @@
 
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
-#include "kernels/kernel_assert.h"
+#include "base/error.h"
 #include "kernels/topk_tiles.h"
 
 namespace kascade {
@@ -49,7 +49,7 @@ struct DecodeScores {
 DecodeScores score_keys(const AttnShape& shape, const float* q, const float* k, bool post_softmax,
                         DecodeScoringScratch* scratch) {
     detail::check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(shape.n_q == 1 && q != nullptr && k != nullptr && scratch != nullptr);
+    KASCADE_ASSERT(shape.n_q == 1 && q != nullptr && k != nullptr && scratch != nullptr);
     const int group = shape.group_size();
     const int d = shape.head_dim;
     const int n_kv = shape.n_kv_heads;
@@ -203,14 +203,14 @@ float rank_value(float x) {
 }  // namespace
 
 int decode_token_budget(const TopKRule& rule, int tile, int n_k, int window) {
-    KASCADE_KERNEL_ASSERT(tile > 0 && n_k > 0);
+    KASCADE_ASSERT(tile > 0 && n_k > 0);
     const int q_tile = (n_k - 1) / tile;
     const int candidates = std::max(0, q_tile * tile - decode_first_key(n_k, window));
     return std::min(topk_token_budget(rule, q_tile, tile, n_k, window), candidates);
 }
 
 int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window) {
-    KASCADE_KERNEL_ASSERT(tile > 0 && n_k > 0);
+    KASCADE_ASSERT(tile > 0 && n_k > 0);
     const int q_tile = (n_k - 1) / tile;
     const int candidates = std::max(0, q_tile - decode_first_key(n_k, window) / tile);
     return std::min(topk_tile_budget(rule, q_tile, tile, n_k, window), candidates);
@@ -218,7 +218,7 @@ int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window) {
 
 void decode_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
                        DecodeScoringScratch* scratch, TokenMass* mass) {
-    KASCADE_KERNEL_ASSERT(tile > 0 && mass != nullptr);
+    KASCADE_ASSERT(tile > 0 && mass != nullptr);
     const bool post = pooling == Pooling::PostSoftmax;
     const DecodeScores r = score_keys(shape, q, k, post, scratch);
     const int group = shape.group_size();
@@ -243,7 +243,7 @@ void decode_token_mass(const AttnShape& shape, int tile, const float* q, const f
 
 void decode_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
                       DecodeScoringScratch* scratch, TileMass* mass) {
-    KASCADE_KERNEL_ASSERT(tile > 0 && mass != nullptr);
+    KASCADE_ASSERT(tile > 0 && mass != nullptr);
     const bool post = pooling == Pooling::PostSoftmax;
     const DecodeScores r = score_keys(shape, q, k, post, scratch);
     const int group = shape.group_size();
@@ -288,8 +288,8 @@ void decode_tile_mass(const AttnShape& shape, int tile, const float* q, const fl
 
 void select_decode_tokens(const TokenMass& mass, const TopKRule& rule, DecodeScoringScratch* scratch,
                           TokenSelection* selection) {
-    KASCADE_KERNEL_ASSERT(mass.n_q_tiles == 1 && mass.n_keys > 0 && mass.tile > 0 && scratch != nullptr);
-    KASCADE_KERNEL_ASSERT(mass.mass.size() >= static_cast<size_t>(mass.n_kv_heads) * mass.n_keys);
+    KASCADE_ASSERT(mass.n_q_tiles == 1 && mass.n_keys > 0 && mass.tile > 0 && scratch != nullptr);
+    KASCADE_ASSERT(mass.mass.size() >= static_cast<size_t>(mass.n_kv_heads) * mass.n_keys);
     const int budget = decode_token_budget(rule, mass.tile, mass.n_keys, mass.window);
     const int first = decode_first_key(mass.n_keys, mass.window);
     const int n_cand = std::max(0, (mass.n_keys - 1) / mass.tile * mass.tile - first);
@@ -312,9 +312,9 @@ void select_decode_tokens(const TokenMass& mass, const TopKRule& rule, DecodeSco
 
 void select_decode_tiles(const TileMass& mass, const TopKRule& rule, DecodeScoringScratch* scratch,
                          TileSelection* selection) {
-    KASCADE_KERNEL_ASSERT(mass.n_q_tiles == 1 && mass.n_keys > 0 && mass.tile > 0 && scratch != nullptr);
+    KASCADE_ASSERT(mass.n_q_tiles == 1 && mass.n_keys > 0 && mass.tile > 0 && scratch != nullptr);
     const int q_tile = (mass.n_keys - 1) / mass.tile;
-    KASCADE_KERNEL_ASSERT(mass.n_k_tiles > q_tile &&
+    KASCADE_ASSERT(mass.n_k_tiles > q_tile &&
                           mass.mass.size() >= static_cast<size_t>(mass.n_kv_heads) * mass.n_k_tiles);
     const int budget = decode_tile_budget(rule, mass.tile, mass.n_keys, mass.window);
     const int first = decode_first_key(mass.n_keys, mass.window) / mass.tile;

@@ -9,9 +9,9 @@
 #include <limits>
 #include <vector>
 
+#include "base/error.h"
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
-#include "kernels/kernel_assert.h"
 
 namespace kascade {
 namespace detail {
@@ -203,17 +203,17 @@ void decode_scores(const float* qs, int group, int d, const float* k, int n, flo
 }
 
 void check_attn_shape(const AttnShape& s) {
-    KASCADE_KERNEL_ASSERT(s.n_q_heads > 0 && s.n_kv_heads > 0 && s.n_q_heads % s.n_kv_heads == 0);
-    KASCADE_KERNEL_ASSERT(s.head_dim > 0 && s.head_dim % kLanes == 0);
-    KASCADE_KERNEL_ASSERT(s.n_q >= 1 && s.n_q <= s.n_k && s.n_k <= s.kv_stride);
-    KASCADE_KERNEL_ASSERT(std::isfinite(s.scale) && s.scale > 0);
-    KASCADE_KERNEL_ASSERT(s.window >= 0);
+    KASCADE_ASSERT(s.n_q_heads > 0 && s.n_kv_heads > 0 && s.n_q_heads % s.n_kv_heads == 0);
+    KASCADE_ASSERT(s.head_dim > 0 && s.head_dim % kLanes == 0);
+    KASCADE_ASSERT(s.n_q >= 1 && s.n_q <= s.n_k && s.n_k <= s.kv_stride);
+    KASCADE_ASSERT(std::isfinite(s.scale) && s.scale > 0);
+    KASCADE_ASSERT(s.window >= 0);
 }
 
 void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, const PrefillOutputs& outputs) {
     check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr);
-    KASCADE_KERNEL_ASSERT((outputs.out == nullptr) == (outputs.v == nullptr));
+    KASCADE_ASSERT(q != nullptr && k != nullptr);
+    KASCADE_ASSERT((outputs.out == nullptr) == (outputs.v == nullptr));
     const int group = shape.group_size();
     const int d = shape.head_dim;
     const int n_kv = shape.n_kv_heads;
@@ -224,7 +224,7 @@ void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, 
     int n_k_tiles = 0;
     if (mass != nullptr) {
         // Query and key blocks made of whole tiles so a block's statistics pool into whole (query, key) tiles.
-        KASCADE_KERNEL_ASSERT(tile > 0 && shape.n_q == shape.n_k);
+        KASCADE_ASSERT(tile > 0 && shape.n_q == shape.n_k);
         rows = key_block = tile * std::max(1, kKeyBlock / tile);
         n_k_tiles = tile_count(shape.n_k, tile);
         mass->n_kv_heads = n_kv;
@@ -284,8 +284,8 @@ void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, 
 void decode_pass(const AttnShape& shape, const float* q, const float* k, const float* v, const KeyRange* ranges,
                  const int* range_begin, float* out) {
     check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(shape.n_q == 1);
-    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
+    KASCADE_ASSERT(shape.n_q == 1);
+    KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
     const int group = shape.group_size();
     const int d = shape.head_dim;
     const int n_kv = shape.n_kv_heads;
@@ -296,8 +296,7 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
         piece_begin[h] = static_cast<int>(pieces.size());
         DecodePiece cur{h, range_begin[h], 0, 0};
         for (int r = range_begin[h]; r < range_begin[h + 1]; ++r) {
-            KASCADE_KERNEL_ASSERT(ranges[r].len > 0 && ranges[r].start >= 0 &&
-                                  ranges[r].start + ranges[r].len <= shape.n_k);
+            KASCADE_ASSERT(ranges[r].len > 0 && ranges[r].start >= 0 && ranges[r].start + ranges[r].len <= shape.n_k);
             for (int off = 0; off < ranges[r].len;) {
                 const int take = std::min(ranges[r].len - off, kDecodePiece - cur.n_keys);
                 cur.n_keys += take;
@@ -310,7 +309,7 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
             }
         }
         if (cur.n_keys > 0) pieces.push_back(cur);
-        KASCADE_KERNEL_ASSERT(static_cast<int>(pieces.size()) > piece_begin[h]);  // every head attends to a key
+        KASCADE_ASSERT(static_cast<int>(pieces.size()) > piece_begin[h]);  // every head attends to a key
     }
     piece_begin[n_kv] = static_cast<int>(pieces.size());
     const int n_pieces = piece_begin[n_kv];
@@ -370,8 +369,8 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
 void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k, const float* v, const int32_t* keys,
                           const int* key_begin, float* out) {
     check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(shape.n_q == 1);
-    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr && keys != nullptr);
+    KASCADE_ASSERT(shape.n_q == 1);
+    KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr && keys != nullptr);
     const int group = shape.group_size();
     const int d = shape.head_dim;
     const int n_kv = shape.n_kv_heads;
@@ -381,9 +380,9 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k
     std::vector<int> piece_begin(n_kv + 1, 0);
     for (int h = 0; h < n_kv; ++h) {
         piece_begin[h] = static_cast<int>(pieces.size());
-        KASCADE_KERNEL_ASSERT(key_begin[h + 1] > key_begin[h]);  // every head attends to a key
+        KASCADE_ASSERT(key_begin[h + 1] > key_begin[h]);  // every head attends to a key
         for (int i = key_begin[h]; i < key_begin[h + 1]; ++i)
-            KASCADE_KERNEL_ASSERT(keys[i] >= 0 && keys[i] < shape.n_k);
+            KASCADE_ASSERT(keys[i] >= 0 && keys[i] < shape.n_k);
         for (int i = key_begin[h]; i < key_begin[h + 1]; i += kDecodePiece)
             pieces.push_back({h, i, 0, std::min(kDecodePiece, key_begin[h + 1] - i)});
     }
@@ -444,7 +443,7 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k
 
 void attn_dense_prefill(const AttnShape& shape, const float* q, const float* k, const float* v, float* out,
                         float* lse) {
-    KASCADE_KERNEL_ASSERT(v != nullptr && out != nullptr);
+    KASCADE_ASSERT(v != nullptr && out != nullptr);
     detail::PrefillOutputs outputs;
     outputs.v = v;
     outputs.out = out;

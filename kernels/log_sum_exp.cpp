@@ -4,13 +4,13 @@
 #include <cmath>
 #include <limits>
 
+#include "base/error.h"
 #include "kernels/exp_simd.h"
-#include "kernels/kernel_assert.h"
 
 namespace kascade {
 
 double log_sum_exp(const float* z, int64_t n) {
-    KASCADE_KERNEL_ASSERT(n >= 1);
+    KASCADE_ASSERT(n >= 1);
     // One pass over memory: each block (L1-sized) is read for its maximum, then again from L1 for its terms, which are
     // taken against the running maximum; when a block raises the maximum the sum so far is rescaled.
     double z_max = -std::numeric_limits<double>::infinity();

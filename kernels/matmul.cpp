@@ -8,7 +8,7 @@
 #include <new>
 #include <vector>
 
-#include "kernels/kernel_assert.h"
+#include "base/error.h"
 #include "kernels/matmul_simd.h"
 
 namespace kascade {
@@ -188,17 +188,17 @@ void compute_unit(const Problem& p, const PanelIndex& panels, const WorkPlan& pl
 }  // namespace
 
 void matmul(const float* x, int n, std::span<const MatmulTarget> targets, MatmulPrecision precision) {
-    KASCADE_KERNEL_ASSERT(n >= 0);
+    KASCADE_ASSERT(n >= 0);
     if (n == 0 || targets.empty()) return;
     const int cols = targets[0].w.cols;
-    KASCADE_KERNEL_ASSERT(cols > 0 && x != nullptr);
+    KASCADE_ASSERT(cols > 0 && x != nullptr);
     bool any_bf16 = false;
     double macs = 0, weight_bytes = 0;
     size_t max_panel_bytes = 0;
     for (const MatmulTarget& t : targets) {
-        KASCADE_KERNEL_ASSERT(t.w.cols == cols && t.w.rows >= 0);
-        KASCADE_KERNEL_ASSERT(t.w.rows == 0 || (t.w.data != nullptr && t.y != nullptr));
-        KASCADE_KERNEL_ASSERT(t.y_stride == 0 || t.y_stride >= t.w.rows);
+        KASCADE_ASSERT(t.w.cols == cols && t.w.rows >= 0);
+        KASCADE_ASSERT(t.w.rows == 0 || (t.w.data != nullptr && t.y != nullptr));
+        KASCADE_ASSERT(t.y_stride == 0 || t.y_stride >= t.w.rows);
         any_bf16 = any_bf16 || (t.w.type == MatrixType::BF16 && precision == MatmulPrecision::Bf16);
         macs += static_cast<double>(n) * cols * t.w.rows;
         weight_bytes += static_cast<double>(cols) * t.w.rows * matrix_type_size(t.w.type);

@@ -5,7 +5,7 @@
 
 #include "kernels/attention_simd.h"
 #include "kernels/decode_scoring.h"
-#include "kernels/kernel_assert.h"
+#include "base/error.h"
 
 namespace kascade {
 
@@ -19,7 +19,7 @@ using detail::v_zero;
 using detail::vf;
 
 void key_page_bounds_add(const float* keys, int n, int head_dim, bool first, float* min, float* max) {
-    KASCADE_KERNEL_ASSERT(keys != nullptr && min != nullptr && max != nullptr && n > 0 && head_dim > 0);
+    KASCADE_ASSERT(keys != nullptr && min != nullptr && max != nullptr && n > 0 && head_dim > 0);
     int start = 0;
     if (first) {
         std::copy(keys, keys + head_dim, min);
@@ -36,11 +36,11 @@ void key_page_bounds_add(const float* keys, int n, int head_dim, bool first, flo
 }
 
 void quest_page_scores(const AttnShape& shape, const float* q, const KeyPageBounds& bounds, TileMass* scores) {
-    KASCADE_KERNEL_ASSERT(shape.n_q == 1 && shape.n_k >= 1 && shape.head_dim % kLanes == 0);
-    KASCADE_KERNEL_ASSERT(q != nullptr && scores != nullptr && bounds.page > 0 && bounds.min && bounds.max);
+    KASCADE_ASSERT(shape.n_q == 1 && shape.n_k >= 1 && shape.head_dim % kLanes == 0);
+    KASCADE_ASSERT(q != nullptr && scores != nullptr && bounds.page > 0 && bounds.min && bounds.max);
     const int page = bounds.page;
     const int own = (shape.n_k - 1) / page;
-    KASCADE_KERNEL_ASSERT(bounds.page_stride > own);
+    KASCADE_ASSERT(bounds.page_stride > own);
     const int first = decode_first_key(shape.n_k, shape.effective_window()) / page;
     const int group = shape.group_size();
     const int d = shape.head_dim;

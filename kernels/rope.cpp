@@ -2,12 +2,12 @@
 
 #include <cmath>
 
-#include "kernels/kernel_assert.h"
+#include "base/error.h"
 
 namespace kascade {
 
 RopeTable rope_table(int head_dim, int max_positions, std::span<const double> inv_freq, double attention_factor) {
-    KASCADE_KERNEL_ASSERT(head_dim % 2 == 0 && static_cast<int>(inv_freq.size()) == head_dim / 2);
+    KASCADE_ASSERT(head_dim % 2 == 0 && static_cast<int>(inv_freq.size()) == head_dim / 2);
     RopeTable table;
     table.head_dim = head_dim;
     table.max_positions = max_positions;

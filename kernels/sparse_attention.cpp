@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/error.h"
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
-#include "kernels/kernel_assert.h"
 
 namespace kascade {
 namespace {
@@ -19,10 +19,10 @@ constexpr int kMaxRunKeys = 64;  ///< adjacent selected tiles are merged into ke
 
 void check_head_map(const int32_t* head_map, int n_kv_heads, int n_selection_heads) {
     if (head_map == nullptr) {
-        KASCADE_KERNEL_ASSERT(n_kv_heads <= n_selection_heads);
+        KASCADE_ASSERT(n_kv_heads <= n_selection_heads);
         return;
     }
-    for (int h = 0; h < n_kv_heads; ++h) KASCADE_KERNEL_ASSERT(head_map[h] >= 0 && head_map[h] < n_selection_heads);
+    for (int h = 0; h < n_kv_heads; ++h) KASCADE_ASSERT(head_map[h] >= 0 && head_map[h] < n_selection_heads);
 }
 
 }  // namespace
@@ -30,9 +30,9 @@ void check_head_map(const int32_t* head_map, int n_kv_heads, int n_selection_hea
 void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                          const TileSelection& selection, const int32_t* head_map, float* out) {
     detail::check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
-    KASCADE_KERNEL_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
-    KASCADE_KERNEL_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
+    KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
+    KASCADE_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
+    KASCADE_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
     check_head_map(head_map, shape.n_kv_heads, selection.n_kv_heads);
     const int group = shape.group_size();
     const int d = shape.head_dim;
@@ -66,12 +66,12 @@ void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const
             };
             const int32_t* list = selection.list(src, qt);
             const int count = selection.size(src, qt);
-            KASCADE_KERNEL_ASSERT(count >= 0 && count <= selection.max_k);
+            KASCADE_ASSERT(count >= 0 && count <= selection.max_k);
             // Keys before the first row's window are outside every row's window (a selection made under another
             // layer's window may hold such tiles): runs are clipped to it, the rest of the window is masked.
             const int key_begin = detail::window_key_begin(row0, b.window, 1);
             for (int i = 0; i < count;) {
-                KASCADE_KERNEL_ASSERT(list[i] >= 0 && list[i] < qt && (i == 0 || list[i] > list[i - 1]));
+                KASCADE_ASSERT(list[i] >= 0 && list[i] < qt && (i == 0 || list[i] > list[i - 1]));
                 int j = i + 1;
                 while (j < count && j - i < run_tiles && list[j] == list[j - 1] + 1) ++j;
                 const int run_begin = std::max(list[i] * tile, key_begin);
@@ -88,9 +88,9 @@ void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const
 void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                                const TokenSelection& selection, const int32_t* head_map, float* out) {
     detail::check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
-    KASCADE_KERNEL_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
-    KASCADE_KERNEL_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
+    KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
+    KASCADE_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
+    KASCADE_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
     check_head_map(head_map, shape.n_kv_heads, selection.n_kv_heads);
     const int group = shape.group_size();
     const int d = shape.head_dim;
@@ -125,7 +125,7 @@ void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q,
             const float* v_head = v + head_off;
             const int32_t* list = selection.list(src, qt);
             const int count = selection.size(src, qt);
-            KASCADE_KERNEL_ASSERT(count >= 0 && count <= selection.max_k);
+            KASCADE_ASSERT(count >= 0 && count <= selection.max_k);
             // Keys before the first row's window are outside every row's window (a selection made under another
             // layer's window may hold such keys): they are skipped, the rest of the window is masked per key.
             const int key_begin = detail::window_key_begin(row0, b.window, 1);
@@ -139,7 +139,7 @@ void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q,
             };
             for (int i = 0; i < count; ++i) {
                 const int key = list[i];
-                KASCADE_KERNEL_ASSERT(key >= 0 && key < row0 && (i == 0 || key > list[i - 1]));
+                KASCADE_ASSERT(key >= 0 && key < row0 && (i == 0 || key > list[i - 1]));
                 if (key < key_begin) continue;
                 std::copy(k_head + static_cast<int64_t>(key) * d, k_head + static_cast<int64_t>(key + 1) * d,
                           k_rows + static_cast<int64_t>(n_gathered) * d);
@@ -161,8 +161,8 @@ void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q,
 void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                         const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map, float* out) {
     detail::check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
-    KASCADE_KERNEL_ASSERT(tiles != nullptr || max_k == 0);
+    KASCADE_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
+    KASCADE_ASSERT(tiles != nullptr || max_k == 0);
     const int last_tile = (shape.n_k - 1) / tile;
     const int window = shape.effective_window();
     const int key_begin = window > 0 ? shape.n_k - window : 0;  // the query's window: keys key_begin .. n_k-1
@@ -181,13 +181,13 @@ void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const 
     for (int h = 0; h < shape.n_kv_heads; ++h) {
         // head_map values are only known to be in range of the caller's selection, which we cannot see here.
         const int src = head_map ? head_map[h] : h;
-        KASCADE_KERNEL_ASSERT(src >= 0);
+        KASCADE_ASSERT(src >= 0);
         range_begin[h] = static_cast<int>(ranges.size());
         const int32_t* list = tiles + static_cast<int64_t>(src) * max_k;
         const int n = count[src];
-        KASCADE_KERNEL_ASSERT(n >= 0 && n <= max_k);
+        KASCADE_ASSERT(n >= 0 && n <= max_k);
         for (int i = 0; i < n; ++i) {
-            KASCADE_KERNEL_ASSERT(list[i] >= 0 && list[i] < last_tile && (i == 0 || list[i] > list[i - 1]));
+            KASCADE_ASSERT(list[i] >= 0 && list[i] < last_tile && (i == 0 || list[i] > list[i - 1]));
             add_keys(h, list[i] * tile, (list[i] + 1) * tile);
         }
         add_keys(h, last_tile * tile, shape.n_k);
@@ -200,8 +200,8 @@ void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, 
                               const int32_t* keys, const int32_t* count, int max_k, const int32_t* head_map,
                               float* out) {
     detail::check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
-    KASCADE_KERNEL_ASSERT(keys != nullptr || max_k == 0);
+    KASCADE_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
+    KASCADE_ASSERT(keys != nullptr || max_k == 0);
     const int own_begin = (shape.n_k - 1) / tile * tile;
     const int window = shape.effective_window();
     const int key_begin = window > 0 ? shape.n_k - window : 0;  // the query's window: keys key_begin .. n_k-1
@@ -209,13 +209,13 @@ void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, 
     std::vector<int> list_begin(shape.n_kv_heads + 1, 0);
     for (int h = 0; h < shape.n_kv_heads; ++h) {
         const int src = head_map ? head_map[h] : h;
-        KASCADE_KERNEL_ASSERT(src >= 0);
+        KASCADE_ASSERT(src >= 0);
         list_begin[h] = static_cast<int>(list.size());
         const int32_t* selected = keys + static_cast<int64_t>(src) * max_k;
         const int n = count[src];
-        KASCADE_KERNEL_ASSERT(n >= 0 && n <= max_k);
+        KASCADE_ASSERT(n >= 0 && n <= max_k);
         for (int i = 0; i < n; ++i) {
-            KASCADE_KERNEL_ASSERT(selected[i] >= 0 && selected[i] < own_begin &&
+            KASCADE_ASSERT(selected[i] >= 0 && selected[i] < own_begin &&
                                   (i == 0 || selected[i] > selected[i - 1]));
             if (selected[i] >= key_begin) list.push_back(selected[i]);
         }

@@ -8,9 +8,9 @@
 #include <limits>
 #include <vector>
 
+#include "base/error.h"
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
-#include "kernels/kernel_assert.h"
 
 namespace kascade {
 namespace {
@@ -28,7 +28,7 @@ using detail::vf;
 constexpr int kKeyBlock = 64;  ///< target keys (and query rows) per block; rounded to whole tiles
 
 void init_mass(const AttnShape& shape, int tile, TileMass* mass) {
-    KASCADE_KERNEL_ASSERT(mass != nullptr && tile > 0 && shape.n_q == shape.n_k);
+    KASCADE_ASSERT(mass != nullptr && tile > 0 && shape.n_q == shape.n_k);
     mass->n_kv_heads = shape.n_kv_heads;
     mass->n_q_tiles = tile_count(shape.n_q, tile);
     mass->n_k_tiles = tile_count(shape.n_k, tile);
@@ -39,7 +39,7 @@ void init_mass(const AttnShape& shape, int tile, TileMass* mass) {
 }
 
 void init_token_mass(const AttnShape& shape, int tile, TokenMass* mass) {
-    KASCADE_KERNEL_ASSERT(mass != nullptr && tile > 0 && shape.n_q == shape.n_k);
+    KASCADE_ASSERT(mass != nullptr && tile > 0 && shape.n_q == shape.n_k);
     mass->n_kv_heads = shape.n_kv_heads;
     mass->n_q_tiles = tile_count(shape.n_q, tile);
     mass->n_keys = shape.n_k;
@@ -69,7 +69,7 @@ template <bool kMax>
 void token_pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
                      TokenMass* mass) {
     detail::check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && (kMax || lse != nullptr));
+    KASCADE_ASSERT(q != nullptr && k != nullptr && (kMax || lse != nullptr));
     init_token_mass(shape, tile, mass);
     const int group = shape.group_size();
     const int d = shape.head_dim;
@@ -131,7 +131,7 @@ void token_pool_pass(const AttnShape& shape, int tile, const float* q, const flo
 template <bool kMax>
 void pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse, TileMass* mass) {
     detail::check_attn_shape(shape);
-    KASCADE_KERNEL_ASSERT(q != nullptr && k != nullptr && (kMax || lse != nullptr));
+    KASCADE_ASSERT(q != nullptr && k != nullptr && (kMax || lse != nullptr));
     init_mass(shape, tile, mass);
     const int group = shape.group_size();
     const int d = shape.head_dim;
@@ -208,7 +208,7 @@ void tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, co
 
 void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                                   float* out, TileMass* mass) {
-    KASCADE_KERNEL_ASSERT(v != nullptr && out != nullptr && mass != nullptr);
+    KASCADE_ASSERT(v != nullptr && out != nullptr && mass != nullptr);
     detail::PrefillOutputs outputs;
     outputs.v = v;
     outputs.out = out;
@@ -218,7 +218,7 @@ void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float*
 }
 
 void attn_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* mass, float* lse) {
-    KASCADE_KERNEL_ASSERT(mass != nullptr);
+    KASCADE_ASSERT(mass != nullptr);
     detail::PrefillOutputs outputs;
     outputs.lse = lse;
     outputs.mass = mass;
@@ -227,7 +227,7 @@ void attn_tile_mass(const AttnShape& shape, int tile, const float* q, const floa
 }
 
 void attn_row_lse(const AttnShape& shape, const float* q, const float* k, float* lse) {
-    KASCADE_KERNEL_ASSERT(lse != nullptr);
+    KASCADE_ASSERT(lse != nullptr);
     detail::PrefillOutputs outputs;
     outputs.lse = lse;
     detail::dense_prefill_pass(shape, q, k, outputs);
@@ -238,7 +238,7 @@ void tile_max_score(const AttnShape& shape, int tile, const float* q, const floa
 }
 
 void attn_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, TokenMass* mass, float* lse) {
-    KASCADE_KERNEL_ASSERT(mass != nullptr);
+    KASCADE_ASSERT(mass != nullptr);
     std::vector<float> own_lse;
     if (lse == nullptr) {
         own_lse.resize(static_cast<size_t>(shape.n_q_heads) * shape.n_q);

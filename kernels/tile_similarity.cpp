@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "kernels/kernel_assert.h"
+#include "base/error.h"
 
 namespace kascade {
 namespace {
@@ -14,9 +14,9 @@ namespace {
 template <class Mass, class Selection>
 TileSimilarity similarity_of(const Mass& mass_b, const Selection& sel_b, int head_b, const Selection& sel_a, int head_a,
                              int q_tile, int n_ids) {
-    KASCADE_KERNEL_ASSERT(sel_a.n_q_tiles == sel_b.n_q_tiles && mass_b.n_q_tiles == sel_b.n_q_tiles);
-    KASCADE_KERNEL_ASSERT(q_tile >= 0 && q_tile < sel_b.n_q_tiles);
-    KASCADE_KERNEL_ASSERT(head_a >= 0 && head_a < sel_a.n_kv_heads && head_b >= 0 && head_b < sel_b.n_kv_heads);
+    KASCADE_ASSERT(sel_a.n_q_tiles == sel_b.n_q_tiles && mass_b.n_q_tiles == sel_b.n_q_tiles);
+    KASCADE_ASSERT(q_tile >= 0 && q_tile < sel_b.n_q_tiles);
+    KASCADE_ASSERT(head_a >= 0 && head_a < sel_a.n_kv_heads && head_b >= 0 && head_b < sel_b.n_kv_heads);
     const int32_t* a = sel_a.list(head_a, q_tile);
     const int32_t* b = sel_b.list(head_b, q_tile);
     const int na = sel_a.size(head_a, q_tile), nb = sel_b.size(head_b, q_tile);
@@ -24,11 +24,11 @@ TileSimilarity similarity_of(const Mass& mass_b, const Selection& sel_b, int hea
     const float* mass = mass_b.row(head_b, q_tile);
     double on_a = 0, on_b = 0;
     for (int i = 0; i < na; ++i) {
-        KASCADE_KERNEL_ASSERT(a[i] >= 0 && a[i] < n_ids);
+        KASCADE_ASSERT(a[i] >= 0 && a[i] < n_ids);
         on_a += mass[a[i]];
     }
     for (int i = 0; i < nb; ++i) {
-        KASCADE_KERNEL_ASSERT(b[i] >= 0 && b[i] < n_ids);
+        KASCADE_ASSERT(b[i] >= 0 && b[i] < n_ids);
         on_b += mass[b[i]];
     }
     // Both lists are ascending (select_topk_tiles / select_topk_tokens guarantee it): count the intersection by

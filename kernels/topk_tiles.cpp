@@ -10,7 +10,7 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/kernel_assert.h"
+#include "base/error.h"
 
 namespace kascade {
 namespace {
@@ -59,9 +59,9 @@ void select_rows(int n_kv_heads, int n_q_tiles, int max_candidates, int max_k, R
 }  // namespace
 
 int64_t topk_key_count(const TopKRule& rule, int q_tile, int tile, int n_keys, int window) {
-    KASCADE_KERNEL_ASSERT(tile > 0 && q_tile >= 0 && window >= 0 && n_keys >= 0);
-    KASCADE_KERNEL_ASSERT(rule.tiles >= 0 && rule.pct >= 0 && rule.pct <= 100 && rule.k_min_tokens >= 0);
-    KASCADE_KERNEL_ASSERT(rule.round_k >= 0);
+    KASCADE_ASSERT(tile > 0 && q_tile >= 0 && window >= 0 && n_keys >= 0);
+    KASCADE_ASSERT(rule.tiles >= 0 && rule.pct >= 0 && rule.pct <= 100 && rule.k_min_tokens >= 0);
+    KASCADE_ASSERT(rule.round_k >= 0);
     int64_t k = 0;
     if (rule.tiles > 0) {
         k = static_cast<int64_t>(rule.tiles) * tile;
@@ -72,7 +72,7 @@ int64_t topk_key_count(const TopKRule& rule, int q_tile, int tile, int n_keys, i
         switch (rule.k_rule) {
             case KRule::Sequence: {
                 // The reference code's k = min(max(128, int(p/100 * L)), L), then `k -= tile` for the diagonal.
-                KASCADE_KERNEL_ASSERT(n_keys > 0);
+                KASCADE_ASSERT(n_keys > 0);
                 const int64_t length = in_window(n_keys);
                 k = std::min(std::max<int64_t>(rule.k_min_tokens, pct_of(rule.pct, length)), length) - tile;
                 break;
@@ -103,11 +103,10 @@ int topk_token_budget(const TopKRule& rule, int q_tile, int tile, int n_keys, in
 }
 
 TileSelection select_topk_tiles(const TileMass& scores, const TopKRule& rule) {
-    KASCADE_KERNEL_ASSERT(scores.tile > 0 && scores.n_k_tiles >= scores.n_q_tiles && scores.window >= 0);
-    KASCADE_KERNEL_ASSERT(scores.n_keys > (scores.n_k_tiles - 1) * scores.tile &&
-                          scores.n_keys <= scores.n_k_tiles * scores.tile);
-    KASCADE_KERNEL_ASSERT(scores.mass.size() ==
-                          static_cast<size_t>(scores.n_kv_heads) * scores.n_q_tiles * scores.n_k_tiles);
+    KASCADE_ASSERT(scores.tile > 0 && scores.n_k_tiles >= scores.n_q_tiles && scores.window >= 0);
+    KASCADE_ASSERT(scores.n_keys > (scores.n_k_tiles - 1) * scores.tile &&
+                   scores.n_keys <= scores.n_k_tiles * scores.tile);
+    KASCADE_ASSERT(scores.mass.size() == static_cast<size_t>(scores.n_kv_heads) * scores.n_q_tiles * scores.n_k_tiles);
     TileSelection sel;
     sel.n_kv_heads = scores.n_kv_heads;
     sel.n_q_tiles = scores.n_q_tiles;
@@ -124,10 +123,9 @@ TileSelection select_topk_tiles(const TileMass& scores, const TopKRule& rule) {
 }
 
 TokenSelection select_topk_tokens(const TokenMass& scores, const TopKRule& rule) {
-    KASCADE_KERNEL_ASSERT(scores.tile > 0 && scores.window >= 0 && scores.n_keys > 0);
-    KASCADE_KERNEL_ASSERT(scores.n_q_tiles == tile_count(scores.n_keys, scores.tile));
-    KASCADE_KERNEL_ASSERT(scores.mass.size() ==
-                          static_cast<size_t>(scores.n_kv_heads) * scores.n_q_tiles * scores.n_keys);
+    KASCADE_ASSERT(scores.tile > 0 && scores.window >= 0 && scores.n_keys > 0);
+    KASCADE_ASSERT(scores.n_q_tiles == tile_count(scores.n_keys, scores.tile));
+    KASCADE_ASSERT(scores.mass.size() == static_cast<size_t>(scores.n_kv_heads) * scores.n_q_tiles * scores.n_keys);
     TokenSelection sel;
     sel.n_kv_heads = scores.n_kv_heads;
     sel.n_q_tiles = scores.n_q_tiles;

@@ -14,8 +14,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "io/error.h"
-#include "io/store/partial_file.h"
+#include "base/error.h"
+#include "io/atomic_file.h"
+#include "io/file_util.h"
 
 namespace kascade {
 
@@ -184,11 +185,8 @@ void read_scalar_attr(hid_t obj, std::string_view attr, H5DType dtype, void* out
     h5_check(H5Aread(a.get(), memory_type(dtype), out), "cannot read {}", what);
 }
 
-hid_t create_file(const fs::path& partial, const fs::path& final_path) {
+hid_t create_file(const fs::path& partial) {
     silence_hdf5();
-    std::error_code ec;
-    if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path(), ec);
-    KASCADE_CHECK(!ec, "cannot create directory \"{}\": {}", final_path.parent_path().string(), ec.message());
     IdGuard fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
     // STRONG: closing the file closes every object still open in it, so commit() really finishes the file.
     h5_check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), "{}: cannot set close degree", partial.string());
@@ -214,16 +212,6 @@ hid_t open_root(hid_t file, const fs::path& path) {
         KASCADE_FAIL("{}: cannot open the root group: {}", path.string(), reason);
     }
     return root;
-}
-
-// fsync a file or folder so that a rename that follows survives a crash with the data in place.
-void fsync_path(const fs::path& path, int flags) {
-    const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-    KASCADE_CHECK(fd >= 0, "cannot open \"{}\" to sync it: {}", path.string(), std::strerror(errno));
-    const int rc = ::fsync(fd);
-    const int err = errno;
-    ::close(fd);
-    KASCADE_CHECK(rc == 0, "cannot sync \"{}\": {}", path.string(), std::strerror(err));
 }
 
 }  // namespace
@@ -570,10 +558,9 @@ ArtifactHeader read_artifact_header(const H5Group& root) {
 // ---- H5ArtifactWriter ----
 
 H5ArtifactWriter::H5ArtifactWriter(fs::path final_path, std::int64_t format_version)
-    : final_path_(std::move(final_path)),
-      partial_path_(partial_path_for(final_path_)),
-      file_id_(create_file(partial_path_, final_path_)),
-      root_(open_root(file_id_, partial_path_), partial_path_.string(), "/") {
+    : file_(std::move(final_path)),
+      file_id_(create_file(file_.partial_path())),
+      root_(open_root(file_id_, file_.partial_path()), file_.partial_path().string(), "/") {
     try {
         root_.set_attr("format", kArtifactFormat);
         root_.set_attr("format_version", format_version);
@@ -589,10 +576,6 @@ void H5ArtifactWriter::close_file() {
         H5Fclose(file_id_);
         file_id_ = -1;
     }
-    if (!committed_) {
-        std::error_code ignored;
-        fs::remove(partial_path_, ignored);
-    }
 }
 
 H5ArtifactWriter::~H5ArtifactWriter() {
@@ -601,21 +584,38 @@ H5ArtifactWriter::~H5ArtifactWriter() {
 
 void H5ArtifactWriter::commit() {
     KASCADE_ASSERT(!committed_ && file_id_ >= 0);
-    h5_check(H5Fflush(file_id_, H5F_SCOPE_GLOBAL), "cannot write HDF5 file \"{}\"", partial_path_.string());
+    h5_check(H5Fflush(file_id_, H5F_SCOPE_GLOBAL), "cannot write HDF5 file \"{}\"", partial_path().string());
     root_ = H5Group(-1, root_.file(), "/");
     const herr_t closed = H5Fclose(file_id_);
     file_id_ = -1;
-    h5_check(closed, "cannot close HDF5 file \"{}\"", partial_path_.string());
-    fsync_path(partial_path_, O_RDONLY);
-    std::error_code ec;
-    fs::rename(partial_path_, final_path_, ec);
-    KASCADE_CHECK(!ec, "cannot rename \"{}\" to \"{}\": {}", partial_path_.string(), final_path_.string(),
-                  ec.message());
+    h5_check(closed, "cannot close HDF5 file \"{}\"", partial_path().string());
+    file_.commit();
     committed_ = true;
-    fsync_path(final_path_.has_parent_path() ? final_path_.parent_path() : fs::path("."), O_RDONLY | O_DIRECTORY);
 }
 
 // ---- H5ArtifactReader ----
+
+void verify_artifact_checksum(const fs::path& file, const ArtifactRecord& record) {
+    if (!record.checksum) return;
+    const std::string found = hash_file_hex(file);
+    KASCADE_CHECK(
+        found == *record.checksum,
+        "{}: damaged or replaced: its checksum is {}, {} when it was stored; delete it and run its stage again",
+        file.string(), found, *record.checksum);
+}
+
+namespace {
+fs::path verified_artifact_file(const fs::path& results_dir, const ArtifactRecord& record) {
+    fs::path file = results_dir / record.path;
+    verify_artifact_checksum(file, record);
+    return file;
+}
+}  // namespace
+
+H5ArtifactReader::H5ArtifactReader(const fs::path& results_dir, const ArtifactRecord& record, std::int64_t min_version,
+                                   std::int64_t max_version)
+    : H5ArtifactReader(verified_artifact_file(results_dir, record), min_version, max_version, record.stage,
+                       record.key) {}
 
 H5ArtifactReader::H5ArtifactReader(fs::path path, std::int64_t min_version, std::int64_t max_version,
                                    std::string_view expected_stage, std::string_view expected_key)

@@ -4,9 +4,9 @@
 //  - H5Group / H5Dataset: groups, N-D datasets of float32/float64/int8/int32/int64/uint8 (optionally chunked with
 //    shuffle + gzip), and attributes (integer, real, UTF-8 string, 1-D numeric arrays) on files, groups and
 //    datasets. Datasets can be written and read whole or in slabs along their first dimension.
-//  - H5ArtifactWriter: writes <final>.partial-<host>-<pid> (partial_file.h) and renames it to <final> on commit();
-//  destroyed without
-//    commit() it deletes the partial file, so a crash or an exception never leaves a file that looks complete.
+//  - H5ArtifactWriter: writes an AtomicFile (io/atomic_file.h): <final>.partial-<host>-<pid>, renamed to <final> on
+//    commit(); destroyed without commit() it deletes the partial file, so a crash or an exception never leaves a
+//    file that looks complete.
 //  - H5ArtifactReader: opens an artifact and refuses it unless its root attribute format is "kascade-artifact" and
 //    format_version is in the range the caller reads.
 //
@@ -21,6 +21,9 @@
 #include <string_view>
 #include <type_traits>
 #include <vector>
+
+#include "io/atomic_file.h"
+#include "io/store/records.h"
 
 namespace kascade {
 
@@ -213,8 +216,8 @@ class H5ArtifactWriter {
     H5ArtifactWriter& operator=(const H5ArtifactWriter&) = delete;
 
     H5Group& root() { return root_; }
-    const std::filesystem::path& final_path() const { return final_path_; }
-    const std::filesystem::path& partial_path() const { return partial_path_; }
+    const std::filesystem::path& final_path() const { return file_.final_path(); }
+    const std::filesystem::path& partial_path() const { return file_.partial_path(); }
 
     /// Flushes, closes (every object handle of the file becomes invalid), fsyncs and renames into place.
     void commit();
@@ -222,12 +225,15 @@ class H5ArtifactWriter {
   private:
     void close_file();
 
-    std::filesystem::path final_path_;
-    std::filesystem::path partial_path_;
+    AtomicFile file_;  ///< first: removes the partial file after the destructor has closed it
     std::int64_t file_id_ = -1;
     H5Group root_;
     bool committed_ = false;
 };
+
+/// Throws "<file>: damaged or replaced: ..." unless the file's bytes hash to the checksum its row recorded when it was
+/// stored (libhdf5 may crash on a damaged file, so this comes before opening it). Rows without a checksum pass.
+void verify_artifact_checksum(const std::filesystem::path& file, const ArtifactRecord& record);
 
 /// Opens an artifact read-only and checks its format attributes.
 class H5ArtifactReader {
@@ -237,6 +243,11 @@ class H5ArtifactReader {
     /// "cannot open HDF5 file <path>: <reason>" for a missing, truncated or corrupt file.
     H5ArtifactReader(std::filesystem::path path, std::int64_t min_version, std::int64_t max_version,
                      std::string_view expected_stage = {}, std::string_view expected_key = {});
+    /// Opens the artifact of a results database row (its file is results_dir / record.path): first compares the
+    /// file's checksum with the row's (verify_artifact_checksum), then its root attributes with the row's stage
+    /// and key.
+    H5ArtifactReader(const std::filesystem::path& results_dir, const ArtifactRecord& record, std::int64_t min_version,
+                     std::int64_t max_version);
     ~H5ArtifactReader();
     H5ArtifactReader(const H5ArtifactReader&) = delete;
     H5ArtifactReader& operator=(const H5ArtifactReader&) = delete;

@@ -13,7 +13,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/records.h"
 #include "io/store/results_db.h"
 

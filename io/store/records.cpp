@@ -40,6 +40,7 @@ const std::vector<Field<ArtifactRecord>>& ArtifactRecord::fields() {
         {"input_keys_json", &R::input_keys_json},
         {"bytes", &R::bytes},
         {"created_at", &R::created_at},
+        {"checksum", &R::checksum},
     };
     return f;
 }

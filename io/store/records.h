@@ -72,6 +72,9 @@ struct ArtifactRecord {
     std::string input_keys_json;      ///< keys/hashes of the inputs, JSON object
     std::int64_t bytes = 0;           ///< file size, bytes
     std::string created_at;
+    /// XXH3-64 of the file's bytes, 16 hex digits, taken when it was stored and compared before libhdf5 opens the
+    /// file (it may crash on a damaged one); none for artifacts stored before schema version 5.
+    std::optional<std::string> checksum;
 
     static constexpr std::string_view table = "artifacts";
     static const std::vector<Field<ArtifactRecord>>& fields();

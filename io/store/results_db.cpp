@@ -13,7 +13,7 @@
 #include <fmt/chrono.h>
 #include <sqlite3.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/record_sql.h"
 #include "io/store/schema.h"
 

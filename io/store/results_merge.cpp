@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "io/store/partial_file.h"
+#include "io/atomic_file.h"
 #include "io/store/record_sql.h"
 
 namespace kascade {

@@ -354,12 +354,19 @@ JOIN texts t ON t.id = r.text_id
 LEFT JOIN schedules s ON s.id = r.schedule_id;
 )sql";
 
+// Version 5: a checksum of every artifact file, compared before libhdf5 opens the file (a damaged HDF5 file may crash
+// it). Artifacts stored before have none: their root attributes are still checked when they are opened.
+constexpr const char* kSchemaV5 = R"sql(
+ALTER TABLE artifacts ADD COLUMN checksum TEXT CHECK (checksum IS NULL OR length(checksum) = 16);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "create models, texts, artifacts, captures, similarities, schedules, runs, kernel_bench, runs_flat",
               kSchemaV1},
     Migration{2, "add sweeps, sweep_jobs, job_failures, slurm_arrays", kSchemaV2},
     Migration{3, "runs: key_granularity, k_rule, round_k, pooling (also in runs_flat)", kSchemaV3},
     Migration{4, "runs: phase, prompt_tokens, decode_tokens, page_size, method quest (also in runs_flat)", kSchemaV4},
+    Migration{5, "artifacts: checksum", kSchemaV5},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

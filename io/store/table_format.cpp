@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "io/closest_match.h"
-#include "io/error.h"
 #include "io/store/schema.h"
 
 namespace kascade {

@@ -6,7 +6,7 @@
 #include <utf8proc.h>
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/tokenizer/hf_normalizer.h"
 
 namespace kascade {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/tokenizer/byte_level.h"
 

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

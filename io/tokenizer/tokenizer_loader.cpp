@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <system_error>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/tokenizer/hf_tokenizer.h"
 #include "io/tokenizer/llama2c_tokenizer.h"

@@ -6,7 +6,7 @@
 #include <bit>
 #include <cstring>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 namespace {

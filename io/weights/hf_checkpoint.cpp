@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/weights/safetensors.h"
 #include "io/weights/weight_storage.h"
 

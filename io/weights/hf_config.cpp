@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/weights/model_config.h"
 

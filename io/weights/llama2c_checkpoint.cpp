@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/weights/weight_storage.h"
 

@@ -1,7 +1,7 @@
 // io/weights/model_loader.cpp: load_model, choosing the format from what the path is.
 #include <filesystem>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/weights/hf_checkpoint.h"
 #include "io/weights/llama2c_checkpoint.h"
 #include "io/weights/model_weights.h"

@@ -8,7 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
+#include "io/atomic_file.h"
 #include "io/file_util.h"
 #include "io/weights/model_config.h"
 #include "io/weights/safetensors_writer.h"
@@ -26,6 +27,16 @@ float uniform_at(std::uint64_t seed, std::uint64_t tensor, std::uint64_t i) {
     return static_cast<float>(static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0);  // [-1, 1)
 }
 
+/// initializer_range of config.json, 0.02 when absent: what the weights' spread is made from.
+double initializer_range(const nlohmann::json& config, const std::filesystem::path& config_json) {
+    const auto it = config.find("initializer_range");
+    if (it == config.end()) return 0.02;
+    KASCADE_CHECK(it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() > 0,
+                  "{}: field \"initializer_range\" must be a positive number, found {}", config_json.string(),
+                  it->dump());
+    return it->get<double>();
+}
+
 }  // namespace
 
 void write_random_checkpoint(const std::filesystem::path& config_json, const std::filesystem::path& out_dir,
@@ -37,7 +48,7 @@ void write_random_checkpoint(const std::filesystem::path& config_json, const std
         c.n_layers = options.layers;
     }
 
-    const double spread = std::sqrt(3.0) * config.value("initializer_range", 0.02);
+    const double spread = std::sqrt(3.0) * initializer_range(config, config_json);
     std::vector<SafetensorsWriteTensor> tensors;
     auto add = [&](std::string name, std::vector<std::int64_t> shape, float center, float half_width) {
         const std::uint64_t index = tensors.size();

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 namespace {

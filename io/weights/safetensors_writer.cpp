@@ -1,16 +1,12 @@
 // io/weights/safetensors_writer.cpp: streaming, atomic safetensors writer.
 #include "io/weights/safetensors_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
+#include "io/atomic_file.h"
 #include "io/weights/safetensors.h"
 
 namespace kascade {
@@ -19,54 +15,6 @@ namespace {
 // Elements converted per write() call: large enough to amortise the parallel region, small enough to stay in cache.
 constexpr std::size_t kChunkElements = std::size_t{1} << 20;
 constexpr std::size_t kHeaderAlignment = 8;
-
-// A temporary file that is removed unless commit() renames it onto its destination.
-class AtomicOutput {
-  public:
-    explicit AtomicOutput(const std::filesystem::path& path) : path_(path), tmp_(path) {
-        tmp_ += ".tmp." + std::to_string(::getpid());
-        fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        KASCADE_CHECK(fd_ >= 0, "cannot create file \"{}\": {}", tmp_.string(), std::strerror(errno));
-    }
-    ~AtomicOutput() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-            std::error_code ec;
-            std::filesystem::remove(tmp_, ec);
-        }
-    }
-    AtomicOutput(const AtomicOutput&) = delete;
-    AtomicOutput& operator=(const AtomicOutput&) = delete;
-
-    void write(const void* data, std::size_t n) {
-        const auto* p = static_cast<const std::uint8_t*>(data);
-        while (n > 0) {
-            const ssize_t written = ::write(fd_, p, n);
-            if (written < 0 && errno == EINTR) continue;
-            KASCADE_CHECK(written > 0, "cannot write file \"{}\": {}", tmp_.string(), std::strerror(errno));
-            p += written;
-            n -= static_cast<std::size_t>(written);
-        }
-    }
-
-    void commit() {
-        KASCADE_CHECK(::fsync(fd_) == 0, "cannot sync file \"{}\": {}", tmp_.string(), std::strerror(errno));
-        const int rc = ::close(fd_);
-        fd_ = -1;
-        KASCADE_CHECK(rc == 0, "cannot close file \"{}\": {}", tmp_.string(), std::strerror(errno));
-        std::error_code ec;
-        std::filesystem::rename(tmp_, path_, ec);
-        if (ec) {
-            std::filesystem::remove(tmp_, ec);
-            KASCADE_FAIL("cannot rename \"{}\" to \"{}\": {}", tmp_.string(), path_.string(), ec.message());
-        }
-    }
-
-  private:
-    std::filesystem::path path_;
-    std::filesystem::path tmp_;
-    int fd_ = -1;
-};
 
 }  // namespace
 
@@ -95,7 +43,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
     header_text.append((kHeaderAlignment - header_text.size() % kHeaderAlignment) % kHeaderAlignment, ' ');
     const std::uint64_t header_len = header_text.size();
 
-    AtomicOutput out(path);
+    AtomicFile out(path);
     out.write(&header_len, sizeof header_len);
     out.write(header_text.data(), header_text.size());
     std::vector<std::uint8_t> chunk;

@@ -25,7 +25,7 @@ struct SafetensorsWriteTensor {
 
 /// Writes `tensors` (in this order) as one safetensors file with {"__metadata__": {"format": "pt"}}, the header padded
 /// to a multiple of 8 bytes as the reference writer does. Converts in parallel, streams in chunks (no second copy of
-/// the model in memory) and writes atomically: a temporary file beside `path`, fsync, rename.
+/// the model in memory) and writes atomically (AtomicFile, io/atomic_file.h).
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsWriteTensor>& tensors);
 
 }  // namespace kascade

@@ -4,7 +4,7 @@
 #include <array>
 #include <cstring>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

@@ -29,12 +29,15 @@ void register_capture_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_option("--text", args->text, "text file (its calibration range is used)")->required();
     check_range(cmd->add_option("--calib-tokens", args->params.n_tokens, "calibration tokens (whole windows only)")
                     ->capture_default_str(),
-                1);
+                param_range::kTokenCount);
     check_range(
-        cmd->add_option("--offset", args->params.token_offset, "first calibration token")->capture_default_str(), 0);
+        cmd->add_option("--offset", args->params.token_offset, "first calibration token")->capture_default_str(),
+        param_range::kTokenOffset);
     check_range(
-        cmd->add_option("--ctx", args->params.ctx, "positions per window (BOS included)")->capture_default_str(), 2);
-    check_range(cmd->add_option("--tile", args->params.tile, "tokens per tile")->capture_default_str(), 1);
+        cmd->add_option("--ctx", args->params.ctx, "positions per window (BOS included)")->capture_default_str(),
+        param_range::kCtx);
+    check_range(cmd->add_option("--tile", args->params.tile, "tokens per tile")->capture_default_str(),
+                param_range::kTile);
     cmd->add_flag("--save-qk", args->params.save_qk, "also store post-RoPE Q and K");
     cmd->add_flag("--force", args->force, "recompute even if the artifact exists");
     cmd->callback([args, &common] {

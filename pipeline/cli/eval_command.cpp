@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/cli/option_range.h"

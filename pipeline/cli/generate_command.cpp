@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/cli/topk_options.h"

@@ -7,9 +7,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/error.h"
 #include "build_info.h"
 #include "io/closest_match.h"
-#include "io/error.h"
 #include "pipeline/cli/commands.h"
 
 namespace {

@@ -2,7 +2,7 @@
 // into one results folder. Idempotent: rows are matched by content key, so merging again adds nothing.
 #include <cstdio>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/results_merge.h"
 #include "pipeline/cli/commands.h"
 

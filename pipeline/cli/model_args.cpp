@@ -1,6 +1,6 @@
 #include "pipeline/cli/model_args.h"
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade::cli {
 

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/text_file.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"

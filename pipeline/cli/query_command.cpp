@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/results_db.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <string>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/weights/random_checkpoint.h"
 #include "pipeline/cli/commands.h"
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/report/report.h"
 #include "pipeline/stages/sweep.h"

@@ -1,8 +1,9 @@
 // kascade schedule: stage 3, choose anchor and reuse layers from a similarity artifact.
 #include <cstdio>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/cli/option_range.h"
 #include "pipeline/stages/schedule_stage.h"
 
 namespace kascade::cli {
@@ -43,12 +44,16 @@ void register_schedule_command(CLI::App& app, const CommonOptions& common) {
         "  kascade schedule --similarity 9d0c... --policy fixed --anchor-list 0,2 --head-map identity");
     cmd->add_option("--similarity", args->similarity, "similarity key (printed by `kascade similarity`)")->required();
     cmd->add_option("--policy", args->policy, "threshold | dp | fixed")->capture_default_str();
-    cmd->add_option("--threshold", args->params.threshold, "threshold policy: minimum similarity to reuse")
-        ->capture_default_str();
-    cmd->add_option("--max-reuse-dist", args->params.max_reuse_dist, "threshold policy: max layers from the anchor")
-        ->capture_default_str();
-    cmd->add_option("--anchors", args->params.n_anchors, "dp policy: number of anchors K, layer 0 included")
-        ->capture_default_str();
+    check_range(cmd->add_option("--threshold", args->params.threshold, "threshold policy: minimum similarity to reuse")
+                    ->capture_default_str(),
+                param_range::kThreshold);
+    check_range(
+        cmd->add_option("--max-reuse-dist", args->params.max_reuse_dist, "threshold policy: max layers from the anchor")
+            ->capture_default_str(),
+        param_range::kMaxReuseDist);
+    check_range(cmd->add_option("--anchors", args->params.n_anchors, "dp policy: number of anchors K, layer 0 included")
+                    ->capture_default_str(),
+                param_range::kAnchors);
     cmd->add_option("--anchor-list", args->anchor_list, "fixed policy: anchor layers, e.g. 0,2,8");
     cmd->add_option("--metric", args->params.metric, "recall | jaccard")->capture_default_str();
     cmd->add_option("--aggregation", args->params.aggregation, "over query tiles: mean | min")->capture_default_str();

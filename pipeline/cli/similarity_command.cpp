@@ -1,7 +1,7 @@
 // kascade similarity: stage 2, layer-pair tile similarity from a capture.
 #include <cstdio>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/topk_options.h"
 #include "pipeline/stages/similarity_stage.h"

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/store/h5_file.h"
 #include "io/store/table_format.h"
@@ -18,10 +18,12 @@ namespace kascade::cli {
 
 namespace {
 
-/// "ok", or why the artifact cannot be trusted any more. The file is opened and its root attributes checked
-/// against its row, so a truncated, corrupt or replaced file is reported rather than found by the next stage.
-std::string artifact_state(const std::filesystem::path& file, const ArtifactRecord& artifact,
+/// "ok", or why the artifact cannot be trusted any more. The file's checksum and then its root attributes are
+/// checked against its row, so a truncated, damaged or replaced file is reported rather than found by the next
+/// stage.
+std::string artifact_state(const std::filesystem::path& results_dir, const ArtifactRecord& artifact,
                            const std::string& model_state) {
+    const std::filesystem::path file = results_dir / artifact.path;
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) return "stale: file missing";
     const std::uintmax_t bytes = std::filesystem::file_size(file, ec);
@@ -29,7 +31,7 @@ std::string artifact_state(const std::filesystem::path& file, const ArtifactReco
         return fmt::format("bad: {} bytes, recorded {}", ec ? 0 : bytes, artifact.bytes);
     }
     try {
-        H5ArtifactReader reader(file, artifact.format_version, artifact.format_version, artifact.stage, artifact.key);
+        H5ArtifactReader reader(results_dir, artifact, artifact.format_version, artifact.format_version);
     } catch (const Error& e) {
         return fmt::format("bad: {}", e.what());
     }
@@ -121,7 +123,7 @@ void register_status_command(CLI::App& app, const CommonOptions& common) {
         artifacts.columns = {"stage", "key", "params", "created_at", "state"};
         for (const ArtifactRecord& a : db.list_artifacts()) {
             artifacts.rows.push_back({a.stage, a.key, a.params_json, a.created_at,
-                                      artifact_state(results_dir / a.path, a, state_of_model(a.model_id))});
+                                      artifact_state(results_dir, a, state_of_model(a.model_id))});
         }
         std::printf("artifacts (%zu) in %s\n", artifacts.rows.size(), (results_dir / "artifacts").c_str());
         std::fputs(format_result(artifacts, OutputFormat::Table).c_str(), stdout);

@@ -2,9 +2,10 @@
 // in N local worker processes, or as Slurm job arrays.
 #include <cstdio>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/cli/option_range.h"
 #include "pipeline/report/report.h"
 #include "pipeline/stages/sweep.h"
 #include "pipeline/stages/sweep_slurm.h"
@@ -96,12 +97,13 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
                   "and logs go to <results>/slurm/<sweep key>/");
     cmd->add_option("--partition", args->partition, "Slurm partition (default: [slurm] partition, else the cluster's)");
     cmd->add_option("--time", args->time, "Slurm time limit per task, e.g. 04:00:00 (default: [slurm] time)");
-    cmd->add_option("--cpus-per-task", args->cpus_per_task, "CPUs = OpenMP threads per task (default: [slurm])")
-        ->check(CLI::Range(1, 4096));
+    check_range(
+        cmd->add_option("--cpus-per-task", args->cpus_per_task, "CPUs = OpenMP threads per task (default: [slurm])"),
+        kCpusPerTaskRange);
     cmd->add_option("--mem", args->mem, "memory per task, e.g. 32G (default: [slurm] mem)");
-    cmd->add_option("--array-throttle", args->array_throttle,
-                    "run at most N tasks of an array at once (sbatch --array=...%N)")
-        ->check(CLI::Range(1, 1 << 20));
+    check_range(cmd->add_option("--array-throttle", args->array_throttle,
+                                "run at most N tasks of an array at once (sbatch --array=...%N)"),
+                kArrayThrottleRange);
     cmd->add_option("--sbatch-arg", args->sbatch_args,
                     "one more sbatch argument, e.g. --sbatch-arg=--account=abc (repeatable; adds to [slurm] "
                     "sbatch_args)");

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/text_file.h"
 #include "io/tokenizer/tokenizer.h"
 #include "pipeline/cli/commands.h"

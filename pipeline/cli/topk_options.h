@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "kernels/attention_types.h"
 #include "pipeline/cli/option_range.h"
 #include "pipeline/runtime/kascade_attention.h"
@@ -26,14 +26,15 @@ struct TopKOptions {
     CLI::Option* round_k_option = nullptr;
 
     void add_to(CLI::App& command) {
-        auto* t = check_range(command.add_option("--topk-tiles", tiles, "keep this many key tiles per query tile"), 1);
+        auto* t = check_range(command.add_option("--topk-tiles", tiles, "keep this many key tiles per query tile"),
+                              param_range::kTopKTiles);
         auto* p = check_range(
-            command.add_option("--topk-pct", pct, "keep this % of the context that --k-rule names (paper: 10)"), 0, 100,
-            /*min_open=*/true);
+            command.add_option("--topk-pct", pct, "keep this % of the context that --k-rule names (paper: 10)"),
+            param_range::kTopKPct);
         t->excludes(p);
         check_range(command.add_option("--k-min", k_min, "with --topk-pct: keep at least this many tokens")
                         ->capture_default_str(),
-                    1);
+                    param_range::kKMin);
         k_rule_option = command
                             .add_option("--k-rule", k_rule,
                                         "with --topk-pct: sequence (the paper: p% of the whole sequence, minus the "
@@ -43,7 +44,7 @@ struct TopKOptions {
         round_k_option = check_range(
             command.add_option("--round-k", round_k, "round k up to a multiple of this many tokens (0: no rounding)")
                 ->capture_default_str(),
-            0);
+            param_range::kRoundK);
         command.add_option("--key-granularity", granularity,
                            "token (the paper: individual keys) or tile (whole key tiles; the first CPU prototype)");
     }

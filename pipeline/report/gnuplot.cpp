@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 
 namespace kascade {

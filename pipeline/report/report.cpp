@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.h"
 #include "build_info.h"
-#include "io/error.h"
 #include "io/file_util.h"
 #include "io/store/results_db.h"
 #include "pipeline/report/gnuplot.h"

@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/h5_file.h"
 #include "io/store/results_db.h"
 #include "io/store/table_format.h"

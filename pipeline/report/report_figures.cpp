@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

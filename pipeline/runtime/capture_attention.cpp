@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "kernels/tile_mass.h"
 
 namespace kascade {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "kernels/dense_attention.h"
 #include "kernels/sparse_attention.h"
 #include "kernels/tile_mass.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "kernels/log_sum_exp.h"
 
 namespace kascade {

@@ -1,6 +1,6 @@
 #include "pipeline/runtime/quest_attention.h"
 
-#include "io/error.h"
+#include "base/error.h"
 #include "kernels/dense_attention.h"
 #include "kernels/quest.h"
 #include "kernels/sparse_attention.h"

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

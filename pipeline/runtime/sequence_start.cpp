@@ -1,6 +1,6 @@
 #include "pipeline/runtime/sequence_start.h"
 
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/swiglu.h"
 #include "pipeline/runtime/rope_frequencies.h"

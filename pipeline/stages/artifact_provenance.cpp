@@ -1,6 +1,7 @@
 #include "pipeline/stages/artifact_provenance.h"
 
 #include "build_info.h"
+#include "io/file_util.h"
 
 namespace kascade {
 
@@ -31,7 +32,9 @@ ArtifactRecord make_artifact_record(const Workspace& ws, const ArtifactHeader& h
     r.format_version = format_version;
     r.params_json = header.params_json;
     r.input_keys_json = header.input_keys_json;
-    r.bytes = static_cast<int64_t>(std::filesystem::file_size(ws.artifact_path(header.stage, header.key)));
+    const std::filesystem::path file = ws.artifact_path(header.stage, header.key);
+    r.bytes = static_cast<int64_t>(std::filesystem::file_size(file));
+    r.checksum = hash_file_hex(file);
     return r;
 }
 

@@ -1,6 +1,6 @@
 #include "pipeline/stages/capture_stage.h"
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/store/h5_file.h"
 #include "pipeline/runtime/capture_attention.h"
@@ -60,7 +60,7 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
                   per_window, params.ctx);
     const int n_tiles = tile_count(params.ctx, params.tile);
 
-    H5ArtifactWriter writer(ws.artifact_path("capture", key), kCaptureFormatVersion);
+    H5ArtifactWriter writer(ws.new_artifact_path("capture", key), kCaptureFormatVersion);
     H5Group& root = writer.root();
     const ArtifactHeader header =
         make_artifact_header("capture", key, capture_inputs_json(model.model_hash, model.tokenizer_hash, text.hash),

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "kernels/log_sum_exp.h"
 
 namespace kascade {

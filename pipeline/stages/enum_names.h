@@ -13,7 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "io/closest_match.h"
-#include "io/error.h"
+#include "base/error.h"
 
 namespace kascade {
 

@@ -4,8 +4,8 @@
 
 #include <map>
 
+#include "base/error.h"
 #include "build_info.h"
-#include "io/error.h"
 #include "io/host_info.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/output_error_probe.h"

@@ -3,7 +3,7 @@
 #include <limits>
 #include <numeric>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/stages/enum_names.h"
 
 namespace kascade {

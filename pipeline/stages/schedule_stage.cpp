@@ -1,6 +1,6 @@
 #include "pipeline/stages/schedule_stage.h"
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/h5_file.h"
 #include "pipeline/stages/artifact_provenance.h"
 #include "pipeline/stages/content_key.h"
@@ -96,14 +96,13 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     const std::optional<ArtifactRecord> sim_record = ws.db().find_artifact(similarity_key);
     ArtifactHeader input_header;
     {
-        H5ArtifactReader sim_file(ws.results_dir() / sim_record->path, kSimilarityFormatVersion,
-                                  kSimilarityFormatVersion, "similarity", similarity_key);
+        H5ArtifactReader sim_file(ws.results_dir(), *sim_record, kSimilarityFormatVersion, kSimilarityFormatVersion);
         input_header = read_artifact_header(sim_file.root());
     }
     const ArtifactHeader header =
         make_artifact_header("schedule", key, {{"similarity", similarity_key}}, schedule_params_json(params),
                              input_header.model_hash, input_header.text_hash, input_header.tokenizer_hash);
-    H5ArtifactWriter writer(ws.artifact_path("schedule", key), kScheduleFormatVersion);
+    H5ArtifactWriter writer(ws.new_artifact_path("schedule", key), kScheduleFormatVersion);
     write_artifact_header(writer.root(), header);
     H5Group& root = writer.root();
     root.set_attr("policy", std::string(schedule_policy_name(params.policy)));

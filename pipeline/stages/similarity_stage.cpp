@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/h5_file.h"
 #include "kernels/tile_mass.h"
 #include "kernels/tile_similarity.h"
@@ -84,8 +84,7 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     const std::string key = similarity_key(capture_key, topk, granularity);
     if (!force && ws.has_artifact(key)) return {key, true};
 
-    H5ArtifactReader capture(ws.results_dir() / capture_record->path, kCaptureFormatVersion, kCaptureFormatVersion,
-                             "capture", capture_key);
+    H5ArtifactReader capture(ws.results_dir(), *capture_record, kCaptureFormatVersion, kCaptureFormatVersion);
     const H5Group& in = capture.root();
     const ArtifactHeader capture_header = read_artifact_header(in);
     const int n_layers = static_cast<int>(in.attr_int("n_layers"));
@@ -171,7 +170,7 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     }
     progress.finish();
 
-    H5ArtifactWriter writer(ws.artifact_path("similarity", key), kSimilarityFormatVersion);
+    H5ArtifactWriter writer(ws.new_artifact_path("similarity", key), kSimilarityFormatVersion);
     const ArtifactHeader header =
         make_artifact_header("similarity", key, {{"capture", capture_key}}, similarity_params(topk, granularity),
                              capture_header.model_hash, capture_header.text_hash, capture_header.tokenizer_hash);
@@ -229,8 +228,7 @@ LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similari
         record && record->stage == "similarity",
         "no similarity artifact with key '{}' in {} (run `kascade similarity` first, or see `kascade status`)",
         similarity_key, ws.db().db_file().string());
-    H5ArtifactReader reader(ws.results_dir() / record->path, kSimilarityFormatVersion, kSimilarityFormatVersion,
-                            "similarity", similarity_key);
+    H5ArtifactReader reader(ws.results_dir(), *record, kSimilarityFormatVersion, kSimilarityFormatVersion);
     LayerSimilarity sim;
     sim.n_layers = static_cast<int>(reader.root().attr_int("n_layers"));
     sim.n_kv_heads = static_cast<int>(reader.root().attr_int("n_kv_heads"));

@@ -3,15 +3,19 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
-#include "io/error.h"
+#include <fmt/ranges.h>
+
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/host_info.h"
 #include "io/store/results_merge.h"
 #include "io/text_file.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/runtime/sequence_start.h"
 #include "pipeline/stages/content_key.h"
 
 namespace kascade {
@@ -238,6 +242,56 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
     return plan;
 }
 
+void check_sweep_inputs(const SweepSpec& spec, const LoadedModel& model, const LoadedText& text) {
+    const std::string file = spec.file.string();
+    const ModelConfig& c = model.weights.config;
+    for (int ctx : spec.ctx) {
+        KASCADE_CHECK(ctx <= c.max_seq_len, "{}: grid.ctx = {}: model \"{}\" has a context of {} positions", file, ctx,
+                      model.path.string(), c.max_seq_len);
+    }
+    const auto n_text = static_cast<int64_t>(text.tokens.size());
+    KASCADE_CHECK(spec.calib_offset + spec.calib_tokens <= n_text,
+                  "{}: calibration.offset = {} + calibration.tokens = {} runs past the end of text \"{}\" ({} tokens)",
+                  file, spec.calib_offset, spec.calib_tokens, text.path.string(), n_text);
+    KASCADE_CHECK(spec.test_offset + spec.test_tokens <= n_text,
+                  "{}: test.offset = {}{} + test.tokens = {} runs past the end of text \"{}\" ({} tokens)", file,
+                  spec.test_offset, spec.test_offset_given ? "" : " (after the calibration range)", spec.test_tokens,
+                  text.path.string(), n_text);
+    // A capture uses whole windows of ctx - 1 text tokens after a BOS (ctx without one).
+    const bool has_bos = sequence_start_token(c, model.tokenizer.get()) >= 0;
+    for (int ctx : spec.ctx) {
+        const int64_t window = has_bos ? ctx - 1 : ctx;
+        KASCADE_CHECK(spec.calib_tokens >= window,
+                      "{}: calibration.tokens = {} is less than one window of {} tokens at grid.ctx = {}", file,
+                      spec.calib_tokens, window, ctx);
+    }
+    const std::string layers = fmt::format("the model has {} layers (0..{})", c.n_layers, c.n_layers - 1);
+    for (size_t i = 0; i < spec.schedules.size(); ++i) {
+        const ScheduleParams& p = spec.schedules[i];
+        const int table = spec.schedule_tables.at(i);
+        if (p.policy == SchedulePolicy::Dp) {
+            KASCADE_CHECK(p.n_anchors <= c.n_layers, "{}: schedules[{}].anchors = {}: {}", file, table, p.n_anchors,
+                          layers);
+        } else if (p.policy == SchedulePolicy::Fixed) {
+            const std::string list = fmt::format("[{}]", fmt::join(p.anchor_list, ", "));
+            KASCADE_CHECK(p.anchor_list.front() == 0, "{}: schedules[{}].anchor_list = {} must start with layer 0",
+                          file, table, list);
+            for (size_t k = 1; k < p.anchor_list.size(); ++k) {
+                KASCADE_CHECK(p.anchor_list[k] > p.anchor_list[k - 1],
+                              "{}: schedules[{}].anchor_list = {} must be increasing", file, table, list);
+            }
+            KASCADE_CHECK(p.anchor_list.back() < c.n_layers, "{}: schedules[{}].anchor_list = {}: {}", file, table,
+                          list, layers);
+        }
+    }
+}
+
+void check_sweep_inputs(const SweepSpec& spec, const SweepPlan& plan) {
+    const std::unique_ptr<LoadedModel> model = load_model_and_tokenizer(plan.model, plan.tokenizer);
+    const std::unique_ptr<LoadedText> text = load_corpus_text(plan.text, *model);
+    check_sweep_inputs(spec, *model, *text);
+}
+
 bool job_output_stored(ResultsDb& db, std::string_view stage, std::string_view key) {
     if (stage == "eval") return db.find_run(key).has_value();
     // A schedule is stored as a row and an artifact file: a deleted file is computed again, like any artifact's.
@@ -342,9 +396,13 @@ SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, const 
     const int n_jobs = static_cast<int>(plan.jobs.size());
     int to_compute = 0;
     for (const SweepJob& j : plan.jobs) to_compute += j.stored ? 0 : 1;
-    std::fprintf(log, "sweep %s: %d jobs, %d stored, %d to compute (results in %s)\n", spec.file.c_str(), n_jobs,
-                 n_jobs - to_compute, to_compute, results_dir.c_str());
+    auto log_header = [&] {
+        std::fprintf(log, "sweep %s: %d jobs, %d stored, %d to compute (results in %s)\n", spec.file.c_str(), n_jobs,
+                     n_jobs - to_compute, to_compute, results_dir.c_str());
+    };
     if (options.dry_run) {
+        check_sweep_inputs(spec, plan);
+        log_header();
         for (int i = 0; i < n_jobs; ++i) {
             std::fprintf(log, "[%3d/%d] %-10s %-7s %s\n", i + 1, n_jobs, plan.jobs[i].stage.c_str(),
                          plan.jobs[i].stored ? "stored" : "run", plan.jobs[i].label.c_str());
@@ -354,14 +412,17 @@ SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, const 
 
     const double sweep_start = omp_get_wtime();
     Workspace ws(results_dir);
+    // Checked before anything is recorded or run: a refused sweep leaves the results folder as it was.
+    LoadedModel& model = ws.model(plan.model, plan.tokenizer);
+    LoadedText& text = ws.text(plan.text, model);
+    check_sweep_inputs(spec, model, text);
+    log_header();
     record_sweep(ws.db(), spec, plan);
     if (options.workers > 1 && to_compute > 0) {
         const WorkerTotals totals = run_with_workers(results_dir, spec, plan, options.workers, options.force, log);
         report.computed = totals.computed;
         report.failed = totals.failed;
     } else {
-        LoadedModel& model = ws.model(plan.model, plan.tokenizer);
-        LoadedText& text = ws.text(plan.text, model);
         ProgressLine progress("sweep", to_compute, "jobs");
         for (int i = 0; i < n_jobs; ++i) {
             const double start = omp_get_wtime();

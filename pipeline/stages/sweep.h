@@ -49,6 +49,14 @@ struct SweepPlan {
 /// Expands the grid into jobs (pure but for hashing the model, tokenizer and text files).
 SweepPlan plan_sweep(const SweepSpec& spec);
 
+/// Checks the sweep file's values that depend on its model and text, naming the file and the key: every grid.ctx
+/// within the model's context, the calibration and test ranges within the text, a calibration range of at least
+/// one window, and the layers the schedules name within the model's layers. Throws kascade::Error.
+void check_sweep_inputs(const SweepSpec& spec, const LoadedModel& model, const LoadedText& text);
+
+/// The same, loading the plan's model and text without a results folder (a dry run, a Slurm submission).
+void check_sweep_inputs(const SweepSpec& spec, const SweepPlan& plan);
+
 /// Whether a job's output is in the results folder of `db`: its run, its schedule, or its artifact row with the
 /// file in place (what the stages check before computing).
 bool job_output_stored(ResultsDb& db, std::string_view stage, std::string_view key);

@@ -10,8 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "base/error.h"
 #include "build_info.h"
-#include "io/error.h"
+#include "io/atomic_file.h"
 #include "io/file_util.h"
 #include "io/store/results_merge.h"
 
@@ -138,6 +139,7 @@ SlurmSubmission submit_sweep_to_slurm(const fs::path& results_dir_arg, const Swe
     const fs::path shard_dir =
         options.shard_dir.empty() ? fs::path() : fs::absolute(options.shard_dir).lexically_normal();
     SweepPlan plan = plan_sweep(spec);
+    check_sweep_inputs(spec, plan);
     if (!shard_dir.empty() && !options.dry_run) merge_earlier_shards(results_dir, shard_dir / plan.key, log);
     mark_stored(results_dir, plan);
 

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "base/error.h"
 #include "io/closest_match.h"
-#include "io/error.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/stages/eval_stage.h"
 
@@ -42,16 +43,20 @@ class TableReader {
         return *v;
     }
 
-    int64_t integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
+    /// An integer; at most 2^40, so that sums of offsets and token counts cannot overflow.
+    int64_t integer(const std::string& key, int64_t fallback, const ValueRange& range) {
         if (!has(key)) return fallback;
         const auto v = (*table_)[key].value<int64_t>();
         KASCADE_CHECK(v.has_value(), "{}: {}.{} must be an integer", file_.string(), where_, key);
-        check_range(key, static_cast<double>(*v), lo, hi);
+        check_range(key, static_cast<double>(*v), range);
+        constexpr int64_t kMax = int64_t{1} << 40;
+        KASCADE_CHECK(*v <= kMax, "{}: {}.{} = {} is out of range (must be at most {})", file_.string(), where_, key,
+                      *v, kMax);
         return *v;
     }
 
-    /// A number or a list of numbers.
-    std::vector<double> numbers(const std::string& key, std::vector<double> fallback, double lo, double hi,
+    /// A number or a list of numbers; with `integers`, each an integer that fits an int.
+    std::vector<double> numbers(const std::string& key, std::vector<double> fallback, const ValueRange& range,
                                 bool integers) {
         if (!has(key)) return fallback;
         const toml::node& node = *table_->get(key);
@@ -65,7 +70,10 @@ class TableReader {
             }
             KASCADE_CHECK(v.has_value(), "{}: {}.{} must be {} or a list of them", file_.string(), where_, key,
                           integers ? "an integer" : "a number");
-            check_range(key, *v, lo, hi);
+            check_range(key, *v, range);
+            KASCADE_CHECK(!integers || *v <= std::numeric_limits<int>::max(),
+                          "{}: {}.{} = {} is out of range (must be at most {})", file_.string(), where_, key, *v,
+                          std::numeric_limits<int>::max());
             out.push_back(*v);
         };
         if (const toml::array* a = node.as_array()) {
@@ -128,9 +136,10 @@ class TableReader {
         }
     }
 
-    void check_range(const std::string& key, double v, double lo, double hi) {
-        KASCADE_CHECK(v >= lo && v <= hi, "{}: {}.{} = {} is out of range (must be in [{}, {}])", file_.string(),
-                      where_, key, v, lo, hi);
+    /// The range the command-line option of the same parameter has (param_ranges.h).
+    void check_range(const std::string& key, double v, const ValueRange& range) {
+        KASCADE_CHECK(range.contains(v), "{}: {}.{} = {} is out of range (must be {})", file_.string(), where_, key, v,
+                      range.text());
     }
 
     fs::path file_;
@@ -200,15 +209,15 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     TableReader text(file, "text", subtable(root, file, "text", true), {"path"});
     spec.text = resolve_path(file, "text.path", text.string("path", "", true), spec.environment);
 
-    constexpr int64_t kMaxTokens = int64_t{1} << 40;
     TableReader calib(file, "calibration", subtable(root, file, "calibration", false), {"offset", "tokens"});
-    spec.calib_offset = calib.integer("offset", 0, 0, kMaxTokens);
-    spec.calib_tokens = calib.integer("tokens", 8192, 1, kMaxTokens);
+    spec.calib_offset = calib.integer("offset", CaptureParams{}.token_offset, param_range::kTokenOffset);
+    spec.calib_tokens = calib.integer("tokens", CaptureParams{}.n_tokens, param_range::kTokenCount);
 
     TableReader test(file, "test", subtable(root, file, "test", false),
                      {"offset", "tokens", "phase", "prompt_tokens", "decode_tokens"});
-    spec.test_offset = test.integer("offset", -1, 0, kMaxTokens);
-    spec.test_tokens = test.integer("tokens", EvalParams{}.n_tokens, 1, kMaxTokens);
+    spec.test_offset_given = test.has("offset");
+    spec.test_offset = test.integer("offset", -1, param_range::kTokenOffset);
+    spec.test_tokens = test.integer("tokens", EvalParams{}.n_tokens, param_range::kTokenCount);
     const std::vector<std::string> phases =
         test.choices("phase", {std::string(eval_phase_name(EvalParams{}.phase))}, eval_phase_names());
     KASCADE_CHECK(phases.size() == 1, "{}: test.phase must be one string, found a list of {}", file.string(),
@@ -217,29 +226,34 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     const bool decode = spec.phase == EvalPhase::Decode;
     KASCADE_CHECK(decode || (!test.has("prompt_tokens") && !test.has("decode_tokens")),
                   "{}: test.prompt_tokens and test.decode_tokens apply to phase = \"decode\" only", file.string());
-    spec.prompt_tokens = static_cast<int>(test.integer("prompt_tokens", EvalParams{}.prompt_tokens, 1, 1 << 24));
-    spec.decode_tokens = static_cast<int>(test.integer("decode_tokens", EvalParams{}.decode_tokens, 1, 1 << 24));
+    spec.prompt_tokens =
+        static_cast<int>(test.integer("prompt_tokens", EvalParams{}.prompt_tokens, param_range::kPromptTokens));
+    spec.decode_tokens =
+        static_cast<int>(test.integer("decode_tokens", EvalParams{}.decode_tokens, param_range::kDecodeTokens));
 
     TableReader grid(file, "grid", subtable(root, file, "grid", true),
                      {"ctx", "tile", "topk_tiles", "topk_pct", "k_min", "k_rule", "round_k", "key_granularity",
                       "pooling", "metric", "aggregation", "head_map"});
-    for (double v : grid.numbers("ctx", {EvalParams{}.ctx}, 2, 1 << 20, true)) spec.ctx.push_back(static_cast<int>(v));
-    for (double v : grid.numbers("tile", {EvalParams::kDefaultTile}, 1, 4096, true))
+    for (double v : grid.numbers("ctx", {double(CaptureParams{}.ctx)}, param_range::kCtx, true))
+        spec.ctx.push_back(static_cast<int>(v));
+    for (double v : grid.numbers("tile", {double(CaptureParams{}.tile)}, param_range::kTile, true))
         spec.tile.push_back(static_cast<int>(v));
     const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
     KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
-    const std::vector<double> round_ks = grid.numbers("round_k", {0}, 0, 1 << 20, true);
+    const std::vector<double> round_ks =
+        grid.numbers("round_k", {double(TopKRule{}.round_k)}, param_range::kRoundK, true);
     const std::string default_k_rule(k_rule_name(TopKRule{}.k_rule));
     const auto k_rules = grid.choices("k_rule", {default_k_rule}, {"sequence", "rolling", "visible"});
     if (has_tiles) {
         KASCADE_CHECK(!grid.has("k_rule"), "{}: grid.k_rule applies to topk_pct only, not to topk_tiles",
                       file.string());
-        for (double v : grid.numbers("topk_tiles", {}, 1, 1 << 20, true))
+        for (double v : grid.numbers("topk_tiles", {}, param_range::kTopKTiles, true))
             for (double r : round_ks)
                 spec.topk.push_back({static_cast<int>(v), 0, 0, TopKRule{}.k_rule, static_cast<int>(r)});
     } else {
-        const std::vector<double> k_mins = grid.numbers("k_min", {TopKRule{}.k_min_tokens}, 0, 1 << 20, true);
-        for (double p : grid.numbers("topk_pct", {}, 0.001, 100, false))
+        const std::vector<double> k_mins =
+            grid.numbers("k_min", {double(TopKRule{}.k_min_tokens)}, param_range::kKMin, true);
+        for (double p : grid.numbers("topk_pct", {}, param_range::kTopKPct, false))
             for (double k : k_mins)
                 for (const std::string& rule : k_rules)
                     for (double r : round_ks)
@@ -252,9 +266,10 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     const std::string default_pooling(pooling_name(SparseAttentionOptions{}.pooling));
     for (const std::string& p : grid.choices("pooling", {default_pooling}, {"post_softmax", "pre_softmax"}))
         spec.pooling.push_back(*pooling_from_name(p));
-    const auto metrics = grid.choices("metric", {"recall"}, {"recall", "jaccard"});
-    const auto aggregations = grid.choices("aggregation", {"mean"}, {"mean", "min"});
-    const auto head_maps = grid.choices("head_map", {"argmax"}, {"argmax", "identity", "pooled"});
+    const ScheduleParams schedule_defaults;
+    const auto metrics = grid.choices("metric", {schedule_defaults.metric}, {"recall", "jaccard"});
+    const auto aggregations = grid.choices("aggregation", {schedule_defaults.aggregation}, {"mean", "min"});
+    const auto head_maps = grid.choices("head_map", {schedule_defaults.head_map}, {"argmax", "identity", "pooled"});
 
     if (const toml::node* node = root.get("schedules")) {
         const toml::array* list = node->as_array();
@@ -273,8 +288,9 @@ SweepSpec load_sweep_spec(const fs::path& file) {
             const SchedulePolicy policy = *schedule_policy_from_name(policies.front());
             std::vector<ScheduleParams> expanded;
             if (policy == SchedulePolicy::Threshold) {
-                for (double th : s.numbers("threshold", {0.65}, 0, 1, false))
-                    for (double d : s.numbers("max_reuse_dist", {4}, 1, 1 << 16, true)) {
+                for (double th : s.numbers("threshold", {schedule_defaults.threshold}, param_range::kThreshold, false))
+                    for (double d : s.numbers("max_reuse_dist", {double(schedule_defaults.max_reuse_dist)},
+                                              param_range::kMaxReuseDist, true)) {
                         ScheduleParams p;
                         p.policy = policy;
                         p.threshold = th;
@@ -282,7 +298,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                         expanded.push_back(p);
                     }
             } else if (policy == SchedulePolicy::Dp) {
-                for (double k : s.numbers("anchors", {3}, 1, 1 << 16, true)) {
+                for (double k :
+                     s.numbers("anchors", {double(schedule_defaults.n_anchors)}, param_range::kAnchors, true)) {
                     ScheduleParams p;
                     p.policy = policy;
                     p.n_anchors = static_cast<int>(k);
@@ -291,7 +308,7 @@ SweepSpec load_sweep_spec(const fs::path& file) {
             } else {
                 ScheduleParams p;
                 p.policy = policy;
-                for (double l : s.numbers("anchor_list", {}, 0, 1 << 16, true))
+                for (double l : s.numbers("anchor_list", {}, param_range::kLayer, true))
                     p.anchor_list.push_back(static_cast<int>(l));
                 KASCADE_CHECK(!p.anchor_list.empty(), "{}: schedules[{}] (fixed) needs anchor_list = [0, ...]",
                               file.string(), i);
@@ -308,6 +325,7 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                             p.aggregation = a;
                             p.head_map = h;
                             spec.schedules.push_back(p);
+                            spec.schedule_tables.push_back(static_cast<int>(i));
                         }
         }
     }
@@ -322,15 +340,15 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                   file.string());
     KASCADE_CHECK(has_quest || !baselines.has("quest_page"),
                   "{}: baselines.quest_page applies to the quest method only", file.string());
-    spec.quest_page = static_cast<int>(baselines.integer("quest_page", EvalParams{}.quest_page, 1, 4096));
+    spec.quest_page = static_cast<int>(baselines.integer("quest_page", EvalParams{}.quest_page, param_range::kQuestPage));
 
     TableReader slurm(file, "slurm", subtable(root, file, "slurm", false),
                       {"partition", "time", "cpus_per_task", "mem", "array_throttle", "sbatch_args"});
     spec.slurm.partition = slurm.string("partition", "");
     spec.slurm.time = slurm.string("time", "");
-    spec.slurm.cpus_per_task = static_cast<int>(slurm.integer("cpus_per_task", 0, 1, 4096));
+    spec.slurm.cpus_per_task = static_cast<int>(slurm.integer("cpus_per_task", 0, kCpusPerTaskRange));
     spec.slurm.mem = slurm.string("mem", "");
-    spec.slurm.array_throttle = static_cast<int>(slurm.integer("array_throttle", 0, 1, 1 << 20));
+    spec.slurm.array_throttle = static_cast<int>(slurm.integer("array_throttle", 0, kArrayThrottleRange));
     spec.slurm.sbatch_args = slurm.strings("sbatch_args");
 
     const int64_t calib_end = spec.calib_offset + spec.calib_tokens;

@@ -1,7 +1,10 @@
 // pipeline/stages/sweep_spec.h: a sweep file (TOML) and the grid of stage jobs it expands to.
 //
 // Every key is checked: an unknown key or an out-of-range value is an error naming the file, the key and what was
-// expected, raised before anything is computed or written. Paths may use ${VAR} (environment variables, e.g.
+// expected, raised before anything is computed or written; values are in the ranges of the command-line options
+// (param_ranges.h), and a key left out gets the default of the stage's parameter struct (CaptureParams, TopKRule,
+// ScheduleParams, EvalParams), which the command-line options show too. Paths may use ${VAR} (environment variables,
+// e.g.
 // ${KASCADE_ASSETS}) and are relative to the sweep file's folder. Format: README.md "Sweeps"; example:
 // experiments/stories260k-quick.toml.
 #pragma once
@@ -13,6 +16,8 @@
 
 #include "kernels/attention_types.h"
 #include "pipeline/stages/eval_method.h"
+#include "pipeline/stages/eval_stage.h"
+#include "pipeline/stages/param_ranges.h"
 #include "pipeline/stages/schedule_stage.h"
 
 namespace kascade {
@@ -27,25 +32,31 @@ struct SlurmSettings {
     std::vector<std::string> sbatch_args;  ///< more sbatch arguments, one word each, e.g. "--account=abc"
 };
 
+/// The ranges of [slurm] cpus_per_task and array_throttle, shared with --cpus-per-task and --array-throttle.
+inline constexpr ValueRange kCpusPerTaskRange{1, 4096};
+inline constexpr ValueRange kArrayThrottleRange{1, 1 << 20};
+
 struct SweepSpec {
     std::filesystem::path file;
     std::string model;
     std::string tokenizer;  ///< empty: next to the model
     std::string text;
-    int64_t calib_offset = 0;
-    int64_t calib_tokens = 8192;
-    int64_t test_offset = -1;  ///< -1: right after the calibration range
-    int64_t test_tokens = 8192;
+    int64_t calib_offset = CaptureParams{}.token_offset;
+    int64_t calib_tokens = CaptureParams{}.n_tokens;
+    int64_t test_offset = -1;        ///< -1: right after the calibration range
+    bool test_offset_given = false;  ///< test.offset is in the file (else it follows the calibration range)
+    int64_t test_tokens = EvalParams{}.n_tokens;
     EvalPhase phase = EvalPhase::Prefill;     ///< test.phase
     int prompt_tokens = 0;                    ///< test.prompt_tokens (decode)
     int decode_tokens = 0;                    ///< test.decode_tokens (decode)
     int quest_page = 0;                       ///< baselines.quest_page
-    std::vector<int> ctx;                     ///< grid.ctx (default [512])
-    std::vector<int> tile;                    ///< grid.tile (default [16])
+    std::vector<int> ctx;                     ///< grid.ctx (default: CaptureParams)
+    std::vector<int> tile;                    ///< grid.tile (default: CaptureParams)
     std::vector<TopKRule> topk;               ///< from topk_tiles or topk_pct x k_min x k_rule; x round_k
     std::vector<KeyGranularity> granularity;  ///< grid.key_granularity (default [token], the paper)
     std::vector<Pooling> pooling;             ///< grid.pooling (default [post_softmax]; kascade and oracle runs)
     std::vector<ScheduleParams> schedules;    ///< fully expanded
+    std::vector<int> schedule_tables;         ///< per schedule: i of the [[schedules]] table it came from
     std::vector<EvalMethod> baselines;        ///< dense, oracle, streaming, quest (decode)
     SlurmSettings slurm;
     /// The ${VAR}s the file uses, with their values: batch scripts set them, so tasks read the same paths.

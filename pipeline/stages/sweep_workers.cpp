@@ -17,7 +17,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/stages/sweep.h"
 
 namespace kascade {

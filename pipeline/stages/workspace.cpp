@@ -1,11 +1,14 @@
 #include "pipeline/stages/workspace.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <exception>
 
-#include "io/error.h"
+#include "base/error.h"
+#include "io/atomic_file.h"
 #include "io/file_util.h"
-#include "io/store/partial_file.h"
 #include "io/text_file.h"
 #include "pipeline/runtime/corpus_tokens.h"
 #include "pipeline/runtime/sequence_start.h"
@@ -15,6 +18,24 @@ namespace kascade {
 namespace fs = std::filesystem;
 
 namespace {
+
+/// Makes `dir` and the missing folders above it, appending to `created` those this process made (a folder another
+/// process makes at the same moment is not counted: mkdir succeeds for one of them only).
+void make_folders(const fs::path& dir, std::vector<fs::path>& created) {
+    if (dir.empty() || fs::is_directory(dir)) return;
+    make_folders(dir.parent_path(), created);
+    std::error_code ec;
+    if (fs::create_directory(dir, ec)) created.push_back(dir);
+    // A failure is reported by whoever needs the folder next (the database, the artifact writer), with its reason.
+}
+
+/// Creates `file` empty if it does not exist; whether this process made it.
+bool create_file_exclusively(const fs::path& file) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+}
 
 /// Removes partial artifact files whose writer, a process of this host, no longer exists: a killed stage.
 void remove_stale_partial_files(const fs::path& artifacts_dir) {
@@ -39,49 +60,7 @@ std::string model_content_hash(const fs::path& path) {
     return hash_hex(hashes);
 }
 
-Workspace::Workspace(const fs::path& results_dir)
-    : results_dir_(results_dir),
-      created_dir_(!fs::exists(results_dir)),
-      created_db_(!fs::exists(results_dir / ResultsDb::kFileName)),
-      uncaught_at_open_(std::uncaught_exceptions()),
-      db_(std::make_unique<ResultsDb>(results_dir)) {
-    remove_stale_partial_files(results_dir_ / "artifacts");
-}
-
-Workspace::~Workspace() {
-    if (!created_db_ || std::uncaught_exceptions() <= uncaught_at_open_) return;
-    // Only a database that is still empty is removed: rows mean another process has started using it too.
-    bool empty = false;
-    try {
-        empty = !db_->has_rows();
-    } catch (const std::exception&) {
-        return;  // leave what cannot be checked
-    }
-    if (!empty) return;
-    db_.reset();
-    std::error_code ec;
-    if (created_dir_) {
-        fs::remove_all(results_dir_, ec);
-        return;
-    }
-    for (const char* suffix : {"", "-wal", "-shm"}) {
-        fs::remove(results_dir_ / (std::string(ResultsDb::kFileName) + suffix), ec);
-    }
-}
-
-int64_t Workspace::stored_id(const LoadedModel& model) {
-    return db_->upsert_model(model.record);
-}
-
-int64_t Workspace::stored_id(const LoadedText& text) {
-    return db_->upsert_text(text.record);
-}
-
-LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_path) {
-    const std::string cache_key = fs::absolute(path).string() + "|" + tokenizer_path.string();
-    auto it = models_.find(cache_key);
-    if (it != models_.end()) return *it->second;
-
+std::unique_ptr<LoadedModel> load_model_and_tokenizer(const fs::path& path, const fs::path& tokenizer_path) {
     auto m = std::make_unique<LoadedModel>();
     m->path = path;
     m->weights = load_model(path);
@@ -113,7 +92,73 @@ LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_pa
     record.head_dim = c.head_dim;
     record.dim = c.dim;
     record.vocab_size = c.vocab_size;
-    return *models_.emplace(cache_key, std::move(m)).first->second;
+    return m;
+}
+
+std::unique_ptr<LoadedText> load_corpus_text(const fs::path& path, const LoadedModel& model) {
+    auto t = std::make_unique<LoadedText>();
+    t->path = path;
+    const std::string contents = read_text_file(path);
+    t->hash = hash_hex(contents);
+    const ModelConfig& c = model.weights.config;
+    t->tokens = tokenize_corpus(*model.tokenizer, contents, document_boundary_token(c, model.tokenizer.get()));
+    TextRecord& record = t->record;
+    record.hash = t->hash;
+    record.path = fs::absolute(path).lexically_normal().string();
+    record.bytes = static_cast<int64_t>(contents.size());
+    return t;
+}
+
+Workspace::Workspace(const fs::path& results_dir) : results_dir_(results_dir) {
+    make_folders(results_dir_, created_dirs_);
+    // SQLite takes an empty file for a new database; made here with O_EXCL, it is known to be this process's.
+    created_db_ = create_file_exclusively(results_dir_ / ResultsDb::kFileName);
+    uncaught_at_open_ = std::uncaught_exceptions();
+    try {
+        db_ = std::make_unique<ResultsDb>(results_dir);
+    } catch (...) {
+        remove_what_was_created();
+        throw;
+    }
+    remove_stale_partial_files(results_dir_ / "artifacts");
+}
+
+Workspace::~Workspace() {
+    if (std::uncaught_exceptions() > uncaught_at_open_) remove_what_was_created();
+}
+
+void Workspace::remove_what_was_created() {
+    std::error_code ec;
+    // Only a database that is still empty is removed: rows mean another process has started using it too.
+    bool remove_db = created_db_;
+    try {
+        remove_db = remove_db && (db_ == nullptr || !db_->has_rows());
+    } catch (const std::exception&) {
+        remove_db = false;  // leave what cannot be checked
+    }
+    if (remove_db) {
+        db_.reset();
+        for (const char* suffix : {"", "-wal", "-shm"}) {
+            fs::remove(results_dir_ / (std::string(ResultsDb::kFileName) + suffix), ec);
+        }
+    }
+    // Innermost first; remove() takes a folder only when it is empty, so whatever another process put there stays.
+    for (auto dir = created_dirs_.rbegin(); dir != created_dirs_.rend(); ++dir) fs::remove(*dir, ec);
+}
+
+int64_t Workspace::stored_id(const LoadedModel& model) {
+    return db_->upsert_model(model.record);
+}
+
+int64_t Workspace::stored_id(const LoadedText& text) {
+    return db_->upsert_text(text.record);
+}
+
+LoadedModel& Workspace::model(const fs::path& path, const fs::path& tokenizer_path) {
+    const std::string cache_key = fs::absolute(path).string() + "|" + tokenizer_path.string();
+    auto it = models_.find(cache_key);
+    if (it != models_.end()) return *it->second;
+    return *models_.emplace(cache_key, load_model_and_tokenizer(path, tokenizer_path)).first->second;
 }
 
 LoadedModel& Workspace::model_by_id(int64_t model_id) {
@@ -131,18 +176,7 @@ LoadedText& Workspace::text(const fs::path& path, const LoadedModel& model) {
     const std::string cache_key = fs::absolute(path).string() + "|" + model.tokenizer_hash;
     auto it = texts_.find(cache_key);
     if (it != texts_.end()) return *it->second;
-
-    auto t = std::make_unique<LoadedText>();
-    t->path = path;
-    const std::string contents = read_text_file(path);
-    t->hash = hash_hex(contents);
-    const ModelConfig& c = model.weights.config;
-    t->tokens = tokenize_corpus(*model.tokenizer, contents, document_boundary_token(c, model.tokenizer.get()));
-    TextRecord& record = t->record;
-    record.hash = t->hash;
-    record.path = fs::absolute(path).lexically_normal().string();
-    record.bytes = static_cast<int64_t>(contents.size());
-    return *texts_.emplace(cache_key, std::move(t)).first->second;
+    return *texts_.emplace(cache_key, load_corpus_text(path, model)).first->second;
 }
 
 bool Workspace::has_artifact(std::string_view key) {
@@ -152,6 +186,12 @@ bool Workspace::has_artifact(std::string_view key) {
 
 fs::path Workspace::artifact_path(std::string_view stage, std::string_view key) const {
     return results_dir_ / artifact_relative_path(stage, key);
+}
+
+fs::path Workspace::new_artifact_path(std::string_view stage, std::string_view key) {
+    fs::path path = artifact_path(stage, key);
+    make_folders(path.parent_path(), created_dirs_);
+    return path;
 }
 
 std::string Workspace::artifact_relative_path(std::string_view stage, std::string_view key) const {

@@ -36,8 +36,9 @@ class Workspace {
     /// Opens (creating if needed) the results folder and its database; removes partial artifact files left by
     /// killed processes.
     explicit Workspace(const std::filesystem::path& results_dir);
-    /// Left by an exception (a failed command), removes the folder or database this workspace created if nothing
-    /// was stored in it: a command that fails writes nothing.
+    /// Left by an exception (a failed command), removes what this workspace created and only that, and only while
+    /// it is empty: its database if no row was stored, then its folders if nothing is in them. Another process may
+    /// have started using the same results folder meanwhile; what it made stays.
     ~Workspace();
     Workspace(const Workspace&) = delete;
     Workspace& operator=(const Workspace&) = delete;
@@ -61,17 +62,29 @@ class Workspace {
 
     /// Where the artifact of `stage` with `key` lives: <results>/artifacts/<stage>/<key>.h5.
     std::filesystem::path artifact_path(std::string_view stage, std::string_view key) const;
+    /// The same for an artifact about to be written: its folders are made (and removed again if the command fails
+    /// and they are still empty).
+    std::filesystem::path new_artifact_path(std::string_view stage, std::string_view key);
     std::string artifact_relative_path(std::string_view stage, std::string_view key) const;
 
   private:
+    void remove_what_was_created();
+
     std::filesystem::path results_dir_;
-    bool created_dir_ = false;  ///< the results folder did not exist before this workspace
-    bool created_db_ = false;   ///< nor did its database
+    std::vector<std::filesystem::path> created_dirs_;  ///< folders this workspace made, outermost first
+    bool created_db_ = false;                          ///< this workspace made the database file
     int uncaught_at_open_ = 0;  ///< std::uncaught_exceptions() when opened, to tell a failure from a normal exit
     std::unique_ptr<ResultsDb> db_;
     std::map<std::string, std::unique_ptr<LoadedModel>> models_;  ///< by path + tokenizer path
     std::map<std::string, std::unique_ptr<LoadedText>> texts_;    ///< by path + tokenizer hash
 };
+
+/// Loads a model and its tokenizer (tokenizer_path empty: the one next to the model), without a results folder;
+/// Workspace::model caches what this returns.
+std::unique_ptr<LoadedModel> load_model_and_tokenizer(const std::filesystem::path& path,
+                                                      const std::filesystem::path& tokenizer_path = {});
+/// Reads a text file and tokenizes it with the model's tokenizer; Workspace::text caches what this returns.
+std::unique_ptr<LoadedText> load_corpus_text(const std::filesystem::path& path, const LoadedModel& model);
 
 /// Content hash of a model: the file itself, or every regular file of a model directory, in name order.
 std::string model_content_hash(const std::filesystem::path& path);

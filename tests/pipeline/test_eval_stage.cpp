@@ -3,7 +3,7 @@
 // hits), and how test tokens are cut into decode windows.
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/stages/content_key.h"
 #include "pipeline/stages/decode_perplexity.h"
 #include "pipeline/stages/eval_stage.h"

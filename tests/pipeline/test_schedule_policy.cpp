@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "pipeline/stages/schedule_policy.h"
 
 using namespace kascade;

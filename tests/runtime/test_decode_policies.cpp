@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/temp_dir.h"
-#include "io/error.h"
+#include "base/error.h"
 #include "io/weights/model_weights.h"
 #include "kernels/reference/attention_reference.h"
 #include "pipeline/runtime/kascade_attention.h"

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <string>
 
+#include "base/error.h"
 #include "common/temp_dir.h"
-#include "io/error.h"
 #include "io/file_util.h"
 #include "io/weights/model_weights.h"
 #include "pipeline/runtime/corpus_tokens.h"

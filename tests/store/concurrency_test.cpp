@@ -10,7 +10,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
-#include "io/store/partial_file.h"
+#include "io/atomic_file.h"
 #include "io/store/results_db.h"
 #include "io/store/schema.h"
 #include "store/store_test_util.h"

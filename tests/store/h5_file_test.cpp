@@ -9,7 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "base/error.h"
+#include "io/file_util.h"
 #include "io/store/h5_file.h"
 #include "store/store_test_util.h"
 
@@ -176,6 +177,34 @@ TEST(H5File, TruncatedFileIsRefused) {
     const std::string message = error_of([&] { H5ArtifactReader r(path, 1, 1); });
     EXPECT_EQ(message.rfind(fmt::format("cannot open HDF5 file \"{}\": ", path.string()), 0), 0u) << message;
     EXPECT_NE(message.find("truncated file"), std::string::npos) << message;
+}
+
+TEST(H5File, DamagedFileIsRefusedByItsChecksumBeforeHdf5OpensIt) {
+    TempDir tmp;
+    const fs::path path = write_sample(tmp.path());
+    ArtifactRecord record;
+    record.key = "cap-1";
+    record.stage = "capture";
+    record.path = "artifacts/capture/cap-1.h5";
+    record.checksum = hash_file_hex(path);
+    { H5ArtifactReader intact(tmp.path(), record, 1, 1); }
+    // One byte in the middle changed: same size, root attributes intact.
+    const auto middle = static_cast<std::streamoff>(fs::file_size(path) / 2);
+    {
+        std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+        io.seekg(middle);
+        const char c = static_cast<char>(io.get());
+        io.seekp(middle);
+        io.put(static_cast<char>(c ^ 0x5a));
+    }
+    const std::string found = hash_file_hex(path);
+    EXPECT_EQ(error_of([&] { H5ArtifactReader damaged(tmp.path(), record, 1, 1); }),
+              fmt::format("{}: damaged or replaced: its checksum is {}, {} when it was stored; delete it and run its "
+                          "stage again",
+                          path.string(), found, *record.checksum));
+    // A row stored before checksums has none: the file is opened, its attributes checked.
+    record.checksum.reset();
+    EXPECT_NO_THROW({ H5ArtifactReader unchecked(tmp.path(), record, 1, 1); });
 }
 
 TEST(H5File, NonHdf5FileIsRefused) {

@@ -8,7 +8,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/results_db.h"
 #include "io/store/schema.h"
 #include "store/store_test_util.h"
@@ -146,6 +146,27 @@ TEST(ResultsDb, Version4UpgradesRunsInPlaceAsPrefillRuns) {
     EXPECT_THROW(
         raw.exec(insert + "('x', 1, 1, 'dense', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'generate', NULL, NULL, NULL)"),
         SQLite::Exception);
+}
+
+TEST(ResultsDb, Version5AddsArtifactChecksumsThatOlderArtifactsLack) {
+    TempDir tmp;
+    {
+        SQLite::Database raw(tmp.path() / "kascade.db", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        for (const Migration& m : schema_migrations()) {
+            if (m.version <= 3) raw.exec(m.sql);
+        }
+        raw.exec("PRAGMA user_version = 3");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec(
+            "INSERT INTO artifacts VALUES ('old', 'capture', 'artifacts/capture/old.h5', 1, 2, '{}', '{}', 10, "
+            "'t')");
+    }
+    ResultsDb db(tmp.path());
+    EXPECT_EQ(db.schema_version(), kSchemaVersion);
+    const std::optional<ArtifactRecord> old = db.find_artifact("old");
+    ASSERT_TRUE(old.has_value());
+    EXPECT_FALSE(old->checksum.has_value());
+    EXPECT_THROW(db.database().exec("UPDATE artifacts SET checksum = 'short' WHERE key = 'old'"), SQLite::Exception);
 }
 
 TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {

@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "common/temp_dir.h"
-#include "io/error.h"
 #include "io/store/results_db.h"
 
 namespace kascade::test {

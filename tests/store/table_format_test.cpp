@@ -2,7 +2,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/store/table_format.h"
 #include "store/store_test_util.h"
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/tokenizer/tokenizer.h"
 #include "tokenizer_test_util.h"
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/tokenizer/byte_level.h"
 #include "io/tokenizer/hf_tokenizer.h"

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/tokenizer/tokenizer.h"
 #include "tokenizer_test_util.h"
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/tokenizer/tokenizer.h"
 #include "tokenizer_test_util.h"

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "io/tokenizer/llama2c_tokenizer.h"
 #include "io/tokenizer/tokenizer.h"

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/weights/model_weights.h"
+#include "io/weights/random_checkpoint.h"
 #include "io/weights/safetensors.h"
 #include "tiny_model.h"
 #include "weights_test_util.h"
@@ -184,6 +185,20 @@ TEST(BadInput, BadConfigThroughLoadModel) {
     test::TinyModel m = test::make_tiny_model("gemma", false, false, false);
     m.write(dir.path(), DType::F32);
     expect_load_error(dir.path(), {"model_type \"gemma\" is not supported"}, "config.json");
+}
+
+TEST(BadInput, RandomCheckpointWithNonNumberInitializerRange) {
+    test::TempDir dir;
+    for (const nlohmann::json& bad : {nlohmann::json("0.02"), nlohmann::json(nullptr), nlohmann::json(-1.0)}) {
+        test::TinyModel m = test::make_tiny_model("llama", false, false, false);
+        m.config["initializer_range"] = bad;
+        m.write_config(dir.path());
+        const std::string msg =
+            test::error_message([&] { write_random_checkpoint(dir / "config.json", dir / "out", {}); });
+        EXPECT_EQ(msg, (dir / "config.json").string() +
+                           ": field \"initializer_range\" must be a positive number, found " + bad.dump());
+        EXPECT_FALSE(std::filesystem::exists(dir / "out" / "model.safetensors"));
+    }
 }
 
 TEST(BadInput, ShardedIndexProblems) {

@@ -17,8 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "common/temp_dir.h"
-#include "io/error.h"
 #include "io/weights/model_weights.h"
 
 namespace kascade::test {

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "entries/fuzz_support.h"
-#include "io/error.h"
 #include "io/store/h5_file.h"
 
 namespace kascade::fuzz {

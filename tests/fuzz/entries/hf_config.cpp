@@ -1,8 +1,8 @@
 // The config.json fuzz target: load_hf_config and the promises a loaded config makes to the runtime.
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "entries/fuzz_support.h"
-#include "io/error.h"
 #include "io/weights/model_config.h"
 
 namespace kascade::fuzz {

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "entries/fuzz_support.h"
-#include "io/error.h"
 #include "io/weights/model_weights.h"
 
 namespace kascade::fuzz {

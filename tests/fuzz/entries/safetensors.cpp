@@ -1,8 +1,8 @@
 // The safetensors fuzz target: the header of a single .safetensors file and the tensor views it yields.
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "entries/fuzz_support.h"
-#include "io/error.h"
 #include "io/weights/safetensors.h"
 
 namespace kascade::fuzz {

@@ -2,8 +2,8 @@
 // to the sweep runner.
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "entries/fuzz_support.h"
-#include "io/error.h"
 #include "pipeline/stages/sweep_spec.h"
 
 namespace kascade::fuzz {

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "entries/fuzz_support.h"
-#include "io/error.h"
 #include "io/tokenizer/tokenizer.h"
 
 namespace kascade::fuzz {

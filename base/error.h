@@ -1,10 +1,12 @@
-// io/error.h: the two error tiers of kascade.
+// base/error.h: the two error tiers of kascade, the bottom layer every other one (kernels, io, pipeline) includes.
 //
 //  - KASCADE_CHECK(cond, fmt, args...): bad *user input* (a file, a flag, a config value). Throws kascade::Error with
 //    a message that names the file or field, the value found and what was expected. main() prints it as
 //    "kascade: error: <message>" and exits 1.
-//  - KASCADE_ASSERT(cond): a *bug* (an invariant the code itself must keep). Prints the expression and location and
-//    aborts; user input must never be able to reach it.
+//  - KASCADE_ASSERT(cond): a *bug* (an invariant the code itself must keep, e.g. a kernel's precondition: the
+//    runtime validates user input before it reaches a kernel). Prints the expression and location and aborts;
+//    user input must never be able to reach it. Aborting, not throwing, also keeps it safe inside OpenMP regions,
+//    which exceptions must not leave.
 #pragma once
 
 #include <stdexcept>

@@ -1,4 +1,5 @@
-#include "io/error.h"
+// base/error.cpp: the abort of KASCADE_ASSERT (see error.h).
+#include "base/error.h"
 
 #include <cstdio>
 #include <cstdlib>
