@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include <SQLiteCpp/Backup.h>
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/chrono.h>
 #include <sqlite3.h>
@@ -43,8 +44,19 @@ ResultsDb::ResultsDb(const fs::path& results_dir, DbAccess access)
                       db_file_.string());
         guarded(db_file_, "cannot open the results database",
                 [&] { db_ = std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READONLY, kBusyTimeoutMs); });
-        check_not_newer(schema_version());
+        const int version = schema_version();
+        check_not_newer(version);
         guarded(db_file_, "reading the schema", [&] { check_is_kascade(); });
+        if (version > 0 && version < kSchemaVersion) {
+            // A database of an older kascade: read a copy in memory migrated forward, so every reader sees the
+            // current columns while the file stays as it is (it is migrated by the next command that writes).
+            guarded(db_file_, "reading an older schema", [&] {
+                auto copy = std::make_unique<SQLite::Database>(":memory:", SQLite::OPEN_READWRITE);
+                SQLite::Backup(*copy, *db_).executeStep();
+                db_ = std::move(copy);
+            });
+            migrate();
+        }
         return;
     }
     std::error_code ec;

@@ -64,7 +64,8 @@ class ResultsDb {
     /// Opens <results_dir>/kascade.db, creating the folder and the database, and migrates it to kSchemaVersion.
     /// Throws kascade::Error if the folder cannot be created or written (naming it and the OS reason), or if the
     /// database was made by a newer kascade. ReadOnly: the database must exist; it is neither created nor
-    /// migrated (schema_version() may then be below kSchemaVersion, 0 for a database still being created).
+    /// changed: an older schema is read through an in-memory copy migrated forward, and schema_version() is 0 for a
+    /// database still being created.
     explicit ResultsDb(const std::filesystem::path& results_dir, DbAccess access = DbAccess::ReadWrite);
     ~ResultsDb();
     ResultsDb(const ResultsDb&) = delete;

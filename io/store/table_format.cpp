@@ -307,6 +307,32 @@ QueryDb::QueryDb(const fs::path& db_file) : db_file_(db_file) {
     const int64_t found = std::get<int64_t>(version.rows.at(0).at(0));
     KASCADE_CHECK(found <= kSchemaVersion, "{} has schema version {}, this kascade reads up to {}; upgrade kascade",
                   db_file_.string(), found, kSchemaVersion);
+    if (found > 0 && found < kSchemaVersion) read_migrated_copy(static_cast<int>(found));
+}
+
+void QueryDb::read_migrated_copy(int version) {
+    // A database of an older kascade: queries read a copy in memory migrated forward, so runs_flat and every table
+    // have the documented columns, and the file stays as it is.
+    sqlite3* copy = nullptr;
+    bool ok = sqlite3_open(":memory:", &copy) == SQLITE_OK;
+    if (ok) {
+        sqlite3_backup* backup = sqlite3_backup_init(copy, "main", db_, "main");
+        ok = backup != nullptr && sqlite3_backup_step(backup, -1) == SQLITE_DONE;
+        sqlite3_backup_finish(backup);
+    }
+    for (const Migration& m : schema_migrations()) {
+        if (!ok || m.version <= version) continue;
+        const std::string sql = fmt::format("{}\nPRAGMA user_version = {};", m.sql, m.version);
+        ok = sqlite3_exec(copy, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+    }
+    if (!ok) {
+        const std::string message = copy != nullptr ? sqlite3_errmsg(copy) : "out of memory";
+        sqlite3_close(copy);
+        KASCADE_FAIL("cannot read results database \"{}\" (schema version {}): {}", db_file_.string(), version,
+                     message);
+    }
+    sqlite3_close(db_);
+    db_ = copy;
 }
 
 QueryDb::~QueryDb() {

@@ -27,7 +27,8 @@ struct QueryResult {
 /// A read-only connection to a results database.
 class QueryDb {
   public:
-    /// Opens db_file read-only; throws kascade::Error if it does not exist or is not a database.
+    /// Opens db_file read-only; throws kascade::Error if it does not exist or is not a database. A database of an
+    /// older schema version is read as an in-memory copy migrated forward (the file is not changed).
     explicit QueryDb(const std::filesystem::path& db_file);
     ~QueryDb();
     QueryDb(const QueryDb&) = delete;
@@ -41,6 +42,9 @@ class QueryDb {
     std::vector<std::string> columns_of(std::string_view table);
 
   private:
+    /// Replaces the connection by an in-memory copy of the database migrated from `version` to kSchemaVersion.
+    void read_migrated_copy(int version);
+
     std::filesystem::path db_file_;
     sqlite3* db_ = nullptr;
 };

@@ -247,7 +247,8 @@ TEST(ResultsDb, ForeignKeysAreEnforced) {
     EXPECT_EQ(count_rows(db, "run_layers"), 0);
     // Through the API: an artifact of a model that is not registered.
     const std::string message = error_of([&] {
-        db.insert_artifact(ArtifactRecord{"k", "schedule", "artifacts/schedule/k.h5", 42, 1, "{}", "{}", 1, ""});
+        db.insert_artifact(
+            ArtifactRecord{"k", "schedule", "artifacts/schedule/k.h5", 42, 1, "{}", "{}", 1, "", std::nullopt});
     });
     EXPECT_NE(message.find("FOREIGN KEY constraint failed"), std::string::npos) << message;
 }

@@ -124,11 +124,11 @@ inline SampleIds fill_sample_store(ResultsDb& db) {
     SampleIds ids;
     ids.model = db.upsert_model(sample_model());
     ids.text = db.upsert_text(sample_text());
-    db.insert_artifact(
-        ArtifactRecord{"cap-1", "capture", "artifacts/capture/cap-1.h5", ids.model, 1, "{\"ctx\":256}", "{}", 1000, ""},
-        CaptureRecord{"cap-1", ids.model, ids.text, "tok", 0, 2048, 256, 16, 0});
+    db.insert_artifact(ArtifactRecord{"cap-1", "capture", "artifacts/capture/cap-1.h5", ids.model, 1, "{\"ctx\":256}",
+                                      "{}", 1000, "", std::nullopt},
+                       CaptureRecord{"cap-1", ids.model, ids.text, "tok", 0, 2048, 256, 16, 0});
     db.insert_artifact(ArtifactRecord{"sim-1", "similarity", "artifacts/similarity/sim-1.h5", ids.model, 1, "{}",
-                                      "{\"capture\":\"cap-1\"}", 500, ""},
+                                      "{\"capture\":\"cap-1\"}", 500, "", std::nullopt},
                        SimilarityRecord{"sim-1", "cap-1", 12, std::nullopt, std::nullopt, "[\"recall_min\"]"});
     ids.schedule = db.insert_schedule(sample_schedule(ids.model), sample_schedule_layers());
     ids.run = db.insert_run(sample_run(ids.model, ids.text, ids.schedule), sample_metrics(), sample_run_layers()).id;
