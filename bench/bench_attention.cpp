@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bench/bench_results_reporter.h"
+#include "kernels/decode_scoring.h"
 #include "kernels/dense_attention.h"
 #include "kernels/sparse_attention.h"
 #include "kernels/tile_mass.h"
@@ -46,7 +47,7 @@ struct ModelShape {
     int n_q_heads, n_kv_heads, head_dim;
 };
 
-constexpr ModelShape kModels[] = {{"smollm2", 9, 3, 64}, {"llama3_8b", 32, 8, 128}};
+constexpr ModelShape kModels[] = {{"smollm2", 9, 3, 64}, {"llama32_1b", 32, 8, 64}, {"llama3_8b", 32, 8, 128}};
 constexpr int kPrefillLengths[] = {2048, 8192, 16384};
 constexpr int kDecodeLengths[] = {8192, 32768, 131072};
 
@@ -283,7 +284,11 @@ void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill 
     state.counters["flop_per_iter_G"] = flops * 1e-9;
 }
 
-enum class Decode { kDense, kSparse };
+/// Decode rows: dense; tile-sparse over random tiles; and the Kascade decode steps as KascadeAttention runs them at
+/// token granularity (tile 32, the paper's k rule at pct %): the anchor's scoring alone (decode_token_mass), the
+/// anchor's whole step (select_decode_keys + attend_selection) and a reuse layer's step (attend_selection of the
+/// anchor's selection through a head map).
+enum class Decode { kDense, kSparse, kTokenMass, kTokenAnchor, kTokenReuse };
 
 void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode variant, float pct) {
     Inputs in = make_inputs(m, 1, n);
@@ -291,10 +296,32 @@ void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode va
     const double row_bytes = 2.0 * m.n_kv_heads * m.head_dim * sizeof(float);  // K and V of one position
     double keys = n;
     double seconds = 0;
+    const SparseAttentionOptions options{.tile = kTile, .topk = {0, pct, 128, KRule::Sequence}};
+    PoolingScratch scratch;
+    LayerSelection selection;
     if (variant == Decode::kDense) {
         seconds = timed_loop(state, group, true, [&] {
             attn_dense_decode(in.shape, in.q.data(), in.k.data(), in.v.data(), in.out.data());
         });
+    } else if (variant == Decode::kTokenMass) {
+        seconds = timed_loop(state, group, false, [&] {
+            decode_token_mass(in.shape, kTile, in.q.data(), in.k.data(), Pooling::PostSoftmax, &scratch.decode,
+                              &scratch.token_mass);
+        });
+        keys = n / 2.0;  // K only
+    } else if (variant == Decode::kTokenAnchor || variant == Decode::kTokenReuse) {
+        select_decode_keys(in.shape, in.q.data(), in.k.data(), options, &scratch, &selection);
+        std::vector<int32_t> head_map(m.n_kv_heads);
+        for (int h = 0; h < m.n_kv_heads; ++h) head_map[h] = (h + 1) % m.n_kv_heads;
+        const bool anchor = variant == Decode::kTokenAnchor;
+        seconds = timed_loop(state, group, false, [&] {
+            if (anchor) select_decode_keys(in.shape, in.q.data(), in.k.data(), options, &scratch, &selection);
+            attend_selection(in.shape, in.q.data(), in.k.data(), in.v.data(), kTile, selection,
+                             anchor ? nullptr : head_map.data(), in.out.data());
+        });
+        const double attended = selection.tokens.size(0, 0) + (n - (n - 1) / kTile * kTile);
+        keys = (anchor ? n / 2.0 : 0.0) + attended;  // the anchor also reads every K row
+        state.counters["density"] = attended / n;
     } else {
         // The decode step's selection: the top-k rule's budget of random tiles before the query's tile.
         const int q_tile = (n - 1) / kTile;
@@ -311,7 +338,7 @@ void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode va
         });
     }
     state.counters["GB/s"] = keys * row_bytes / seconds * 1e-9;
-    state.counters["density"] = keys / n;
+    if (variant == Decode::kDense || variant == Decode::kSparse) state.counters["density"] = keys / n;
 }
 
 void register_all() {
@@ -354,6 +381,9 @@ void register_all() {
             add("dense", Decode::kDense, 0);
             add("sparse_10pct", Decode::kSparse, 10);
             add("sparse_25pct", Decode::kSparse, 25);
+            add("token_mass", Decode::kTokenMass, 10);
+            add("token_anchor_paper10pct", Decode::kTokenAnchor, 10);
+            add("token_reuse_paper10pct", Decode::kTokenReuse, 10);
         }
     }
 }

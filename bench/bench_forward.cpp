@@ -8,12 +8,15 @@
 //                                                 the LM head of its row and the greedy pick, as generate does
 // numerics: exact (weights as in the file, fp32 activations: --matmul exact), bf16 (file weights, activations
 // rounded to BF16: --matmul bf16), f32 (weights expanded to fp32 at load: --weights-dtype f32).
-// method: dense, or kascade (prefill: anchors at every 4th layer, the layers between reuse them with the identity
-// head map, top-k 10 % of the keys with a 128-token floor, tile 32). Decode methods are listed in decode_methods().
+// method: dense, or kascade (anchors at every 4th layer, the layers between reuse them with the identity head map,
+// top-k 10 % of the keys with a 128-token floor, tile 32; in decode re-selected for every new token). Decode adds
+// oracle (every layer but 0 an anchor), streaming (sink + recent keys) and quest (pages of 16, layers 0 and 1 dense),
+// all at the same key budget (decode_methods()).
 //
 // Counters:
 //   tokens_per_s          positions (prefill) or new tokens (decode) per second of wall time
 //   matmul_ms, attention_ms, other_ms   the split of one iteration (other = everything else, scoring included);
+//   matmul_pct, attn_pct  the shares of matrix products and attention in the iteration's time, in %;
 //   norm_ms, rope_kv_ms, act_ms, scoring_ms   parts of other: norms with residual adds, RoPE + KV-cache copy,
 //                         SwiGLU, log-softmax of the logits
 //   GFLOP/s               prefill: matrix-product flops / matrix-product time
@@ -21,12 +24,14 @@
 //   pct_limit             prefill: GFLOP/s / the GEMM peak of its numerics (BF16 peak for bf16 on BF16 weights, else
 //                         fp32 peak); decode: GB/s / memory bandwidth
 //   speedup               dense time / own time in the same (model, ctx or T, numerics) group, measured in this run
+//   attn_speedup          the same for the attention time alone
 // Models: stories260K (real weights, fp32 file; prefill only: it is trained to 512 positions), and random BF16
 // checkpoints with SmolLM2-135M's and Llama-3.2-1B's config.json written by write_random_checkpoint and loaded by
 // load_model (memory-mapped) like any checkpoint. They are written to a temporary folder removed at exit, or kept
 // in $KASCADE_BENCH_MODELS and reused. Decode positions beyond a model's max_position_embeddings (SmolLM2 at 32K)
-// measure speed only. Decode caches are filled with random keys and values (dense decode speed does not depend on
-// them).
+// measure speed only. Decode caches are filled with random keys and values through KvCache::write (so Quest's page
+// bounds are real); dense decode speed does not depend on them, and the sparse methods attend the same number of keys
+// whatever they are.
 //
 // Model files are found under $KASCADE_ASSETS (models/...), else under the build's KASCADE_SHARED_DIR.
 #include <benchmark/benchmark.h>
@@ -48,7 +53,9 @@
 #include "io/weights/random_checkpoint.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/perplexity.h"
+#include "pipeline/runtime/quest_attention.h"
 #include "pipeline/runtime/sequence_start.h"
+#include "pipeline/runtime/streaming_attention.h"
 #include "pipeline/runtime/transformer.h"
 
 namespace kascade {
@@ -197,28 +204,46 @@ AttentionMethod dense_method() {
     return {"dense", [](const ModelConfig&) { return std::make_unique<DenseAttention>(); }};
 }
 
+/// The sparse methods' options: tile 32, top-k 10 % of the keys with a 128-token floor (the paper's k rule).
+const SparseAttentionOptions kSparseOptions{.tile = 32, .topk = {.tiles = 0, .pct = 10.0f, .k_min_tokens = 128}};
+
 AttentionMethod kascade_method() {
     return {"kascade", [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
-                return std::make_unique<KascadeAttention>(every_fourth_layer_anchors(c),
-                                                          SparseAttentionOptions{.tile = 32, .topk = {0, 10.0f, 128}});
+                return std::make_unique<KascadeAttention>(every_fourth_layer_anchors(c), kSparseOptions);
             }};
 }
 
-/// Decode methods (sparse decode policies join here).
+/// Decode methods: dense first (the baseline of `speedup`), then every sparse decode policy at the same budget.
 std::vector<AttentionMethod> decode_methods() {
-    return {dense_method()};
+    return {dense_method(),
+            kascade_method(),
+            {"oracle",
+             [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
+                 return std::make_unique<KascadeAttention>(AttentionSchedule::oracle(c.n_layers), kSparseOptions);
+             }},
+            {"streaming",
+             [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
+                 return std::make_unique<StreamingAttention>(c.n_layers, kSparseOptions);
+             }},
+            {"quest", [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
+                 return std::make_unique<QuestAttention>(c.n_layers,
+                                                         QuestOptions{.page = 16, .topk = kSparseOptions.topk});
+             }}};
 }
 
 // ---- measurement ----
 
 machine_limits::MachineLimits g_limits;
-std::map<std::string, double> g_dense_seconds;  ///< per "<kind>/<model>/<size>/<numerics>"
+/// Per "<kind>/<model>/<size>/<numerics>": the dense row's seconds and attention milliseconds per iteration.
+std::map<std::string, std::pair<double, double>> g_dense_time;
 
-void report_speedup(benchmark::State& state, const std::string& group, const std::string& method, double seconds) {
+void report_speedup(benchmark::State& state, const std::string& group, const std::string& method, double seconds,
+                    double attention_ms) {
     if (method == "dense") {
-        g_dense_seconds[group] = seconds;
-    } else if (g_dense_seconds.count(group)) {
-        state.counters["speedup"] = g_dense_seconds[group] / seconds;
+        g_dense_time[group] = {seconds, attention_ms};
+    } else if (g_dense_time.count(group)) {
+        state.counters["speedup"] = g_dense_time[group].first / seconds;
+        state.counters["attn_speedup"] = g_dense_time[group].second / attention_ms;
     }
 }
 
@@ -226,6 +251,8 @@ void report_split(benchmark::State& state, const ForwardStats& stats, double sec
     const double total_ms = seconds * 1e3;
     state.counters["matmul_ms"] = stats.matmul_ms / n;
     state.counters["attention_ms"] = stats.attention_ms / n;
+    state.counters["matmul_pct"] = 100.0 * stats.matmul_ms / total_ms;
+    state.counters["attn_pct"] = 100.0 * stats.attention_ms / total_ms;
     state.counters["other_ms"] = (total_ms - stats.matmul_ms - stats.attention_ms) / n;
     state.counters["norm_ms"] = stats.norm_ms / n;
     state.counters["rope_kv_ms"] = stats.rope_kv_ms / n;
@@ -281,23 +308,33 @@ void BM_prefill(benchmark::State& state, const std::string& model_name, int ctx,
     state.counters["pct_limit"] =
         100.0 * gflops / (bf16_products ? g_limits.bf16_gemm_gflops : g_limits.fp32_gemm_gflops);
     report_speedup(state, "prefill/" + model_name + "/" + std::to_string(ctx) + "/" + numerics_name(numerics),
-                   method.name, seconds / n);
+                   method.name, seconds / n, stats.attention_ms / n);
 }
 
-/// Fills every layer of `cache` with `positions` random keys and values and sets its length.
+/// Fills every layer of `cache` with `positions` random keys and values (through KvCache::write, which keeps page
+/// bounds if the cache has them) and sets its length.
 void fill_cache(KvCache& cache, const ModelConfig& c, int positions) {
-    const size_t per_layer = static_cast<size_t>(c.n_kv_heads) * cache.capacity() * c.head_dim;
-    for (int l = 0; l < c.n_layers; ++l) {
-        for (float* data : {cache.keys(l), cache.values(l)}) {
+    constexpr int kChunk = 1024;  ///< positions written per call
+    const size_t row = static_cast<size_t>(c.n_kv_heads) * c.head_dim;
+    std::vector<float> k_rows(kChunk * row), v_rows(kChunk * row);
+    for (int pos0 = 0; pos0 < positions; pos0 += kChunk) {
+        const int n = std::min(kChunk, positions - pos0);
+        for (int l = 0; l < c.n_layers; ++l) {
+            for (std::vector<float>* rows : {&k_rows, &v_rows}) {
+                const uint32_t salt = (rows == &k_rows ? 1u : 2u) + l * 97u;
+                float* data = rows->data();
 #pragma omp parallel for schedule(static)
-            for (size_t i = 0; i < per_layer; ++i) {
-                uint32_t s = static_cast<uint32_t>(i * 2654435761u + l * 97u + 1);
-                s ^= s >> 15, s *= 2246822519u, s ^= s >> 13;
-                data[i] = static_cast<float>(static_cast<int32_t>(s >> 8) - (1 << 23)) / static_cast<float>(1 << 23);
+                for (size_t i = 0; i < n * row; ++i) {
+                    uint32_t s = static_cast<uint32_t>((pos0 * row + i) * 2654435761u + salt);
+                    s ^= s >> 15, s *= 2246822519u, s ^= s >> 13;
+                    data[i] =
+                        static_cast<float>(static_cast<int32_t>(s >> 8) - (1 << 23)) / static_cast<float>(1 << 23);
+                }
             }
+            cache.write(l, k_rows.data(), v_rows.data(), n);
         }
+        cache.advance(n);
     }
-    cache.advance(positions);
 }
 
 void BM_decode(benchmark::State& state, const std::string& model_name, int positions, Numerics numerics,
@@ -306,7 +343,7 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
     const ModelConfig& c = weights.config;
     const Transformer model(weights, positions + 1, matmul_precision(numerics));
     const std::unique_ptr<AttentionPolicy> policy = method.make(c);
-    KvCache cache(c, positions + 1);
+    KvCache cache(c, positions + 1, policy->kv_page_size());
     fill_cache(cache, c, positions);
     std::vector<float> hidden(c.dim), logits(c.vocab_size);
     int32_t token = c.bos_token_id >= 0 ? c.bos_token_id : 0;
@@ -331,7 +368,7 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
     state.counters["GB/s"] = gbps;
     state.counters["pct_limit"] = 100.0 * gbps / g_limits.memory_gbps;
     report_speedup(state, "decode/" + model_name + "/" + std::to_string(positions) + "/" + numerics_name(numerics),
-                   method.name, seconds / n);
+                   method.name, seconds / n, stats.attention_ms / n);
 }
 
 // ---- rows ----
@@ -380,8 +417,10 @@ void register_all() {
             }
             if (numerics == Numerics::F32) continue;  // decode: the file's BF16 weights, the two numerics
             for (int positions : m.decode_positions) {
+                // Sparse decode rows from 8K cached tokens on (at 64 the 128-key floor keeps every key anyway).
                 for (const AttentionMethod& method : decode_methods()) {
-                    register_decode(m.model, positions, numerics, method);
+                    if (positions >= 8192 || method.name == "dense")
+                        register_decode(m.model, positions, numerics, method);
                 }
             }
         }

@@ -12,16 +12,6 @@
 namespace kascade::detail {
 namespace {
 
-// The accumulator arrays below must live in registers; GCC only scalarises them when the loops over them are fully
-// unrolled before its aggregate pass, hence the explicit pragma.
-#if defined(__clang__)
-#define KASCADE_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__)
-#define KASCADE_UNROLL _Pragma("GCC unroll 16")
-#else
-#define KASCADE_UNROLL
-#endif
-
 constexpr int kRowBlock = 6;  ///< rows per micro-kernel: 6 x 2 vectors = 12 accumulators, 2 loads, 1 broadcast
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 

@@ -118,7 +118,7 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k
                           const int* key_begin, float* out);
 
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n and the group's g: the prescaled queries qs [group][d] against n
-/// consecutive key rows, eight keys at a time finished by one transposing reduction.
+/// consecutive key rows, register-blocked over query heads and keys and finished by transposing reductions.
 void decode_scores(const float* qs, int group, int d, const float* k, int n, float* sc, int ld);
 
 }  // namespace kascade::detail

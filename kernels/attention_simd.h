@@ -15,6 +15,16 @@
 #define KASCADE_SIMD_AVX2 0
 #endif
 
+// Accumulator arrays in the micro-kernels must live in registers; GCC only scalarises them when the loops over them are
+// fully unrolled before its aggregate pass, hence the explicit pragma.
+#if defined(__clang__)
+#define KASCADE_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define KASCADE_UNROLL _Pragma("GCC unroll 16")
+#else
+#define KASCADE_UNROLL
+#endif
+
 namespace kascade::detail {
 
 constexpr int kLanes = 8;  ///< floats per vector

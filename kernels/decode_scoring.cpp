@@ -4,7 +4,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 
@@ -44,9 +46,23 @@ struct DecodeScores {
     const float* state = nullptr;  ///< [n_kv_heads][n_pieces][group][2]: piece max and sum (post-softmax)
 };
 
+/// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[kk][j0 ..] (v: n consecutive value rows).
+template <int NV>
+void accumulate_values(const float* p, int n, const float* v, int d, int j0, float* o) {
+    vf acc[NV];
+    for (vf& a : acc) a = v_zero();
+    for (int kk = 0; kk < n; ++kk) {
+        const vf pb = v_set1(p[kk]);
+        const float* vr = v + static_cast<int64_t>(kk) * d + j0;
+        for (int x = 0; x < NV; ++x) acc[x] = v_fma(pb, v_load(vr + x * kLanes), acc[x]);
+    }
+    for (int x = 0; x < NV; ++x) v_store(o + j0 + x * kLanes, acc[x]);
+}
+
 /// Pass 1: per (KV head, piece) the scaled scores of the group's query heads; for post-softmax also exp2(s - piece
-/// max) in place and the piece's sum.
-DecodeScores score_keys(const AttnShape& shape, const float* q, const float* k, bool post_softmax,
+/// max) in place and the piece's sum, and (v not null) the piece's unnormalised output sum_j exp2(s_j - m) v_j into
+/// scratch->output ([n_kv_heads][n_pieces][group][head_dim]).
+DecodeScores score_keys(const AttnShape& shape, const float* q, const float* k, const float* v, bool post_softmax,
                         DecodeScoringScratch* scratch) {
     detail::check_attn_shape(shape);
     KASCADE_KERNEL_ASSERT(shape.n_q == 1 && q != nullptr && k != nullptr && scratch != nullptr);
@@ -65,8 +81,10 @@ DecodeScores score_keys(const AttnShape& shape, const float* q, const float* k, 
     if (scratch->scores.size() < score_floats + query_floats * omp_get_max_threads())
         scratch->scores.resize(score_floats + query_floats * omp_get_max_threads());
     if (scratch->state.size() < state_floats) scratch->state.resize(state_floats);
+    if (v != nullptr && scratch->output.size() < state_floats / 2 * d) scratch->output.resize(state_floats / 2 * d);
     float* scores = scratch->scores.data();
     float* state = scratch->state.data();
+    float* output = scratch->output.data();
     // Post-softmax works in log2 units (exp2); pre-softmax keeps the scaled score itself.
     const float prescale = post_softmax ? shape.scale * detail::kLog2e : shape.scale;
     const int n_items = n_kv * r.n_pieces;
@@ -111,15 +129,44 @@ DecodeScores score_keys(const AttnShape& shape, const float* q, const float* k, 
                 }
                 float l = v_hsum(sum);
                 for (int j = n8; j < n; ++j) l += s[j] = std::exp2(s[j] - m);
-                float* st = state + ((static_cast<int64_t>(h) * n_pieces + piece) * group + g) * 2;
-                st[0] = m;
-                st[1] = l;
+                const int64_t at = (static_cast<int64_t>(h) * n_pieces + piece) * group + g;
+                state[at * 2] = m;
+                state[at * 2 + 1] = l;
+                if (v == nullptr) continue;
+                const float* vh = v + (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
+                float* o = output + at * d;
+                int j0 = 0;
+                for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) accumulate_values<4>(s, n, vh, d, j0, o);
+                for (; j0 < d; j0 += kLanes) accumulate_values<1>(s, n, vh, d, j0, o);
             }
         }
     }
     r.s = scores;
     r.state = state;
     return r;
+}
+
+/// The dense output from pass 1's per-piece states: per query head the pieces merged in order (as decode_pass does).
+void merge_output(const AttnShape& shape, const DecodeScores& r, const DecodeScoringScratch& scratch, float* out) {
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    for (int qh = 0; qh < shape.n_q_heads; ++qh) {
+        const int h = qh / group, g = qh % group;
+        float m = kNegInf;
+        for (int p = 0; p < r.n_pieces; ++p) m = std::max(m, r.state[((h * r.n_pieces + p) * group + g) * 2]);
+        float* orow = out + static_cast<int64_t>(qh) * d;
+        std::fill(orow, orow + d, 0.0f);
+        float l = 0;
+        for (int p = 0; p < r.n_pieces; ++p) {
+            const int64_t at = (static_cast<int64_t>(h) * r.n_pieces + p) * group + g;
+            const float a = std::exp2(r.state[at * 2] - m);
+            l += r.state[at * 2 + 1] * a;
+            const float* o = scratch.output.data() + at * d;
+            for (int j = 0; j < d; ++j) orow[j] += o[j] * a;
+        }
+        const float inv = 1.0f / l;
+        for (int j = 0; j < d; ++j) orow[j] *= inv;
+    }
 }
 
 /// Pass 2 for KV head h: per candidate key j in [first, end), calls emit(j, value) in ascending order with the
@@ -175,29 +222,48 @@ size_t weight_floats(const DecodeScores& r, int group) {
     return static_cast<size_t>(r.n_pieces) * group;
 }
 
-// Top-`budget` of values[0 .. n) (NaN already mapped to -inf) by value, ties to the lower index; writes the chosen
-// indices plus `base` ascending to ids. buf: n floats of scratch.
-int select_top(const float* values, int n, int budget, int base, float* buf, int32_t* ids) {
+/// Order-preserving map of a float to an unsigned key: a < b as floats (NaN and -0 excluded) iff key(a) < key(b).
+uint32_t order_key(float x) {
+    const uint32_t bits = std::bit_cast<uint32_t>(x);
+    return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+}
+
+// Top-`budget` of keys[0 .. n) (order_key values), ties to the lower index; writes the chosen indices plus `base`
+// ascending to ids and returns how many. A radix select: a histogram of the top kRadixBits bits finds the bucket that
+// holds the budget-th largest key, an nth_element over that bucket alone finds the key itself, and one scan in index
+// order takes every key above it and the first of the keys equal to it. buf: n uint32 of scratch.
+constexpr int kRadixBits = 12;
+
+int select_top(const uint32_t* keys, int n, int budget, int base, uint32_t* buf, int32_t* ids) {
     if (budget >= n) {
         for (int i = 0; i < n; ++i) ids[i] = base + i;
         return n;
     }
     if (budget <= 0) return 0;
-    std::copy(values, values + n, buf);
-    std::nth_element(buf, buf + budget - 1, buf + n, std::greater<float>());
-    const float threshold = buf[budget - 1];  // the budget-th largest value
+    int histogram[1 << kRadixBits] = {};
+    constexpr int kShift = 32 - kRadixBits;
+    for (int i = 0; i < n; ++i) ++histogram[keys[i] >> kShift];
+    int bucket = (1 << kRadixBits) - 1, above = 0;  // keys in buckets above `bucket`
+    while (above + histogram[bucket] < budget) above += histogram[bucket--];
+    int in_bucket = 0;
+    for (int i = 0; i < n; ++i)
+        if (static_cast<int>(keys[i] >> kShift) == bucket) buf[in_bucket++] = keys[i];
+    const int rank = budget - above;  // the threshold is the rank-th largest key of the bucket
+    std::nth_element(buf, buf + rank - 1, buf + in_bucket, std::greater<uint32_t>());
+    const uint32_t threshold = buf[rank - 1];
     int n_above = 0;
-    for (int i = 0; i < n; ++i) n_above += values[i] > threshold;
+    for (int i = 0; i < n; ++i) n_above += keys[i] > threshold;
     int ties = budget - n_above, taken = 0;
     for (int i = 0; i < n && taken < budget; ++i) {
-        const float x = values[i];
-        if (x > threshold || (x == threshold && ties-- > 0)) ids[taken++] = base + i;
+        if (keys[i] > threshold || (keys[i] == threshold && ties-- > 0)) ids[taken++] = base + i;
     }
     return taken;
 }
 
-float rank_value(float x) {
-    return std::isnan(x) ? kNegInf : x;
+/// The key a score ranks by: NaN ranks as -inf (never chosen over a real score) and -0 as +0 (they compare equal).
+uint32_t rank_key(float x) {
+    if (std::isnan(x)) return order_key(kNegInf);
+    return order_key(x == 0.0f ? 0.0f : x);
 }
 
 }  // namespace
@@ -216,11 +282,40 @@ int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window) {
     return std::min(topk_tile_budget(rule, q_tile, tile, n_k, window), candidates);
 }
 
-void decode_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
-                       DecodeScoringScratch* scratch, TokenMass* mass) {
+namespace {
+
+/// Sizes a decode token selection for `budget` keys per head and the scratch for n_cand candidates per head; returns
+/// the floats of scratch per head.
+size_t prepare_token_selection(int n_kv_heads, int tile, int budget, int n_cand, DecodeScoringScratch* scratch,
+                               TokenSelection* selection) {
+    selection->n_kv_heads = n_kv_heads;
+    selection->n_q_tiles = 1;
+    selection->tile = tile;
+    selection->max_k = std::max(1, budget);
+    selection->count.resize(n_kv_heads);
+    selection->keys.resize(static_cast<size_t>(n_kv_heads) * selection->max_k);
+    const size_t per_head = 2 * static_cast<size_t>(std::max(1, n_cand));
+    if (scratch->values.size() < per_head * n_kv_heads) scratch->values.resize(per_head * n_kv_heads);
+    return per_head;
+}
+
+/// The top-k of head h's decode mass row (candidates first .. first + n_cand - 1) into the selection.
+void select_head_tokens(const float* row, int h, int first, int n_cand, int budget, size_t per_head,
+                        DecodeScoringScratch* scratch, TokenSelection* selection) {
+    uint32_t* keys = scratch->values.data() + per_head * h;
+    for (int i = 0; i < n_cand; ++i) keys[i] = rank_key(row[first + i]);
+    selection->count[h] = select_top(keys, n_cand, budget, first, keys + n_cand, selection->list(h, 0));
+}
+
+/// Pass 1 (score_keys), the dense output if v is given, then per KV head the pooling and, if rule is given, the
+/// head's top-k: one parallel region after the scores.
+void token_mass_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v, float* out,
+                     Pooling pooling, DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
+                     TokenSelection* selection = nullptr) {
     KASCADE_KERNEL_ASSERT(tile > 0 && mass != nullptr);
     const bool post = pooling == Pooling::PostSoftmax;
-    const DecodeScores r = score_keys(shape, q, k, post, scratch);
+    const DecodeScores r = score_keys(shape, q, k, v, post, scratch);
+    if (v != nullptr) merge_output(shape, r, *scratch, out);
     const int group = shape.group_size();
     mass->n_kv_heads = shape.n_kv_heads;
     mass->n_q_tiles = 1;
@@ -231,6 +326,9 @@ void decode_token_mass(const AttnShape& shape, int tile, const float* q, const f
     const int end = (shape.n_k - 1) / tile * tile;  // candidates end before the query's tile
     const int first = std::min(r.key_begin, end);
     std::vector<float> weights(weight_floats(r, group) * omp_get_max_threads());
+    const int budget = rule != nullptr ? decode_token_budget(*rule, tile, shape.n_k, mass->window) : 0;
+    const size_t per_head =
+        rule != nullptr ? prepare_token_selection(shape.n_kv_heads, tile, budget, end - first, scratch, selection) : 0;
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < shape.n_kv_heads; ++h) {
         float* row = mass->row(h, 0);
@@ -238,14 +336,16 @@ void decode_token_mass(const AttnShape& shape, int tile, const float* q, const f
         std::fill(row + end, row + shape.n_k, 0.0f);
         float* w = weights.data() + weight_floats(r, group) * omp_get_thread_num();
         pool_head(r, h, group, post, first, end, w, [row](int j, float x) { row[j] = x; });
+        if (rule != nullptr) select_head_tokens(row, h, first, end - first, budget, per_head, scratch, selection);
     }
 }
 
-void decode_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
-                      DecodeScoringScratch* scratch, TileMass* mass) {
+void tile_mass_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v, float* out,
+                    Pooling pooling, DecodeScoringScratch* scratch, TileMass* mass) {
     KASCADE_KERNEL_ASSERT(tile > 0 && mass != nullptr);
     const bool post = pooling == Pooling::PostSoftmax;
-    const DecodeScores r = score_keys(shape, q, k, post, scratch);
+    const DecodeScores r = score_keys(shape, q, k, v, post, scratch);
+    if (v != nullptr) merge_output(shape, r, *scratch, out);
     const int group = shape.group_size();
     const int q_tile = (shape.n_k - 1) / tile;
     mass->n_kv_heads = shape.n_kv_heads;
@@ -286,6 +386,37 @@ void decode_tile_mass(const AttnShape& shape, int tile, const float* q, const fl
     }
 }
 
+}  // namespace
+
+void decode_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+                       DecodeScoringScratch* scratch, TokenMass* mass) {
+    token_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass);
+}
+
+void decode_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+                      DecodeScoringScratch* scratch, TileMass* mass) {
+    tile_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass);
+}
+
+void decode_token_mass_topk(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+                            const TopKRule& rule, DecodeScoringScratch* scratch, TokenMass* mass,
+                            TokenSelection* selection) {
+    KASCADE_KERNEL_ASSERT(selection != nullptr);
+    token_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass, &rule, selection);
+}
+
+void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                                       float* out, DecodeScoringScratch* scratch, TokenMass* mass) {
+    KASCADE_KERNEL_ASSERT(v != nullptr && out != nullptr);
+    token_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass);
+}
+
+void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+                                      float* out, DecodeScoringScratch* scratch, TileMass* mass) {
+    KASCADE_KERNEL_ASSERT(v != nullptr && out != nullptr);
+    tile_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass);
+}
+
 void select_decode_tokens(const TokenMass& mass, const TopKRule& rule, DecodeScoringScratch* scratch,
                           TokenSelection* selection) {
     KASCADE_KERNEL_ASSERT(mass.n_q_tiles == 1 && mass.n_keys > 0 && mass.tile > 0 && scratch != nullptr);
@@ -293,21 +424,10 @@ void select_decode_tokens(const TokenMass& mass, const TopKRule& rule, DecodeSco
     const int budget = decode_token_budget(rule, mass.tile, mass.n_keys, mass.window);
     const int first = decode_first_key(mass.n_keys, mass.window);
     const int n_cand = std::max(0, (mass.n_keys - 1) / mass.tile * mass.tile - first);
-    selection->n_kv_heads = mass.n_kv_heads;
-    selection->n_q_tiles = 1;
-    selection->tile = mass.tile;
-    selection->max_k = std::max(1, budget);
-    selection->count.resize(mass.n_kv_heads);
-    selection->keys.resize(static_cast<size_t>(mass.n_kv_heads) * selection->max_k);
-    const size_t per_head = 2 * static_cast<size_t>(std::max(1, n_cand));
-    if (scratch->values.size() < per_head * mass.n_kv_heads) scratch->values.resize(per_head * mass.n_kv_heads);
+    const size_t per_head = prepare_token_selection(mass.n_kv_heads, mass.tile, budget, n_cand, scratch, selection);
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int h = 0; h < mass.n_kv_heads; ++h) {
-        float* values = scratch->values.data() + per_head * h;
-        const float* row = mass.row(h, 0) + first;
-        for (int i = 0; i < n_cand; ++i) values[i] = rank_value(row[i]);
-        selection->count[h] = select_top(values, n_cand, budget, first, values + n_cand, selection->list(h, 0));
-    }
+    for (int h = 0; h < mass.n_kv_heads; ++h)
+        select_head_tokens(mass.row(h, 0), h, first, n_cand, budget, per_head, scratch, selection);
 }
 
 void select_decode_tiles(const TileMass& mass, const TopKRule& rule, DecodeScoringScratch* scratch,
@@ -328,10 +448,10 @@ void select_decode_tiles(const TileMass& mass, const TopKRule& rule, DecodeScori
     const size_t per_head = 2 * static_cast<size_t>(std::max(1, n_cand));
     if (scratch->values.size() < per_head * mass.n_kv_heads) scratch->values.resize(per_head * mass.n_kv_heads);
     for (int h = 0; h < mass.n_kv_heads; ++h) {
-        float* values = scratch->values.data() + per_head * h;
+        uint32_t* keys = scratch->values.data() + per_head * h;
         const float* row = mass.row(h, 0) + first;
-        for (int i = 0; i < n_cand; ++i) values[i] = rank_value(row[i]);
-        selection->count[h] = select_top(values, n_cand, budget, first, values + n_cand, selection->list(h, 0));
+        for (int i = 0; i < n_cand; ++i) keys[i] = rank_key(row[i]);
+        selection->count[h] = select_top(keys, n_cand, budget, first, keys + n_cand, selection->list(h, 0));
     }
 }
 

@@ -75,12 +75,15 @@ void select_layer_keys(const AttnShape& shape, const float* q, const float* k, c
     }
 }
 
-void select_decode_keys(const AttnShape& shape, const float* q, const float* k, const SparseAttentionOptions& options,
-                        PoolingScratch* scratch, LayerSelection* selection) {
+namespace {
+
+// The decode top-k of the mass pooling left in scratch (decode_tile_mass at tile granularity, decode_token_mass at
+// token granularity); pooled_heads as in prefill.
+void select_from_decode_mass(const SparseAttentionOptions& options, PoolingScratch* scratch,
+                             LayerSelection* selection) {
     selection->granularity = options.granularity;
     DecodeScoringScratch* decode = &scratch->decode;
     if (options.granularity == KeyGranularity::Tile) {
-        decode_tile_mass(shape, options.tile, q, k, options.pooling, decode, &scratch->tile_mass);
         if (!options.pooled_heads) {
             select_decode_tiles(scratch->tile_mass, options.topk, decode, &selection->tiles);
             return;
@@ -93,7 +96,6 @@ void select_decode_keys(const AttnShape& shape, const float* q, const float* k, 
         selection->tiles = select_pooled_heads<TileMass, TileSelection>(
             scratch->tile_mass, scratch->tile_mass.n_k_tiles, select, &TileSelection::tiles);
     } else {
-        decode_token_mass(shape, options.tile, q, k, options.pooling, decode, &scratch->token_mass);
         if (!options.pooled_heads) {
             select_decode_tokens(scratch->token_mass, options.topk, decode, &selection->tokens);
             return;
@@ -106,6 +108,24 @@ void select_decode_keys(const AttnShape& shape, const float* q, const float* k, 
         selection->tokens = select_pooled_heads<TokenMass, TokenSelection>(
             scratch->token_mass, scratch->token_mass.n_keys, select, &TokenSelection::keys);
     }
+}
+
+}  // namespace
+
+void select_decode_keys(const AttnShape& shape, const float* q, const float* k, const SparseAttentionOptions& options,
+                        PoolingScratch* scratch, LayerSelection* selection) {
+    if (options.granularity == KeyGranularity::Token && !options.pooled_heads) {
+        selection->granularity = KeyGranularity::Token;
+        decode_token_mass_topk(shape, options.tile, q, k, options.pooling, options.topk, &scratch->decode,
+                               &scratch->token_mass, &selection->tokens);
+        return;
+    }
+    if (options.granularity == KeyGranularity::Tile) {
+        decode_tile_mass(shape, options.tile, q, k, options.pooling, &scratch->decode, &scratch->tile_mass);
+    } else {
+        decode_token_mass(shape, options.tile, q, k, options.pooling, &scratch->decode, &scratch->token_mass);
+    }
+    select_from_decode_mass(options, scratch, selection);
 }
 
 void attend_selection(const AttnShape& shape, const float* q, const float* k, const float* v, int tile,
@@ -215,8 +235,20 @@ void KascadeAttention::attend_decode(const AttentionCall& call, const LayerPlan&
     const int tile = options_.tile;
     switch (plan.role) {
         case LayerRole::Dense:
-            attn_dense_decode(shape, call.q, call.k, call.v, call.out);
-            if (feeds_reuse_[l]) select_decode_keys(shape, call.q, call.k, options_, &scratch_, &selections_[l]);
+            if (feeds_reuse_[l] && options_.pooling == Pooling::PostSoftmax) {
+                // The dense output and the mass from one pass over K and V.
+                if (options_.granularity == KeyGranularity::Tile) {
+                    attn_dense_decode_with_tile_mass(shape, tile, call.q, call.k, call.v, call.out, &scratch_.decode,
+                                                     &scratch_.tile_mass);
+                } else {
+                    attn_dense_decode_with_token_mass(shape, tile, call.q, call.k, call.v, call.out, &scratch_.decode,
+                                                      &scratch_.token_mass);
+                }
+                select_from_decode_mass(options_, &scratch_, &selections_[l]);
+            } else {
+                attn_dense_decode(shape, call.q, call.k, call.v, call.out);
+                if (feeds_reuse_[l]) select_decode_keys(shape, call.q, call.k, options_, &scratch_, &selections_[l]);
+            }
             density_[l].add(dense_decode_density(shape));
             break;
         case LayerRole::Anchor:

@@ -99,6 +99,18 @@ TEST(DecodeScoring, TokenAndTileMassMatchReference) {
             ASSERT_EQ(mass.n_keys, c.n_k);
             ASSERT_EQ(mass.mass.size(), ref.size());
             EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref.data(), ref.size()), pre ? 1e-4 : kTolerance);
+            // The fused pooling + top-k: the same mass, and the top-k of it.
+            const TopKRule rule{.tiles = 0, .pct = 20, .k_min_tokens = 16};
+            TokenMass fused_mass;
+            TokenSelection fused, separate;
+            decode_token_mass_topk(in.shape, c.tile, in.q.data(), in.k.data(), pooling, rule, &scratch, &fused_mass,
+                                   &fused);
+            EXPECT_EQ(fused_mass.mass, mass.mass);
+            select_decode_tokens(mass, rule, &scratch, &separate);
+            EXPECT_EQ(fused.count, separate.count);
+            for (int h = 0; h < c.n_kv_heads; ++h)
+                EXPECT_EQ(std::vector<int32_t>(fused.list(h, 0), fused.list(h, 0) + fused.size(h, 0)),
+                          std::vector<int32_t>(separate.list(h, 0), separate.list(h, 0) + separate.size(h, 0)));
 
             TileMass tiles;
             decode_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), pooling, &scratch, &tiles);
@@ -109,6 +121,30 @@ TEST(DecodeScoring, TokenAndTileMassMatchReference) {
             EXPECT_LT(reference::max_abs_diff(tiles.mass.data(), ref_tiles.data(), ref_tiles.size()),
                       pre ? 1e-4 : kTolerance);
         }
+    }
+}
+
+TEST(DecodeScoring, DenseDecodeWithMassMatchesReference) {
+    DecodeScoringScratch scratch;
+    for (const DecodeCase& c : decode_cases()) {
+        SCOPED_TRACE(c.name("dense_decode_with_mass"));
+        const auto in = c.inputs(13);
+        const std::vector<double> ref_out = reference::dense_attention(in.shape, in.q.data(), in.k.data(), in.v.data());
+        std::vector<float> out(in.q.size());
+        TokenMass mass;
+        attn_dense_decode_with_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), out.data(), &scratch,
+                                          &mass);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kTolerance);
+        const std::vector<double> ref = reference::decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), false);
+        EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref.data(), ref.size()), kTolerance);
+        TileMass tiles;
+        std::fill(out.begin(), out.end(), 0.0f);
+        attn_dense_decode_with_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), out.data(), &scratch,
+                                         &tiles);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kTolerance);
+        const std::vector<double> ref_tiles =
+            reference::decode_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), false);
+        EXPECT_LT(reference::max_abs_diff(tiles.mass.data(), ref_tiles.data(), ref_tiles.size()), kTolerance);
     }
 }
 
