@@ -223,8 +223,10 @@ void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int
 template <int MR>
 void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2, [w](int j, int c, __mmask16 mask) {
-        const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, w[j] + c));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+        // The zero-masked forms (lanes past `mask` are zero anyway): GCC 12's unmasked ones start from
+        // _mm512_undefined_epi32() and trip -Wmaybe-uninitialized.
+        const __m512i wide = _mm512_maskz_cvtepu16_epi32(mask, _mm256_maskz_loadu_epi16(mask, w[j] + c));
+        return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(mask, wide, 16));
     });
 }
 

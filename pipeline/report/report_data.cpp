@@ -72,7 +72,8 @@ std::string id_list(const T& ids) {
 void load_runs(QueryDb& db, ReportData& data) {
     const std::string sql =
         "SELECT id, method, policy, threshold, max_reuse_dist, n_anchors, anchor_list, metric, aggregation, "
-        "head_map, tile, topk_tiles, topk_pct, k_min, ctx, token_offset, n_tokens, ppl_dense, ppl_sparse, "
+        "head_map, tile, topk_tiles, topk_pct, k_min, key_granularity, k_rule, round_k, pooling, ctx, token_offset, "
+        "n_tokens, ppl_dense, ppl_sparse, "
         "degradation_pct, density, tokens_per_s, model_path, model_hash, text_path, text_hash, schedule_id, "
         "similarity_key, git_commit FROM runs_flat" +
         (data.where.empty() ? std::string() : " WHERE (" + data.where + ")") + " ORDER BY id";
@@ -94,6 +95,10 @@ void load_runs(QueryDb& db, ReportData& data) {
         run.topk_tiles = opt_int(r["topk_tiles"]);
         run.topk_pct = opt_real(r["topk_pct"]);
         run.k_min = opt_int(r["k_min"]);
+        run.key_granularity = text(r["key_granularity"]);
+        run.k_rule = text(r["k_rule"]);
+        run.round_k = opt_int(r["round_k"]);
+        run.pooling = text(r["pooling"]);
         run.ctx = opt_int(r["ctx"]).value_or(0);
         run.token_offset = opt_int(r["token_offset"]).value_or(0);
         run.n_tokens = opt_int(r["n_tokens"]).value_or(0);

@@ -32,6 +32,8 @@ struct ReportRun {
     std::string anchor_list, metric, aggregation, head_map;
     std::optional<std::int64_t> tile, topk_tiles, k_min;
     std::optional<double> topk_pct;
+    std::string key_granularity, k_rule, pooling;  ///< sparse runs: the selection variant; else empty
+    std::optional<std::int64_t> round_k;
     std::int64_t ctx = 0, token_offset = 0, n_tokens = 0;
     double ppl_dense = 0, ppl_sparse = 0, degradation_pct = 0, density = 1;
     std::optional<double> tokens_per_s;

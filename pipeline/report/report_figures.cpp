@@ -115,6 +115,10 @@ std::vector<std::pair<std::string, std::string>> setting_parts(const ReportRun& 
     add("head_map", r.head_map.empty() ? "" : "heads " + r.head_map);
     add("tile", r.tile ? fmt::format("tile {}", *r.tile) : "");
     add("k_min", r.topk_pct && r.k_min ? fmt::format("k_min {}", *r.k_min) : "");
+    add("key_granularity", r.key_granularity.empty() ? "" : r.key_granularity + " keys");
+    add("k_rule", r.k_rule.empty() ? "" : "k " + r.k_rule);
+    add("round_k", r.round_k && *r.round_k > 0 ? fmt::format("round k {}", *r.round_k) : "");
+    add("pooling", r.pooling.empty() ? "" : r.pooling == "pre_softmax" ? "pre-softmax" : "post-softmax");
     return parts;
 }
 
