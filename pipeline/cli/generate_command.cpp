@@ -31,6 +31,7 @@ struct GenerateArgs {
     std::optional<int> tile;
     std::string pooling;
     int page_size = EvalParams{}.quest_page;
+    bool page_size_given = false;
 };
 
 /// The decode method's settings: dense, a stored schedule (read from the results folder) or a baseline.
@@ -46,6 +47,7 @@ ResolvedEval resolve_generate_method(const GenerateArgs& args, const std::string
     if (!args.pooling.empty()) p.pooling = parse_pooling(args.pooling, "--pooling");
     p.tile = args.tile;
     p.quest_page = args.page_size;
+    KASCADE_CHECK(!args.page_size_given || p.method == EvalMethod::Quest, "--page-size applies to --method quest");
     if (p.method == EvalMethod::Kascade) {
         p.schedule_id = args.schedule_id;
         ResultsDb db(results_dir, DbAccess::ReadOnly);
@@ -154,8 +156,10 @@ void register_generate_command(CLI::App& app, const CommonOptions& common) {
                                             EvalParams::kDefaultTile)),
                 1);
     cmd->add_option("--pooling", args->pooling, "post_softmax (default) or pre_softmax: what ranks keys");
-    check_range(cmd->add_option("--page-size", args->page_size, "quest: keys per page")->capture_default_str(), 1);
-    cmd->callback([args, schedule, &common] {
+    auto* page_size =
+        check_range(cmd->add_option("--page-size", args->page_size, "quest: keys per page")->capture_default_str(), 1);
+    cmd->callback([args, schedule, page_size, &common] {
+        args->page_size_given = page_size->count() > 0;
         args->has_schedule = schedule->count() > 0;
         run_generate(*args, common.results_dir);
     });

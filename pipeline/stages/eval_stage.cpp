@@ -22,10 +22,8 @@ namespace kascade {
 
 namespace {
 
-/// The defaults a kascade run takes from its schedule: the similarity's selection and the capture's tile. Returns
-/// the capture, whose calibration range the test tokens default to follow.
-CaptureRecord resolve_schedule(ResultsDb& db, const std::string& model_hash, const std::string& model_path,
-                               ResolvedEval& r) {
+/// The defaults a kascade run takes from its schedule: the similarity's selection and the capture's tile.
+void resolve_schedule(ResultsDb& db, const std::string& model_hash, const std::string& model_path, ResolvedEval& r) {
     const EvalParams& params = r.params;
     KASCADE_CHECK(params.schedule_id.has_value(), "method kascade needs --schedule ID (see `kascade status`)");
     r.schedule = db.load_schedule(*params.schedule_id);
@@ -53,7 +51,6 @@ CaptureRecord resolve_schedule(ResultsDb& db, const std::string& model_hash, con
     r.granularity =
         parse_key_granularity(sim_params.value("key_granularity", std::string("tile")), "similarity key_granularity");
     if (!params.tile) r.tile = static_cast<int>(capture->tile);
-    return *capture;
 }
 
 /// The params of the dense run every sparse run is compared with: the same tokens and phase, nothing sparse.
@@ -117,6 +114,7 @@ ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedT
     ResolvedEval r = resolve_method(&ws.db(), model.model_hash, model.path.string(), params, ctx);
     r.token_offset = params.token_offset.value_or(0);
     if (r.schedule) {
+        // Test tokens default to right after the calibration range of the schedule's capture, and must not overlap it.
         const CaptureRecord capture =
             *ws.db().find_capture(ws.db().find_similarity(r.schedule->record.similarity_key.value_or(""))->capture_key);
         const int64_t calib_begin = capture.token_offset, calib_end = capture.token_offset + capture.n_tokens;

@@ -151,6 +151,8 @@ TEST_F(DecodeEval, BadDecodeOptionsAreOneLineErrorsThatWriteNothing) {
                  "--page-size applies to --method quest");
     expect_error(run_kascade("generate" + model_args() + " --method quest -n 16"),
                  "--method quest needs a key budget: --topk-tiles N or --topk-pct P");
+    expect_error(run_kascade("generate" + model_args() + " --method oracle --topk-tiles 4 --page-size 8 -n 16"),
+                 "--page-size applies to --method quest");
     expect_error(run_kascade("generate" + model_args() + " --method kascade -n 16"),
                  "--method kascade needs --schedule ID");
     EXPECT_FALSE(fs::exists(results_));

@@ -1,9 +1,13 @@
 // tests/pipeline/test_eval_stage.cpp: the eval stage's pure pieces in-process: the method and phase names, the
 // content key (prefill keys are those of the runs stored before decode runs existed, so stored runs stay cache
-// hits), and how test tokens are cut into decode windows.
+// hits), how test tokens are cut into decode windows, and what a decode window scores (against dense prefills).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "base/error.h"
+#include "io/weights/model_weights.h"
+#include "pipeline/runtime/transformer.h"
 #include "pipeline/stages/content_key.h"
 #include "pipeline/stages/decode_perplexity.h"
 #include "pipeline/stages/eval_stage.h"
@@ -102,6 +106,35 @@ TEST(DecodeWindows, WholeWindowsOfPromptPlusDecodeTokens) {
     EXPECT_EQ(error_of([&] { make_decode_windows(30, o, true, 6); }),
               "prompt-tokens=4 + decode-tokens=3 is more than the model's context of 6 positions "
               "(max_position_embeddings)");
+}
+
+TEST(DecodePerplexity, DenseDecodeScoresWhatDensePrefillsScoreAtTheSamePositions) {
+    // Prefill is causal, so a prefill of the prompt and the decoded tokens (plus the last target) minus a prefill of
+    // the prompt (plus its next token) scores exactly the tokens the decode steps predict, at the same positions: an
+    // independent check of the teacher-forcing indices, with and without BOS.
+    const ModelWeights weights =
+        load_model(std::filesystem::path(KASCADE_SHARED_DIR) / "models/stories260K/stories260K.bin");
+    const Transformer model(weights);
+    std::vector<int32_t> text(400);
+    for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<int32_t>(3 + (i * 37 + i * i % 11) % 500);
+    DenseAttention dense;
+    for (const int32_t bos : {weights.config.bos_token_id, -1}) {
+        DecodeOptions o;
+        o.prompt_tokens = 101;
+        o.decode_tokens = 50;
+        o.offset = 7;
+        o.max_tokens = decode_window_tokens(o, bos >= 0);
+        const PerplexityResult decoded = evaluate_decode_perplexity(model, dense, text, bos, o);
+        ASSERT_EQ(decoded.n_scored, 50);
+        ASSERT_EQ(decoded.n_windows, 1);
+        const int with_targets = o.prompt_tokens + o.decode_tokens + 1, prompt_and_next = o.prompt_tokens + 1;
+        const PerplexityResult all = evaluate_perplexity(
+            model, dense, text, bos, {.ctx = with_targets, .offset = 7, .max_tokens = with_targets - (bos >= 0)});
+        const PerplexityResult prompt = evaluate_perplexity(
+            model, dense, text, bos, {.ctx = prompt_and_next, .offset = 7, .max_tokens = prompt_and_next - (bos >= 0)});
+        ASSERT_EQ(all.n_scored - prompt.n_scored, 50);
+        EXPECT_NEAR(decoded.nll_sum, all.nll_sum - prompt.nll_sum, 1e-5 * all.nll_sum) << "bos " << bos;
+    }
 }
 
 }  // namespace
