@@ -42,11 +42,12 @@ kascade="${KASCADE_BIN:-build/pipeline/kascade}"
 if [ -x "$kascade" ]; then
   results="$(mktemp -d)"
   trap 'rm -rf "$results"' EXIT
-  # One window of 31 tokens at ctx 32: every dataset of each stage, in files of 8 to 35 KB.
+  # One window of 31 tokens at ctx 32, similarity of whole key tiles (token keys would need a capture with the
+  # queries and keys, 130 KB): every dataset of each stage, in files of 8 to 35 KB.
   capture=$("$kascade" --results "$results" capture --model "$assets/models/stories260K/stories260K.bin" \
             --text "$assets/data/tinystories/TinyStories-valid.head.txt" --calib-tokens 31 --ctx 32 --tile 8 |
             awk '{print $2}')
-  similarity=$("$kascade" --results "$results" similarity --capture "$capture" --topk-tiles 1 | awk '{print $2}')
+  similarity=$("$kascade" --results "$results" similarity --capture "$capture" --topk-tiles 1 --key-granularity tile | awk '{print $2}')
   "$kascade" --results "$results" schedule --similarity "$similarity" --policy threshold --threshold 0.5 >/dev/null
   find "$results/artifacts" -name '*.h5' -exec cp {} "$seeds/h5_artifact/" \;
 else
