@@ -72,7 +72,8 @@ std::string id_list(const T& ids) {
 void load_runs(QueryDb& db, ReportData& data) {
     const std::string sql =
         "SELECT id, method, policy, threshold, max_reuse_dist, n_anchors, anchor_list, metric, aggregation, "
-        "head_map, tile, topk_tiles, topk_pct, k_min, key_granularity, k_rule, round_k, pooling, ctx, token_offset, "
+        "head_map, tile, topk_tiles, topk_pct, k_min, key_granularity, k_rule, round_k, pooling, ctx, phase, "
+        "prompt_tokens, decode_tokens, token_offset, "
         "n_tokens, ppl_dense, ppl_sparse, "
         "degradation_pct, density, tokens_per_s, model_path, model_hash, text_path, text_hash, schedule_id, "
         "similarity_key, git_commit FROM runs_flat" +
@@ -100,6 +101,9 @@ void load_runs(QueryDb& db, ReportData& data) {
         run.round_k = opt_int(r["round_k"]);
         run.pooling = text(r["pooling"]);
         run.ctx = opt_int(r["ctx"]).value_or(0);
+        run.phase = text(r["phase"]);
+        run.prompt_tokens = opt_int(r["prompt_tokens"]);
+        run.decode_tokens = opt_int(r["decode_tokens"]);
         run.token_offset = opt_int(r["token_offset"]).value_or(0);
         run.n_tokens = opt_int(r["n_tokens"]).value_or(0);
         run.ppl_dense = real_or_nan(r["ppl_dense"]);

@@ -35,6 +35,8 @@ struct ReportRun {
     std::string key_granularity, k_rule, pooling;  ///< sparse runs: the selection variant; else empty
     std::optional<std::int64_t> round_k;
     std::int64_t ctx = 0, token_offset = 0, n_tokens = 0;
+    std::string phase = "prefill";                             ///< prefill | decode
+    std::optional<std::int64_t> prompt_tokens, decode_tokens;  ///< decode runs
     double ppl_dense = 0, ppl_sparse = 0, degradation_pct = 0, density = 1;
     std::optional<double> tokens_per_s;
     std::string model_path, model_hash, text_path, text_hash;

@@ -165,6 +165,14 @@ std::string budget_summary(const std::vector<const ReportRun*>& runs) {
     return parts.empty() ? "dense only" : fmt::format("{}", fmt::join(parts, "; "));
 }
 
+/// How a run's test windows were scored: "ctx 512" (prefill) or "decode, prompt 256 + 256" (a dense prefill of the
+/// prompt, then one token at a time). Runs of different phases never share a panel.
+std::string context_label(const ReportRun& r) {
+    if (r.phase == "decode")
+        return fmt::format("decode, prompt {} + {}", r.prompt_tokens.value_or(0), r.decode_tokens.value_or(0));
+    return fmt::format("ctx {}", r.ctx);
+}
+
 const std::string kPlotHeader =
     "set grid lc rgb \"#dddddd\"\n"
     "set border lc rgb \"#444444\"\n"
@@ -174,10 +182,10 @@ const std::string kPlotHeader =
 
 std::vector<ReportFigure> pareto_figures(const ReportData& data) {
     // Panels: model x text x ctx.
-    std::map<std::tuple<std::string, std::string, std::int64_t>, std::vector<const ReportRun*>> panels;
+    std::map<std::tuple<std::string, std::string, std::string>, std::vector<const ReportRun*>> panels;
     for (const ReportRun& r : data.runs) {
         if (std::isfinite(r.density) && std::isfinite(r.degradation_pct))
-            panels[{r.model_hash, r.text_hash, r.ctx}].push_back(&r);
+            panels[{r.model_hash, r.text_hash, context_label(r)}].push_back(&r);
     }
     std::vector<ReportFigure> figures;
     for (const auto& [panel, runs] : panels) {
@@ -218,12 +226,12 @@ std::vector<ReportFigure> pareto_figures(const ReportData& data) {
         const ReportRun& first = *runs.front();
         const std::string model = short_name(first.model_path), text = text_name(first.text_path);
         const std::string title = fmt::format(
-            "Perplexity cost vs attention kept: {} on {}, ctx {}\n{} runs; {}; tile {}; test tokens [{}, {})", model,
-            text, first.ctx, runs.size(), budget_summary(runs), tiles.empty() ? "-" : distinct_list(tiles),
+            "Perplexity cost vs attention kept: {} on {}, {}\n{} runs; {}; tile {}; test tokens [{}, {})", model, text,
+            context_label(first), runs.size(), budget_summary(runs), tiles.empty() ? "-" : distinct_list(tiles),
             first.token_offset, first.token_offset + first.n_tokens);
         ReportFigure f;
         f.section = ReportSection::Pareto;
-        f.heading = fmt::format("{} on {}, ctx {}", model, text, first.ctx);
+        f.heading = fmt::format("{} on {}, {}", model, text, context_label(first));
         f.caption =
             "One marker per run; the dashed staircase is each method's Pareto front (no run of that method has both "
             "lower density and lower degradation). Lower left is better.";
@@ -244,14 +252,15 @@ std::vector<ReportFigure> pareto_figures(const ReportData& data) {
 
 std::vector<ReportFigure> topk_figures(const ReportData& data) {
     // Panels: model x text x ctx x test range x budget kind (tiles: keys per query tile; pct: % of causal keys).
-    using PanelKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, bool>;
+    using PanelKey = std::tuple<std::string, std::string, std::string, std::int64_t, std::int64_t, bool>;
     std::map<PanelKey, std::vector<const ReportRun*>> panels;
-    std::map<std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t>, double> dense_ppl;
+    std::map<std::tuple<std::string, std::string, std::string, std::int64_t, std::int64_t>, double> dense_ppl;
     for (const ReportRun& r : data.runs) {
-        const auto range = std::make_tuple(r.model_hash, r.text_hash, r.ctx, r.token_offset, r.n_tokens);
+        const auto range = std::make_tuple(r.model_hash, r.text_hash, context_label(r), r.token_offset, r.n_tokens);
         if (std::isfinite(r.ppl_dense)) dense_ppl[range] = r.ppl_dense;
         if (r.method == "dense" || !std::isfinite(r.ppl_sparse) || (!r.topk_tiles && !r.topk_pct)) continue;
-        panels[{r.model_hash, r.text_hash, r.ctx, r.token_offset, r.n_tokens, r.topk_pct.has_value()}].push_back(&r);
+        panels[{r.model_hash, r.text_hash, context_label(r), r.token_offset, r.n_tokens, r.topk_pct.has_value()}]
+            .push_back(&r);
     }
     std::vector<ReportFigure> figures;
     for (const auto& [panel, runs] : panels) {
@@ -279,19 +288,20 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
             ++index;
         }
         const ReportRun& first = *runs.front();
-        const auto range =
-            std::make_tuple(first.model_hash, first.text_hash, first.ctx, first.token_offset, first.n_tokens);
+        const auto range = std::make_tuple(first.model_hash, first.text_hash, context_label(first), first.token_offset,
+                                           first.n_tokens);
         if (const auto it = dense_ppl.find(range); it != dense_ppl.end()) {
             plot += fmt::format(", \\\n  {} with lines lw 2 lc rgb \"#000000\" title {}", num(it->second),
                                 gnuplot_string(fmt::format("dense (ppl {:.4f})", it->second)));
         }
         const std::string model = short_name(first.model_path), text = text_name(first.text_path);
-        const std::string title = fmt::format(
-            "Perplexity vs top-k budget: {} on {}, ctx {}\ntest tokens [{}, {}); {} runs; {}", model, text, first.ctx,
-            first.token_offset, first.token_offset + first.n_tokens, runs.size(), budget_summary(runs));
+        const std::string title =
+            fmt::format("Perplexity vs top-k budget: {} on {}, {}\ntest tokens [{}, {}); {} runs; {}", model, text,
+                        context_label(first), first.token_offset, first.token_offset + first.n_tokens, runs.size(),
+                        budget_summary(runs));
         ReportFigure f;
         f.section = ReportSection::TopK;
-        f.heading = fmt::format("{} on {}, ctx {}, budget in {}", model, text, first.ctx,
+        f.heading = fmt::format("{} on {}, {}, budget in {}", model, text, context_label(first),
                                 pct ? "% of the causal keys" : "keys per query tile");
         f.caption =
             "Test perplexity of each method and schedule setting as its top-k budget grows; the black line "

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/runtime/perplexity.h"
 #include "pipeline/stages/workspace.h"
 
 namespace kascade {
@@ -12,10 +14,10 @@ namespace kascade {
 inline constexpr int kCaptureFormatVersion = 2;  ///< 2: per-layer attribute "window"
 
 struct CaptureParams {
-    int64_t token_offset = 0;  ///< first calibration token of the text
-    int64_t n_tokens = 8192;   ///< calibration tokens; only whole windows of ctx-1 tokens are used
-    int ctx = 512;             ///< positions per window (BOS included)
-    int tile = 16;             ///< tokens per tile
+    int64_t token_offset = 0;                  ///< first calibration token of the text
+    int64_t n_tokens = 8192;                   ///< calibration tokens; only whole windows of ctx-1 tokens are used
+    int ctx = PerplexityOptions{}.ctx;         ///< positions per window (BOS included), as eval's
+    int tile = SparseAttentionOptions{}.tile;  ///< tokens per tile, as the sparse policies' default
     bool save_qk = false;
 };
 
