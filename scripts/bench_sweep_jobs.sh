@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Wall time of the quick sweep from an empty results folder with --jobs 1 and --jobs 2 (and, for reference,
-# --jobs 1 on one thread), interleaved, each repeated; prints every run with the load average before it.
+# --jobs 1 on one thread), interleaved, each repeated; prints every run with the load average before it. The report
+# is skipped (--no-report): it is drawn once, after the jobs, the same way for every setting.
 #   scripts/bench_sweep_jobs.sh [REPEATS]      (default 3; needs build/pipeline/kascade and KASCADE_ASSETS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ for _ in $(seq "$repeats"); do
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     start=$(date +%s.%N)
     OMP_NUM_THREADS=$2 build/pipeline/kascade sweep experiments/stories260k-quick.toml --results "$work/results" \
-      --jobs "$1" >/dev/null
+      --jobs "$1" --no-report >/dev/null
     end=$(date +%s.%N)
     printf 'jobs=%s threads=%s wall=%.2f s (load average before: %s)\n' "$1" "$2" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$load"
   done
