@@ -1,5 +1,6 @@
 // io/weights/hf_config.cpp: parsing a Hugging Face config.json into a ModelConfig (load_hf_config).
 #include <climits>
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -62,8 +63,11 @@ class ConfigReader {
     float positive_float(const char* key, const json& value) const {
         KASCADE_CHECK(value.is_number(), "{}: field \"{}\" must be a number, found {}", file_, key, value.dump());
         const auto v = value.get<double>();
-        KASCADE_CHECK(v > 0, "{}: field \"{}\" = {} must be positive", file_, key, v);
-        return static_cast<float>(v);
+        // Checked as the float the model uses: 1e-86 is positive but rounds to 0, 1e300 to infinity.
+        const auto f = static_cast<float>(v);
+        KASCADE_CHECK(f > 0 && std::isfinite(f), "{}: field \"{}\" = {} must be a positive number a float can hold",
+                      file_, key, v);
+        return f;
     }
     float positive_float(const char* key) const { return positive_float(key, require(key)); }
     float positive_float(const char* key, float default_value) const {

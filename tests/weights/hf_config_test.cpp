@@ -120,7 +120,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"FloatVocab", "vocab_size", "512.5", "field \"vocab_size\" must be an integer, found 512.5"},
         BadConfigCase{"ZeroHeads", "num_attention_heads", "0", "field \"num_attention_heads\" = 0 must be a positive"},
         BadConfigCase{"NegativeDim", "intermediate_size", "-4", "field \"intermediate_size\" = -4 must be a positive"},
-        BadConfigCase{"ZeroEps", "rms_norm_eps", "0", "field \"rms_norm_eps\" = 0 must be positive"},
+        BadConfigCase{"ZeroEps", "rms_norm_eps", "0", "field \"rms_norm_eps\" = 0 must be a positive number"},
+        // Positive as JSON, but 0 as the float the model uses (found by fuzzing).
+        BadConfigCase{"EpsBelowFloat", "rms_norm_eps", "1e-86",
+                      "\"rms_norm_eps\" = 1e-86 must be a positive number a float can hold"},
         BadConfigCase{"StringTheta", "rope_theta", "\"1e4\"", "field \"rope_theta\" must be a number"},
         BadConfigCase{"StringTie", "tie_word_embeddings", "\"yes\"",
                       "field \"tie_word_embeddings\" must be true or false"},
