@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "io/store/results_db.h"
 #include "io/store/schema.h"
+#include "io/store/table_format.h"
 #include "store/store_test_util.h"
 
 namespace kascade {
@@ -167,6 +168,46 @@ TEST(ResultsDb, Version5AddsArtifactChecksumsThatOlderArtifactsLack) {
     ASSERT_TRUE(old.has_value());
     EXPECT_FALSE(old->checksum.has_value());
     EXPECT_THROW(db.database().exec("UPDATE artifacts SET checksum = 'short' WHERE key = 'old'"), SQLite::Exception);
+}
+
+TEST(ResultsDb, ReadOnlyOpenOfAnOlderDatabaseSeesTheCurrentColumnsAndLeavesTheFile) {
+    // A results folder from an older kascade, read by a read-only command (status, sweep --dry-run, query) before
+    // anything writes to it: the readers select today's columns (artifacts.checksum, runs.phase).
+    TempDir tmp;
+    const std::filesystem::path file = tmp.path() / "kascade.db";
+    {
+        SQLite::Database raw(file, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        for (const Migration& m : schema_migrations()) {
+            if (m.version <= 3) raw.exec(m.sql);
+        }
+        raw.exec("PRAGMA user_version = 3");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec("INSERT INTO texts VALUES (1, 'h', 't', 10, 't')");
+        raw.exec(
+            "INSERT INTO artifacts VALUES ('old', 'capture', 'artifacts/capture/old.h5', 1, 2, '{}', '{}', 10, "
+            "'t')");
+        raw.exec(
+            "INSERT INTO runs (id, key, model_id, text_id, method, ctx, token_offset, n_tokens, git_commit, machine, "
+            "threads, started_at, finished_at) VALUES (7, 'a', 1, 1, 'dense', 512, 0, 100, 'g', 'm', 1, 's', 'f')");
+    }
+    const auto written = std::filesystem::last_write_time(file);
+    {
+        ResultsDb db(tmp.path(), DbAccess::ReadOnly);
+        EXPECT_EQ(db.schema_version(), kSchemaVersion);
+        const std::optional<ArtifactRecord> old = db.find_artifact("old");
+        ASSERT_TRUE(old.has_value());
+        EXPECT_FALSE(old->checksum.has_value());
+        EXPECT_TRUE(db.find_run("a").has_value());
+    }
+    {
+        QueryDb query(file);
+        const QueryResult r = query.select("SELECT phase FROM runs_flat WHERE id = 7");
+        ASSERT_EQ(r.rows.size(), 1u);
+        EXPECT_EQ(std::get<std::string>(r.rows[0][0]), "prefill");
+    }
+    SQLite::Database raw(file, SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), 3);
+    EXPECT_EQ(std::filesystem::last_write_time(file), written);
 }
 
 TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {
