@@ -118,7 +118,7 @@ kascade_decode() {
     shift 2
     local out
     out=$("$KASCADE" generate --model "$MODELS/$model" -n 64 --greedy "$@" 2>&1 >/dev/null)
-    record "$model" "decode, 64 tokens (tokens/s)" "$column" "$(sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p' <<<"$out")"
+    record "$model" "decode, 64 tokens (tokens/s)" "$column" "$(sed -n 's/.*(\([0-9.]*\) decode tokens\/s.*/\1/p' <<<"$out")"
 }
 
 llama_decode() {
