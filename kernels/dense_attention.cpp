@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "base/error.h"
@@ -230,6 +231,66 @@ void merge_decode_pieces(const AttnShape& shape, const std::vector<int>& piece_b
     }
 }
 
+/// The work of both decode passes over their pieces (each a run of at most kDecodePiece keys of one KV head):
+/// score(piece, qs, head_off, sc, ld) writes the pre-scaled scores of the group's query heads, sc[g * ld + i];
+/// values(std::integral_constant<int, NV>, piece, p, v_head, j0, o) adds the probabilities' value rows for columns
+/// j0 .. j0 + NV * kLanes. Each piece keeps its own softmax state; the pieces are merged per head in order, so the
+/// result does not depend on the thread count.
+template <class ScoreFn, class ValueFn>
+void run_decode_pieces(const AttnShape& shape, const float* q, const float* v, const std::vector<DecodePiece>& pieces,
+                       const std::vector<int>& piece_begin, ScoreFn score, ValueFn values, float* out) {
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_pieces = static_cast<int>(pieces.size());
+    std::vector<float> state_m(static_cast<size_t>(n_pieces) * group);
+    std::vector<float> state_l(state_m.size());
+    std::vector<float> state_o(state_m.size() * d);
+    const int ld = kDecodePiece + kLanes;
+    const size_t per_thread = static_cast<size_t>(group) * (d + ld);
+    std::vector<float> scratch(per_thread * omp_get_max_threads());
+    const float prescale = shape.scale * kLog2e;
+
+#pragma omp parallel
+    {
+        float* qs = scratch.data() + per_thread * omp_get_thread_num();
+        float* sc = qs + group * d;
+#pragma omp for schedule(dynamic, 4)
+        for (int pi = 0; pi < n_pieces; ++pi) {
+            const DecodePiece& piece = pieces[pi];
+            const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
+            for (int g = 0; g < group; ++g) {
+                const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
+                for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
+            }
+            score(piece, qs, head_off, sc, ld);
+            for (int g = 0; g < group; ++g) {
+                float* s = sc + g * ld;
+                const int64_t st = static_cast<int64_t>(pi) * group + g;
+                piece_softmax(s, piece.n_keys, &state_m[st], &state_l[st]);
+                float* o = state_o.data() + st * d;
+                const float* vh = v + head_off;
+                int j0 = 0;
+                for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes)
+                    values(std::integral_constant<int, 4>{}, piece, s, vh, j0, o);
+                switch ((d - j0) / kLanes) {
+                    case 3:
+                        values(std::integral_constant<int, 3>{}, piece, s, vh, j0, o);
+                        break;
+                    case 2:
+                        values(std::integral_constant<int, 2>{}, piece, s, vh, j0, o);
+                        break;
+                    case 1:
+                        values(std::integral_constant<int, 1>{}, piece, s, vh, j0, o);
+                        break;
+                    default:
+                        break;
+                }
+            }
+        }
+    }
+    merge_decode_pieces(shape, piece_begin, state_m, state_l, state_o, out);
+}
+
 }  // namespace
 
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n: eight keys at a time, finished by one transposing reduction.
@@ -348,58 +409,16 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
         KASCADE_ASSERT(static_cast<int>(pieces.size()) > piece_begin[h]);  // every head attends to a key
     }
     piece_begin[n_kv] = static_cast<int>(pieces.size());
-    const int n_pieces = piece_begin[n_kv];
 
-    std::vector<float> state_m(static_cast<size_t>(n_pieces) * group);
-    std::vector<float> state_l(state_m.size());
-    std::vector<float> state_o(state_m.size() * d);
-    const int ld = kDecodePiece + kLanes;
-    const size_t per_thread = static_cast<size_t>(group) * (d + ld);
-    std::vector<float> scratch(per_thread * omp_get_max_threads());
-    const float prescale = shape.scale * kLog2e;
-
-#pragma omp parallel
-    {
-        float* qs = scratch.data() + per_thread * omp_get_thread_num();
-        float* sc = qs + group * d;
-#pragma omp for schedule(dynamic, 4)
-        for (int pi = 0; pi < n_pieces; ++pi) {
-            const DecodePiece& piece = pieces[pi];
-            const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
-            for (int g = 0; g < group; ++g) {
-                const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
-                for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
-            }
-            for_each_part(piece, ranges, [&](int start, int len, int idx) {
-                decode_scores(qs, group, d, k + head_off + static_cast<int64_t>(start) * d, len, sc + idx, ld);
-            });
-            for (int g = 0; g < group; ++g) {
-                float* s = sc + g * ld;
-                const int64_t st = static_cast<int64_t>(pi) * group + g;
-                piece_softmax(s, piece.n_keys, &state_m[st], &state_l[st]);
-                float* o = state_o.data() + st * d;
-                const float* vh = v + head_off;
-                int j0 = 0;
-                for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) decode_values<4>(piece, ranges, s, vh, d, j0, o);
-                switch ((d - j0) / kLanes) {
-                    case 3:
-                        decode_values<3>(piece, ranges, s, vh, d, j0, o);
-                        break;
-                    case 2:
-                        decode_values<2>(piece, ranges, s, vh, d, j0, o);
-                        break;
-                    case 1:
-                        decode_values<1>(piece, ranges, s, vh, d, j0, o);
-                        break;
-                    default:
-                        break;
-                }
-            }
-        }
-    }
-
-    // Merge the pieces of each query head in order (the same order whatever the thread count).
-    merge_decode_pieces(shape, piece_begin, state_m, state_l, state_o, out);
+    const auto score = [&](const DecodePiece& piece, const float* qs, int64_t head_off, float* sc, int ld) {
+        for_each_part(piece, ranges, [&](int start, int len, int idx) {
+            decode_scores(qs, group, d, k + head_off + static_cast<int64_t>(start) * d, len, sc + idx, ld);
+        });
+    };
+    const auto values = [&](auto nv, const DecodePiece& piece, const float* p, const float* vh, int j0, float* o) {
+        decode_values<decltype(nv)::value>(piece, ranges, p, vh, d, j0, o);
+    };
+    run_decode_pieces(shape, q, v, pieces, piece_begin, score, values, out);
 }
 
 void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k, const float* v, const int32_t* keys,
@@ -417,62 +436,19 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k
     for (int h = 0; h < n_kv; ++h) {
         piece_begin[h] = static_cast<int>(pieces.size());
         KASCADE_ASSERT(key_begin[h + 1] > key_begin[h]);  // every head attends to a key
-        for (int i = key_begin[h]; i < key_begin[h + 1]; ++i)
-            KASCADE_ASSERT(keys[i] >= 0 && keys[i] < shape.n_k);
+        for (int i = key_begin[h]; i < key_begin[h + 1]; ++i) KASCADE_ASSERT(keys[i] >= 0 && keys[i] < shape.n_k);
         for (int i = key_begin[h]; i < key_begin[h + 1]; i += kDecodePiece)
             pieces.push_back({h, i, 0, std::min(kDecodePiece, key_begin[h + 1] - i)});
     }
     piece_begin[n_kv] = static_cast<int>(pieces.size());
-    const int n_pieces = piece_begin[n_kv];
 
-    std::vector<float> state_m(static_cast<size_t>(n_pieces) * group);
-    std::vector<float> state_l(state_m.size());
-    std::vector<float> state_o(state_m.size() * d);
-    const int ld = kDecodePiece + kLanes;
-    const size_t per_thread = static_cast<size_t>(group) * (d + ld);
-    std::vector<float> scratch(per_thread * omp_get_max_threads());
-    const float prescale = shape.scale * kLog2e;
-
-#pragma omp parallel
-    {
-        float* qs = scratch.data() + per_thread * omp_get_thread_num();
-        float* sc = qs + group * d;
-#pragma omp for schedule(dynamic, 4)
-        for (int pi = 0; pi < n_pieces; ++pi) {
-            const DecodePiece& piece = pieces[pi];
-            const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
-            const int32_t* piece_keys = keys + piece.range;
-            for (int g = 0; g < group; ++g) {
-                const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
-                for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
-            }
-            decode_scores_gathered(qs, group, d, k + head_off, piece_keys, piece.n_keys, sc, ld);
-            for (int g = 0; g < group; ++g) {
-                float* s = sc + g * ld;
-                const int64_t st = static_cast<int64_t>(pi) * group + g;
-                piece_softmax(s, piece.n_keys, &state_m[st], &state_l[st]);
-                float* o = state_o.data() + st * d;
-                const float* vh = v + head_off;
-                int j0 = 0;
-                for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes)
-                    decode_values_gathered<4>(piece_keys, piece.n_keys, s, vh, d, j0, o);
-                switch ((d - j0) / kLanes) {
-                    case 3:
-                        decode_values_gathered<3>(piece_keys, piece.n_keys, s, vh, d, j0, o);
-                        break;
-                    case 2:
-                        decode_values_gathered<2>(piece_keys, piece.n_keys, s, vh, d, j0, o);
-                        break;
-                    case 1:
-                        decode_values_gathered<1>(piece_keys, piece.n_keys, s, vh, d, j0, o);
-                        break;
-                    default:
-                        break;
-                }
-            }
-        }
-    }
-    merge_decode_pieces(shape, piece_begin, state_m, state_l, state_o, out);
+    const auto score = [&](const DecodePiece& piece, const float* qs, int64_t head_off, float* sc, int ld) {
+        decode_scores_gathered(qs, group, d, k + head_off, keys + piece.range, piece.n_keys, sc, ld);
+    };
+    const auto values = [&](auto nv, const DecodePiece& piece, const float* p, const float* vh, int j0, float* o) {
+        decode_values_gathered<decltype(nv)::value>(keys + piece.range, piece.n_keys, p, vh, d, j0, o);
+    };
+    run_decode_pieces(shape, q, v, pieces, piece_begin, score, values, out);
 }
 
 }  // namespace detail
