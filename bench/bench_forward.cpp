@@ -23,6 +23,8 @@
 //   GB/s                  decode: bytes of weights + KV cache read per token / time per token
 //   pct_limit             prefill: GFLOP/s / the GEMM peak of its numerics (BF16 peak for bf16 on BF16 weights, else
 //                         fp32 peak); decode: GB/s / memory bandwidth
+//   pct_arith             prefill: GFLOP/s / the arithmetic peak of its numerics (multiply-add instructions on
+//                         registers, machine_limits::arithmetic_peak_gflops), where the build has one
 //   speedup               dense time / own time in the same (model, ctx or T, numerics) group, measured in this run
 //   attn_speedup          the same for the attention time alone
 // Models: stories260K (real weights, fp32 file; prefill only: it is trained to 512 positions), and random BF16
@@ -307,6 +309,8 @@ void BM_prefill(benchmark::State& state, const std::string& model_name, int ctx,
     state.counters["GFLOP/s"] = gflops;
     state.counters["pct_limit"] =
         100.0 * gflops / (bf16_products ? g_limits.bf16_gemm_gflops : g_limits.fp32_gemm_gflops);
+    const double arithmetic_peak = bf16_products ? g_limits.bf16_arith_gflops : g_limits.fp32_arith_gflops;
+    if (arithmetic_peak > 0) state.counters["pct_arith"] = 100.0 * gflops / arithmetic_peak;
     report_speedup(state, "prefill/" + model_name + "/" + std::to_string(ctx) + "/" + numerics_name(numerics),
                    method.name, seconds / n, stats.attention_ms / n);
 }
@@ -440,6 +444,8 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("bf16_gemm_gflops", std::to_string(kascade::g_limits.bf16_gemm_gflops));
     benchmark::AddCustomContext("fp32_gemm_gflops", std::to_string(kascade::g_limits.fp32_gemm_gflops));
     benchmark::AddCustomContext("memory_gbps", std::to_string(kascade::g_limits.memory_gbps));
+    benchmark::AddCustomContext("bf16_arith_gflops", std::to_string(kascade::g_limits.bf16_arith_gflops));
+    benchmark::AddCustomContext("fp32_arith_gflops", std::to_string(kascade::g_limits.fp32_arith_gflops));
     kascade::register_all();
     kascade::run_benchmarks(results_dir);
     benchmark::Shutdown();

@@ -5,12 +5,17 @@
 //   limits/fp32_gemm/eigen, limits/fp32_gemm/matmul, limits/bf16_gemm/matmul, limits/memory_read
 //       2048^3 products and a 1 GiB streaming read, all threads: the peaks the other rows are compared with
 //       (measured on first use when these rows are filtered out).
+//   limits/bf16_arith, limits/fp32_arith
+//       multiply-add instructions on registers, all threads (machine_limits::arithmetic_peak_gflops): the ceiling
+//       above the square products.
 //   prefill/smollm2/n:<n>/<product>/<engine>
 //       SmolLM2-135M's products for n tokens: qkv (576 -> 960, q/k/v fused), o (576 -> 576), gate_up (576 -> 3072,
-//       fused), down (1536 -> 576), lm_head (576 -> 49152). Engines: matmul with bf16 / f16 / f32 weights, and
-//       eigen_f32 = bench/eigen_linear_baseline.h (the path before kernels/matmul.h: one call per weight, fp32
-//       Eigen).
-//       Counters: GFLOP/s, pct_peak = GFLOP/s over the BF16 peak (bf16, f16 rows) or the fp32 peak (f32 rows).
+//       fused), down (1536 -> 576), lm_head (576 -> 49152). Engines: `bf16` = BF16 weights with BF16 products
+//       (`--matmul bf16`), `bf16_exact` = BF16 weights widened to fp32 (the default numerics), `f16` and `f32` =
+//       weights of that type (fp32 products), and `eigen_f32` = bench/eigen_linear_baseline.h (the path before
+//       kernels/matmul.h: one call per weight, fp32 Eigen).
+//       Counters: GFLOP/s, pct_peak = GFLOP/s over the BF16 peak (bf16 rows) or the fp32 peak (the others: their
+//       arithmetic is fp32).
 //   decode/<model>/<product>/<engine>
 //       n = 1 on the same shapes and on Llama-3.2-1B's (up 2048 -> 8192, down 8192 -> 2048, lm_head 2048 -> 128256).
 //       Each iteration uses the next of several copies of the weights (>= 64 MiB in all), so the weights come from
@@ -63,12 +68,14 @@ int total_rows(const Product& p) {
     return rows;
 }
 
-enum class Engine { Bf16, F16, F32, EigenF32 };
+enum class Engine { Bf16, Bf16Exact, F16, F32, EigenF32 };
 
 const char* engine_name(Engine e) {
     switch (e) {
         case Engine::Bf16:
             return "bf16";
+        case Engine::Bf16Exact:
+            return "bf16_exact";
         case Engine::F16:
             return "f16";
         case Engine::F32:
@@ -80,7 +87,13 @@ const char* engine_name(Engine e) {
 }
 
 MatrixType engine_type(Engine e) {
-    return e == Engine::Bf16 ? MatrixType::BF16 : e == Engine::F16 ? MatrixType::F16 : MatrixType::F32;
+    return e == Engine::Bf16 || e == Engine::Bf16Exact ? MatrixType::BF16
+           : e == Engine::F16                          ? MatrixType::F16
+                                                       : MatrixType::F32;
+}
+
+MatmulPrecision engine_precision(Engine e) {
+    return e == Engine::Bf16 ? MatmulPrecision::Bf16 : MatmulPrecision::Exact;
 }
 
 /// The measured limits, from the limits/ rows or measured on first use.
@@ -88,10 +101,12 @@ struct Limits {
     double fp32_eigen = 0, fp32_matmul = 0, bf16 = 0, bandwidth = 0;
     double fp32() {
         if (fp32_eigen == 0) fp32_eigen = ml::eigen_fp32_gemm_gflops();
-        if (fp32_matmul == 0) fp32_matmul = ml::matmul_gemm_gflops(MatrixType::F32);
+        if (fp32_matmul == 0) fp32_matmul = ml::matmul_gemm_gflops(MatrixType::F32, MatmulPrecision::Exact);
         return std::max(fp32_eigen, fp32_matmul);
     }
-    double bf16_peak() { return bf16 > 0 ? bf16 : (bf16 = ml::matmul_gemm_gflops(MatrixType::BF16)); }
+    double bf16_peak() {
+        return bf16 > 0 ? bf16 : (bf16 = ml::matmul_gemm_gflops(MatrixType::BF16, MatmulPrecision::Bf16));
+    }
     double memory() { return bandwidth > 0 ? bandwidth : (bandwidth = ml::memory_read_gbps()); }
 };
 Limits g_limits;
@@ -110,9 +125,18 @@ double timed(benchmark::State& state, Body&& body) {
 }
 
 void bench_limit_gemm(benchmark::State& state, MatrixType type, bool eigen) {
+    // BF16 weights are timed with BF16 products: the rate vdpbf16ps gives, the BF16 peak.
+    const MatmulPrecision precision = type == MatrixType::BF16 ? MatmulPrecision::Bf16 : MatmulPrecision::Exact;
     double gflops = 0;
-    for (auto _ : state) gflops = eigen ? ml::eigen_fp32_gemm_gflops() : ml::matmul_gemm_gflops(type);
+    for (auto _ : state) gflops = eigen ? ml::eigen_fp32_gemm_gflops() : ml::matmul_gemm_gflops(type, precision);
     (eigen ? g_limits.fp32_eigen : type == MatrixType::F32 ? g_limits.fp32_matmul : g_limits.bf16) = gflops;
+    state.counters["GFLOP/s"] = gflops;
+    state.counters["threads"] = omp_get_max_threads();
+}
+
+void bench_limit_arithmetic(benchmark::State& state, bool bf16) {
+    double gflops = 0;
+    for (auto _ : state) gflops = ml::arithmetic_peak_gflops(bf16);
     state.counters["GFLOP/s"] = gflops;
     state.counters["threads"] = omp_get_max_threads();
 }
@@ -158,7 +182,7 @@ struct ProductRun {
             targets.push_back({w->view, nullptr, y.data() + col0, y_stride});
             col0 += w->view.rows;
         }
-        matmul(x, n, targets);
+        matmul(x, n, targets, engine_precision(engine));
     }
 };
 
@@ -167,7 +191,7 @@ void bench_prefill(benchmark::State& state, const Product& p, int n, Engine engi
     const std::vector<float> x = ml::uniform_floats(static_cast<size_t>(n) * p.cols, 5);
     const double seconds = timed(state, [&] { product.run(x.data(), n, engine); });
     const double gflops = 2.0 * n * p.cols * total_rows(p) / seconds * 1e-9;
-    const double peak = engine == Engine::Bf16 || engine == Engine::F16 ? g_limits.bf16_peak() : g_limits.fp32();
+    const double peak = engine == Engine::Bf16 ? g_limits.bf16_peak() : g_limits.fp32();
     state.counters["GFLOP/s"] = gflops;
     state.counters["pct_peak"] = 100.0 * gflops / peak;
     state.counters["threads"] = omp_get_max_threads();
@@ -200,8 +224,10 @@ void register_all() {
     limit("limits/fp32_gemm/matmul", bench_limit_gemm, MatrixType::F32, false);
     limit("limits/bf16_gemm/matmul", bench_limit_gemm, MatrixType::BF16, false);
     limit("limits/memory_read", bench_limit_memory);
+    limit("limits/bf16_arith", bench_limit_arithmetic, true);
+    limit("limits/fp32_arith", bench_limit_arithmetic, false);
 
-    const Engine prefill_engines[] = {Engine::Bf16, Engine::F16, Engine::F32, Engine::EigenF32};
+    const Engine prefill_engines[] = {Engine::Bf16, Engine::Bf16Exact, Engine::F16, Engine::F32, Engine::EigenF32};
     for (int n : {512, 2048}) {
         for (const Product& p : smollm2_products()) {
             for (Engine e : prefill_engines) {

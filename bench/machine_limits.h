@@ -2,14 +2,19 @@
 // state its speed as a share of them (bench_matmul, bench_forward):
 //   fp32 GEMM peak   a 2048^3 product, the faster of Eigen (one row block per thread, as pipeline/runtime/linear.cpp
 //                    runs it) and kascade's matmul with F32 weights
-//   BF16 GEMM peak   a 2048^3 product by kascade's matmul with BF16 weights (vdpbf16ps where available)
+//   BF16 GEMM peak   a 2048^3 product by kascade's matmul with BF16 weights and BF16 products (MatmulPrecision::Bf16:
+//                    vdpbf16ps where available), the numerics of `--matmul bf16`
 //   memory bandwidth a streaming read of 1 GiB (far beyond the L3) by all threads
+//   arithmetic peaks the instruction throughput with no memory traffic: every thread issuing independent 512-bit
+//                    vdpbf16ps (BF16) or vfmadd (fp32) on registers; the ceiling no product can pass, reported beside
+//                    the square products (0 where the compiler targets no AVX-512)
 // Each figure is the best of a few repetitions after a warm-up: a peak, not a typical value. All use
 // omp_get_max_threads() threads. Header-only: bench/ builds every .cpp as its own program.
 #pragma once
 
 #include <omp.h>
 
+#include <immintrin.h>
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
@@ -116,11 +121,12 @@ inline double eigen_fp32_gemm_gflops(int size = kGemmSize) {
 }
 
 /// GFLOP/s of a size^3 product by kascade's matmul with weights of the given type.
-inline double matmul_gemm_gflops(MatrixType type, int size = kGemmSize) {
+inline double matmul_gemm_gflops(MatrixType type, MatmulPrecision precision, int size = kGemmSize) {
     const OwnedMatrix w(type, size, size, 3);
     const std::vector<float> x = uniform_floats(static_cast<size_t>(size) * size, 4);
     std::vector<float> y(static_cast<size_t>(size) * size);
-    const double seconds = best_seconds(kRepetitions, [&] { matmul(x.data(), size, w.view, nullptr, y.data()); });
+    const double seconds =
+        best_seconds(kRepetitions, [&] { matmul(x.data(), size, w.view, nullptr, y.data(), precision); });
     return 2.0 * size * size * static_cast<double>(size) / seconds * 1e-9;
 }
 
@@ -142,19 +148,74 @@ inline double memory_read_gbps(size_t bytes = kStreamBytes) {
     return checksum == 0 ? 0.0 : static_cast<double>(bytes) / seconds * 1e-9;
 }
 
+/// GFLOP/s of independent multiply-add instructions on registers by all threads; `bf16`: vdpbf16ps (32 products per
+/// instruction), else fp32 vfmadd (16). 0 when the build has no AVX-512 (AVX512-BF16 for `bf16`).
+inline double arithmetic_peak_gflops(bool bf16) {
+#if defined(__AVX512F__)
+#if !defined(__AVX512BF16__)
+    if (bf16) return 0.0;
+#endif
+    constexpr int kAccumulators = 12;  // more than latency x issue width: the loop is throughput-bound
+    constexpr long kSteps = 20'000'000;
+    float sink = 0;
+    const double seconds = best_seconds(3, [&] {
+#pragma omp parallel reduction(+ : sink)
+        {
+            __m512 acc[kAccumulators];
+            for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+            __m512 a = _mm512_set1_ps(1e-3f), b = _mm512_set1_ps(1e-3f);
+            __m512i a_bf16 = _mm512_set1_epi16(0x3a83), b_bf16 = _mm512_set1_epi16(0x3a83);  // 1e-3 in BF16
+            for (long k = 0; k < kSteps; ++k) {
+#if defined(__AVX512BF16__)
+                if (bf16) {
+#pragma GCC unroll 12
+                    for (int i = 0; i < kAccumulators; ++i)
+                        acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)a_bf16, (__m512bh)b_bf16);
+                } else
+#endif
+                {
+#pragma GCC unroll 12
+                    for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
+                }
+                // The inputs are not loop-invariant to the compiler, so it keeps every instruction.
+                asm volatile("" : "+v"(a), "+v"(a_bf16));
+            }
+            // Summed through memory: GCC 12's _mm512_reduce_add_ps warns of an uninitialised temporary.
+            alignas(64) float lanes[16];
+            for (int i = 0; i < kAccumulators; ++i) {
+                _mm512_store_ps(lanes, acc[i]);
+                for (float lane : lanes) sink += lane;
+            }
+        }
+    });
+    const double flops_per_instruction = bf16 ? 64.0 : 32.0;
+    const double flops = flops_per_instruction * kAccumulators * static_cast<double>(kSteps) * omp_get_max_threads();
+    // The sink is used so that the loop cannot be optimised away.
+    return sink == 0.12345f ? 0.0 : flops / seconds * 1e-9;
+#else
+    (void)bf16;
+    return 0.0;
+#endif
+}
+
 struct MachineLimits {
-    double fp32_gemm_gflops = 0;  ///< best of Eigen and matmul(F32)
-    double bf16_gemm_gflops = 0;  ///< matmul(BF16)
-    double memory_gbps = 0;       ///< streaming read bandwidth
+    double fp32_gemm_gflops = 0;   ///< best of Eigen and matmul(F32)
+    double bf16_gemm_gflops = 0;   ///< matmul(BF16 weights, BF16 products)
+    double memory_gbps = 0;        ///< streaming read bandwidth
+    double bf16_arith_gflops = 0;  ///< vdpbf16ps throughput on registers
+    double fp32_arith_gflops = 0;  ///< vfmadd throughput on registers
     int threads = 0;
 };
 
-/// All three limits (about 5 s on 2 cores).
+/// All the limits (about 6 s on 2 cores).
 inline MachineLimits measure() {
     MachineLimits limits;
-    limits.fp32_gemm_gflops = std::max(eigen_fp32_gemm_gflops(), matmul_gemm_gflops(MatrixType::F32));
-    limits.bf16_gemm_gflops = matmul_gemm_gflops(MatrixType::BF16);
+    limits.fp32_gemm_gflops =
+        std::max(eigen_fp32_gemm_gflops(), matmul_gemm_gflops(MatrixType::F32, MatmulPrecision::Exact));
+    limits.bf16_gemm_gflops = matmul_gemm_gflops(MatrixType::BF16, MatmulPrecision::Bf16);
     limits.memory_gbps = memory_read_gbps();
+    limits.bf16_arith_gflops = arithmetic_peak_gflops(true);
+    limits.fp32_arith_gflops = arithmetic_peak_gflops(false);
     limits.threads = omp_get_max_threads();
     return limits;
 }
