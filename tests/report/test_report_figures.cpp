@@ -3,6 +3,8 @@
 // (a schedule with no reuse layer, a run without output errors).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "pipeline/report/gnuplot.h"
 #include "pipeline/report/report_figures.h"
 #include "report_check.h"
@@ -91,6 +93,34 @@ TEST(ReportFigures, CurveLabelsNameOnlyTheParametersThatDiffer) {
     EXPECT_EQ(script.find("recall"), std::string::npos) << script;
     // x = top-k tiles x tile size, in keys
     EXPECT_EQ(datablock(script, "curves")[0], (std::vector<std::string>{"64 4.04 42", "128 4.04 82"}));
+}
+
+TEST(ReportFigures, DecodeRunsGetPanelsOfTheirOwn) {
+    // The same model, text, methods and budgets once in prefill and once in decode: a decode perplexity is not
+    // comparable with a prefill one, so each phase gets its own Pareto and top-k panel, headed by its context.
+    ReportData data;
+    for (const char* phase : {"prefill", "decode"}) {
+        for (const char* method : {"kascade", "oracle"}) {
+            ReportRun r = make_run(static_cast<std::int64_t>(data.runs.size()) + 1, method, 0.4, 2);
+            r.phase = phase;
+            if (r.phase == "decode") r.prompt_tokens = 256, r.decode_tokens = 128;
+            data.runs.push_back(r);
+        }
+    }
+    for (auto* make : {pareto_figures, topk_figures}) {
+        const std::vector<ReportFigure> figures = make(data);
+        ASSERT_EQ(figures.size(), 2u);
+        std::vector<std::string> headings;
+        for (const ReportFigure& f : figures) {
+            headings.push_back(f.heading);
+            // Each panel holds one run per method: kascade and oracle of its phase only.
+            const std::string script = gnuplot_script(f.plot);
+            EXPECT_EQ(datablock(script, make == pareto_figures ? "points" : "curves").size(), 2u) << script;
+        }
+        std::sort(headings.begin(), headings.end());
+        EXPECT_NE(headings[0].find("ctx 512"), std::string::npos) << headings[0];
+        EXPECT_NE(headings[1].find("decode, prompt 256 + 128"), std::string::npos) << headings[1];
+    }
 }
 
 TEST(ReportFigures, ScheduleWithoutReuseLayersAndRunWithoutErrorsAreDrawn) {
