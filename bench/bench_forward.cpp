@@ -22,7 +22,9 @@
 //   GFLOP/s               prefill: matrix-product flops / matrix-product time
 //   GB/s                  decode: bytes of weights + KV cache read per token / time per token
 //   pct_limit             prefill: GFLOP/s / the GEMM peak of its numerics (BF16 peak for bf16 on BF16 weights, else
-//                         fp32 peak); decode: GB/s / memory bandwidth
+//                         fp32 peak); decode: GB/s / memory bandwidth measured at the start of the run
+//   adjacent_GB/s, pct_adjacent   decode: the mean of the bandwidth measured just before and just after the row,
+//                         and GB/s over it (a VM's bandwidth drifts with the host's load within minutes)
 //   pct_arith             prefill: GFLOP/s / the arithmetic peak of its numerics (multiply-add instructions on
 //                         registers, machine_limits::arithmetic_peak_gflops), where the build has one
 //   speedup               dense time / own time in the same (model, ctx or T, numerics) group, measured in this run
@@ -359,18 +361,24 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
         token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     };
     step(nullptr);  // warm-up: weights paged in
+    // The bandwidth just before and just after the row as well as at the start of the run: on a shared VM it moves
+    // with the host's other tenants from one minute to the next.
+    const double gbps_before = machine_limits::memory_read_gbps();
     double seconds = 0;
     for (auto _ : state) {
         const double t0 = omp_get_wtime();
         step(&stats);
         seconds += omp_get_wtime() - t0;
     }
+    const double adjacent_gbps = (gbps_before + machine_limits::memory_read_gbps()) / 2;
     const double n = static_cast<double>(state.iterations());
     report_split(state, stats, seconds, 0, n);
     state.counters["tokens_per_s"] = n / seconds;
     const double gbps = decode_bytes(weights, positions + 1) * n / seconds * 1e-9;
     state.counters["GB/s"] = gbps;
     state.counters["pct_limit"] = 100.0 * gbps / g_limits.memory_gbps;
+    state.counters["adjacent_GB/s"] = adjacent_gbps;
+    state.counters["pct_adjacent"] = 100.0 * gbps / adjacent_gbps;
     report_speedup(state, "decode/" + model_name + "/" + std::to_string(positions) + "/" + numerics_name(numerics),
                    method.name, seconds / n, stats.attention_ms / n);
 }
