@@ -1,6 +1,8 @@
-// kernels/sparse_attention.cpp: Kascade tile-sparse prefill and decode. The selected key tiles are gathered as runs
-// of adjacent tiles and go through the same score / online-softmax / value blocks as the dense kernel, followed by
-// the causal diagonal tile, so the softmax is exact over exactly the attended keys.
+// kernels/sparse_attention.cpp: Kascade sparse prefill and decode, over selected key tiles or individual keys. In
+// prefill, selected tiles are read in place as runs of adjacent tiles and selected keys are gathered into blocks;
+// both go through the same score / online-softmax / value blocks as the dense kernel, followed by the causal
+// diagonal tile, in one driver (sparse_prefill), so the softmax is exact over exactly the attended keys. Decode
+// turns the selection into key ranges or a key list for the dense decode pass.
 #include "kernels/sparse_attention.h"
 
 #include <omp.h>
@@ -25,6 +27,59 @@ void check_head_map(const int32_t* head_map, int n_kv_heads, int n_selection_hea
     for (int h = 0; h < n_kv_heads; ++h) KASCADE_ASSERT(head_map[h] >= 0 && head_map[h] < n_selection_heads);
 }
 
+/// One query tile of one KV head inside the prefill driver: its query block and where its keys are.
+struct PrefillItem {
+    detail::QueryBlock& block;
+    float* extra;      ///< the caller's per-thread scratch (extra_floats floats)
+    int src;           ///< the selection's head this KV head reads (head map)
+    int q_tile, row0;  ///< query tile and its first row
+    int key_begin;     ///< keys before it are outside every row's window
+    const float* k_head;
+    const float* v_head;
+};
+
+/// The prefill both granularities share: one work item per (query tile, KV head), later tiles first (they usually
+/// keep more keys); each item loads its query block, lets attend_selected(item) go over the selected keys, then
+/// attends the causal diagonal tile in place and stores the rows.
+template <typename AttendSelected>
+void sparse_prefill(const AttnShape& shape, int tile, int n_q_tiles, int max_keys, size_t extra_floats, const float* q,
+                    const float* k, const float* v, const int32_t* head_map, float* out,
+                    AttendSelected attend_selected) {
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int n_kv = shape.n_kv_heads;
+    const int n_items = n_kv * n_q_tiles;
+    const size_t block_floats = detail::query_block_floats(d, group, tile, max_keys);
+    const size_t per_thread = block_floats + extra_floats;
+    std::vector<float> scratch(per_thread * omp_get_max_threads());
+    const float prescale = shape.scale * detail::kLog2e;
+
+#pragma omp parallel
+    {
+        float* mine = scratch.data() + per_thread * omp_get_thread_num();
+        detail::QueryBlock b = detail::query_block_bind(mine, d, group, tile, max_keys);
+#pragma omp for schedule(dynamic, 1)
+        for (int item = 0; item < n_items; ++item) {
+            const int qt = n_q_tiles - 1 - item / n_kv;
+            const int kv_head = item % n_kv;
+            const int row0 = qt * tile;
+            const int n_rows = std::min(tile, shape.n_q - row0);
+            detail::query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, true);
+            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
+            const float* k_head = k + head_off;
+            const float* v_head = v + head_off;
+            // Keys before the first row's window are outside every row's window (a selection made under another
+            // layer's window may hold such keys); the rest of the window is masked per key.
+            attend_selected(PrefillItem{b, mine + block_floats, head_map ? head_map[kv_head] : kv_head, qt, row0,
+                                        detail::window_key_begin(row0, b.window, 1), k_head, v_head});
+            detail::query_block_scores(b, k_head + static_cast<int64_t>(row0) * d, n_rows, row0);
+            detail::query_block_softmax(b, n_rows);
+            detail::query_block_accumulate(b, v_head + static_cast<int64_t>(row0) * d, n_rows);
+            detail::query_block_store(b, shape, kv_head, row0, out, nullptr);
+        }
+    }
+}
+
 }  // namespace
 
 void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
@@ -34,55 +89,30 @@ void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const
     KASCADE_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
     KASCADE_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
     check_head_map(head_map, shape.n_kv_heads, selection.n_kv_heads);
-    const int group = shape.group_size();
     const int d = shape.head_dim;
-    const int n_kv = shape.n_kv_heads;
-    const int n_q_tiles = selection.n_q_tiles;
     const int run_tiles = std::max(1, kMaxRunKeys / tile);
-    const int max_keys = run_tiles * tile;
-    const int n_items = n_kv * n_q_tiles;
-    const size_t per_thread = detail::query_block_floats(d, group, tile, max_keys);
-    std::vector<float> scratch(per_thread * omp_get_max_threads());
-    const float prescale = shape.scale * detail::kLog2e;
-
-#pragma omp parallel
-    {
-        detail::QueryBlock b =
-            detail::query_block_bind(scratch.data() + per_thread * omp_get_thread_num(), d, group, tile, max_keys);
-        // Later query tiles usually keep more tiles: hand them out first.
-#pragma omp for schedule(dynamic, 1)
-        for (int item = 0; item < n_items; ++item) {
-            const int qt = n_q_tiles - 1 - item / n_kv;
-            const int kv_head = item % n_kv;
-            const int src = head_map ? head_map[kv_head] : kv_head;
-            const int row0 = qt * tile;
-            const int n_rows = std::min(tile, shape.n_q - row0);
-            detail::query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, true);
-            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
-            const auto attend = [&](int key0, int n_keys) {
-                detail::query_block_scores(b, k + head_off + static_cast<int64_t>(key0) * d, n_keys, key0);
-                detail::query_block_softmax(b, n_keys);
-                detail::query_block_accumulate(b, v + head_off + static_cast<int64_t>(key0) * d, n_keys);
-            };
-            const int32_t* list = selection.list(src, qt);
-            const int count = selection.size(src, qt);
+    sparse_prefill(
+        shape, tile, selection.n_q_tiles, run_tiles * tile, 0, q, k, v, head_map, out, [&](const PrefillItem& it) {
+            const int32_t* list = selection.list(it.src, it.q_tile);
+            const int count = selection.size(it.src, it.q_tile);
             KASCADE_ASSERT(count >= 0 && count <= selection.max_k);
-            // Keys before the first row's window are outside every row's window (a selection made under another
-            // layer's window may hold such tiles): runs are clipped to it, the rest of the window is masked.
-            const int key_begin = detail::window_key_begin(row0, b.window, 1);
+            // Runs of adjacent tiles, clipped to the window, read in place.
             for (int i = 0; i < count;) {
-                KASCADE_ASSERT(list[i] >= 0 && list[i] < qt && (i == 0 || list[i] > list[i - 1]));
+                KASCADE_ASSERT(list[i] >= 0 && list[i] < it.q_tile && (i == 0 || list[i] > list[i - 1]));
                 int j = i + 1;
                 while (j < count && j - i < run_tiles && list[j] == list[j - 1] + 1) ++j;
-                const int run_begin = std::max(list[i] * tile, key_begin);
+                const int run_begin = std::max(list[i] * tile, it.key_begin);
                 const int run_end = (list[j - 1] + 1) * tile;
-                if (run_begin < run_end) attend(run_begin, run_end - run_begin);
+                if (run_begin < run_end) {
+                    const int n_keys = run_end - run_begin;
+                    detail::query_block_scores(it.block, it.k_head + static_cast<int64_t>(run_begin) * d, n_keys,
+                                               run_begin);
+                    detail::query_block_softmax(it.block, n_keys);
+                    detail::query_block_accumulate(it.block, it.v_head + static_cast<int64_t>(run_begin) * d, n_keys);
+                }
                 i = j;
             }
-            attend(row0, n_rows);  // the diagonal tile, causally masked
-            detail::query_block_store(b, shape, kv_head, row0, out, nullptr);
-        }
-    }
+        });
 }
 
 void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
@@ -92,70 +122,40 @@ void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q,
     KASCADE_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
     KASCADE_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
     check_head_map(head_map, shape.n_kv_heads, selection.n_kv_heads);
-    const int group = shape.group_size();
     const int d = shape.head_dim;
-    const int n_kv = shape.n_kv_heads;
-    const int n_q_tiles = selection.n_q_tiles;
-    // A gathered block holds kMaxRunKeys keys, and the diagonal tile goes through the same scratch.
-    const int max_keys = std::max(kMaxRunKeys, tile);
-    const int n_items = n_kv * n_q_tiles;
-    const size_t block_floats = detail::query_block_floats(d, group, tile, max_keys);
-    // Per thread: the query block, then gathered K and V rows [kMaxRunKeys][d] and their positions.
-    const size_t per_thread = block_floats + 2 * static_cast<size_t>(kMaxRunKeys) * d + kMaxRunKeys;
-    std::vector<float> scratch(per_thread * omp_get_max_threads());
-    const float prescale = shape.scale * detail::kLog2e;
-
-#pragma omp parallel
-    {
-        float* mine = scratch.data() + per_thread * omp_get_thread_num();
-        detail::QueryBlock b = detail::query_block_bind(mine, d, group, tile, max_keys);
-        float* k_rows = mine + block_floats;
-        float* v_rows = k_rows + static_cast<size_t>(kMaxRunKeys) * d;
-        auto* key_pos = reinterpret_cast<int32_t*>(v_rows + static_cast<size_t>(kMaxRunKeys) * d);
-#pragma omp for schedule(dynamic, 1)
-        for (int item = 0; item < n_items; ++item) {
-            const int qt = n_q_tiles - 1 - item / n_kv;
-            const int kv_head = item % n_kv;
-            const int src = head_map ? head_map[kv_head] : kv_head;
-            const int row0 = qt * tile;
-            const int n_rows = std::min(tile, shape.n_q - row0);
-            detail::query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, true);
-            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
-            const float* k_head = k + head_off;
-            const float* v_head = v + head_off;
-            const int32_t* list = selection.list(src, qt);
-            const int count = selection.size(src, qt);
+    // Per thread after the query block: gathered K and V rows [kMaxRunKeys][d] and their positions. A gathered
+    // block holds kMaxRunKeys keys, and the diagonal tile goes through the same scratch.
+    const size_t gather_floats = 2 * static_cast<size_t>(kMaxRunKeys) * d + kMaxRunKeys;
+    sparse_prefill(
+        shape, tile, selection.n_q_tiles, std::max(kMaxRunKeys, tile), gather_floats, q, k, v, head_map, out,
+        [&](const PrefillItem& it) {
+            float* k_rows = it.extra;
+            float* v_rows = k_rows + static_cast<size_t>(kMaxRunKeys) * d;
+            auto* key_pos = reinterpret_cast<int32_t*>(v_rows + static_cast<size_t>(kMaxRunKeys) * d);
+            const int32_t* list = selection.list(it.src, it.q_tile);
+            const int count = selection.size(it.src, it.q_tile);
             KASCADE_ASSERT(count >= 0 && count <= selection.max_k);
-            // Keys before the first row's window are outside every row's window (a selection made under another
-            // layer's window may hold such keys): they are skipped, the rest of the window is masked per key.
-            const int key_begin = detail::window_key_begin(row0, b.window, 1);
             int n_gathered = 0;
             const auto flush = [&] {
                 if (n_gathered == 0) return;
-                detail::query_block_scores_gathered(b, k_rows, n_gathered, key_pos);
-                detail::query_block_softmax(b, n_gathered);
-                detail::query_block_accumulate(b, v_rows, n_gathered);
+                detail::query_block_scores_gathered(it.block, k_rows, n_gathered, key_pos);
+                detail::query_block_softmax(it.block, n_gathered);
+                detail::query_block_accumulate(it.block, v_rows, n_gathered);
                 n_gathered = 0;
             };
             for (int i = 0; i < count; ++i) {
                 const int key = list[i];
-                KASCADE_ASSERT(key >= 0 && key < row0 && (i == 0 || key > list[i - 1]));
-                if (key < key_begin) continue;
-                std::copy(k_head + static_cast<int64_t>(key) * d, k_head + static_cast<int64_t>(key + 1) * d,
+                KASCADE_ASSERT(key >= 0 && key < it.row0 && (i == 0 || key > list[i - 1]));
+                if (key < it.key_begin) continue;
+                std::copy(it.k_head + static_cast<int64_t>(key) * d, it.k_head + static_cast<int64_t>(key + 1) * d,
                           k_rows + static_cast<int64_t>(n_gathered) * d);
-                std::copy(v_head + static_cast<int64_t>(key) * d, v_head + static_cast<int64_t>(key + 1) * d,
+                std::copy(it.v_head + static_cast<int64_t>(key) * d, it.v_head + static_cast<int64_t>(key + 1) * d,
                           v_rows + static_cast<int64_t>(n_gathered) * d);
                 key_pos[n_gathered++] = key;
                 if (n_gathered == kMaxRunKeys) flush();
             }
             flush();
-            // The diagonal tile, causally masked, read in place.
-            detail::query_block_scores(b, k_head + static_cast<int64_t>(row0) * d, n_rows, row0);
-            detail::query_block_softmax(b, n_rows);
-            detail::query_block_accumulate(b, v_head + static_cast<int64_t>(row0) * d, n_rows);
-            detail::query_block_store(b, shape, kv_head, row0, out, nullptr);
-        }
-    }
+        });
 }
 
 void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
@@ -215,8 +215,7 @@ void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, 
         const int n = count[src];
         KASCADE_ASSERT(n >= 0 && n <= max_k);
         for (int i = 0; i < n; ++i) {
-            KASCADE_ASSERT(selected[i] >= 0 && selected[i] < own_begin &&
-                                  (i == 0 || selected[i] > selected[i - 1]));
+            KASCADE_ASSERT(selected[i] >= 0 && selected[i] < own_begin && (i == 0 || selected[i] > selected[i - 1]));
             if (selected[i] >= key_begin) list.push_back(selected[i]);
         }
         for (int j = std::max(own_begin, key_begin); j < shape.n_k; ++j) list.push_back(j);
