@@ -63,30 +63,39 @@ float pool_columns(const float* row, int group, int n_rows, int i0, int i1) {
     return kMax ? std::max(v_hmax(acc), tail) : v_hsum(acc) + tail;
 }
 
-// Second pass over Q.K at token granularity: per candidate key of each query tile, the post-softmax probability
-// (kMax false, needs lse) or the max scaled score (kMax true) pooled over the group's heads and the tile's rows.
-template <bool kMax>
-void token_pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
-                     TokenMass* mass) {
+/// One (KV head, query block) item of a pooling pass: its loaded query block and, for post-softmax pooling, the
+/// rows' fixed maxima (lse in log2 units).
+struct PoolItem {
+    QueryBlock& block;
+    const float* m_fixed;  ///< [n_pad], post-softmax only
+    float* extra;          ///< the caller's per-thread scratch
+    int kv_head, row0, n_rows;
+    const float* k_head;
+};
+
+/// The second pass over Q.K both granularities share: one work item per (KV head, block of `block` query rows),
+/// later blocks first; each loads its query block (and the rows' lse for post-softmax pooling, kMax false) and hands
+/// it to pool_keys(item), which scores its keys and pools them into the item's own mass rows.
+template <bool kMax, typename PoolKeys>
+void pool_pass(const AttnShape& shape, int block, int key_block, size_t extra_floats, const float* q, const float* k,
+               const float* lse, PoolKeys pool_keys) {
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(q != nullptr && k != nullptr && (kMax || lse != nullptr));
-    init_token_mass(shape, tile, mass);
     const int group = shape.group_size();
     const int d = shape.head_dim;
     const int n_kv = shape.n_kv_heads;
-    const int block = tile * std::max(1, kKeyBlock / tile);
     const int n_blocks = tile_count(shape.n_q, block);
     const int n_items = n_kv * n_blocks;
     const size_t cap = detail::round_up(group * block, detail::kPanel);
-    const size_t block_floats = detail::query_block_floats(d, group, block, kKeyBlock);
-    const size_t per_thread = block_floats + cap;
+    const size_t block_floats = detail::query_block_floats(d, group, block, key_block);
+    const size_t per_thread = block_floats + cap + extra_floats;
     std::vector<float> scratch(per_thread * omp_get_max_threads());
     const float prescale = kMax ? shape.scale : shape.scale * detail::kLog2e;
 
 #pragma omp parallel
     {
         float* mine = scratch.data() + per_thread * omp_get_thread_num();
-        QueryBlock b = detail::query_block_bind(mine, d, group, block, kKeyBlock);
+        QueryBlock b = detail::query_block_bind(mine, d, group, block, key_block);
         float* m_fixed = mine + block_floats;
 #pragma omp for schedule(dynamic, 1)
         for (int item = 0; item < n_items; ++item) {
@@ -102,108 +111,96 @@ void token_pool_pass(const AttnShape& shape, int tile, const float* q, const flo
                         m_fixed[g * n_rows + i] =
                             lse[static_cast<int64_t>(kv_head * group + g) * shape.n_q + row0 + i] * detail::kLog2e;
             }
-            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
-            const int q_tile0 = row0 / tile;
-            const int n_local_tiles = tile_count(n_rows, tile);
-            // Candidates end at the last local tile's first row; they start in the window of the first row.
-            const int key_end = row0 + (n_local_tiles - 1) * tile;
-            for (int key0 = detail::window_key_begin(row0, b.window, 1); key0 < key_end; key0 += kKeyBlock) {
-                const int n_keys = std::min(kKeyBlock, key_end - key0);
-                detail::query_block_scores(b, k + head_off + static_cast<int64_t>(key0) * d, n_keys, key0);
-                if (!kMax) detail::query_block_exp_fixed(b, n_keys, m_fixed);
-                for (int lt = 0; lt < n_local_tiles; ++lt) {
-                    const int qt = q_tile0 + lt;
-                    const int lo = std::max(key0, first_window_key(qt, tile, b.window));
-                    const int hi = std::min(key0 + n_keys, qt * tile);
-                    const int i1 = std::min(n_rows, (lt + 1) * tile);
-                    float* out = mass->row(kv_head, qt);
-                    for (int j = lo; j < hi; ++j)
-                        out[j] = pool_columns<kMax>(b.s + static_cast<int64_t>(j - key0) * b.n_pad, group, n_rows,
-                                                    lt * tile, i1);
-                }
-            }
+            pool_keys(PoolItem{b, m_fixed, m_fixed + cap, kv_head, row0, n_rows,
+                               k + static_cast<int64_t>(kv_head) * shape.kv_stride * d});
         }
     }
 }
 
-// Second pass over Q.K with known row statistics: post-softmax mass (kMax false, needs lse) or the max scaled score
-// (kMax true). Every (KV head, query block) item writes only its own mass rows.
+// Token granularity: per candidate key of each query tile, the post-softmax probability (kMax false, needs lse) or
+// the max scaled score (kMax true) pooled over the group's heads and the tile's rows.
 template <bool kMax>
-void pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse, TileMass* mass) {
-    detail::check_attn_shape(shape);
-    KASCADE_ASSERT(q != nullptr && k != nullptr && (kMax || lse != nullptr));
+void token_pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
+                     TokenMass* mass) {
+    init_token_mass(shape, tile, mass);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    const int block = tile * std::max(1, kKeyBlock / tile);
+    pool_pass<kMax>(shape, block, kKeyBlock, 0, q, k, lse, [&](const PoolItem& it) {
+        QueryBlock& b = it.block;
+        const int q_tile0 = it.row0 / tile;
+        const int n_local_tiles = tile_count(it.n_rows, tile);
+        // Candidates end at the last local tile's first row; they start in the window of the first row.
+        const int key_end = it.row0 + (n_local_tiles - 1) * tile;
+        for (int key0 = detail::window_key_begin(it.row0, b.window, 1); key0 < key_end; key0 += kKeyBlock) {
+            const int n_keys = std::min(kKeyBlock, key_end - key0);
+            detail::query_block_scores(b, it.k_head + static_cast<int64_t>(key0) * d, n_keys, key0);
+            if (!kMax) detail::query_block_exp_fixed(b, n_keys, it.m_fixed);
+            for (int lt = 0; lt < n_local_tiles; ++lt) {
+                const int qt = q_tile0 + lt;
+                const int lo = std::max(key0, first_window_key(qt, tile, b.window));
+                const int hi = std::min(key0 + n_keys, qt * tile);
+                const int i1 = std::min(it.n_rows, (lt + 1) * tile);
+                float* out = mass->row(it.kv_head, qt);
+                for (int j = lo; j < hi; ++j)
+                    out[j] = pool_columns<kMax>(b.s + static_cast<int64_t>(j - key0) * b.n_pad, group, it.n_rows,
+                                                lt * tile, i1);
+            }
+        }
+    });
+}
+
+// Tile granularity: per key tile of each query tile, the post-softmax mass (kMax false, needs lse) or the max scaled
+// score (kMax true), pooled over the group's heads, the tile's rows and the key tile's keys.
+template <bool kMax>
+void tile_pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
+                    TileMass* mass) {
     init_mass(shape, tile, mass);
     const int group = shape.group_size();
     const int d = shape.head_dim;
-    const int n_kv = shape.n_kv_heads;
     const int block = tile * std::max(1, kKeyBlock / tile);
-    const int n_blocks = tile_count(shape.n_q, block);
-    const int n_items = n_kv * n_blocks;
     const size_t cap = detail::round_up(group * block, detail::kPanel);
-    const size_t block_floats = detail::query_block_floats(d, group, block, block);
-    const size_t per_thread = block_floats + cap * (block / tile + 1);
-    std::vector<float> scratch(per_thread * omp_get_max_threads());
-    const float prescale = kMax ? shape.scale : shape.scale * detail::kLog2e;
-
-#pragma omp parallel
-    {
-        float* mine = scratch.data() + per_thread * omp_get_thread_num();
-        QueryBlock b = detail::query_block_bind(mine, d, group, block, block);
-        float* partial = mine + block_floats;
-        float* m_fixed = partial + cap * (block / tile);
-#pragma omp for schedule(dynamic, 1)
-        for (int item = 0; item < n_items; ++item) {
-            const int qb = n_blocks - 1 - item / n_kv;
-            const int kv_head = item % n_kv;
-            const int row0 = qb * block;
-            const int n_rows = std::min(block, shape.n_q - row0);
-            detail::query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, false);
-            if (!kMax) {
-                std::fill(m_fixed, m_fixed + b.n_pad, 0.0f);
-                for (int g = 0; g < group; ++g)
-                    for (int i = 0; i < n_rows; ++i)
-                        m_fixed[g * n_rows + i] =
-                            lse[static_cast<int64_t>(kv_head * group + g) * shape.n_q + row0 + i] * detail::kLog2e;
+    // Per thread: the pooled partial sums (or maxima) of each key tile of a key block, [block / tile][n_pad].
+    pool_pass<kMax>(shape, block, block, cap * (block / tile), q, k, lse, [&](const PoolItem& it) {
+        QueryBlock& b = it.block;
+        float* partial = it.extra;
+        const int n_vis = it.row0 + it.n_rows;
+        const int q_tile0 = it.row0 / tile;
+        const int n_local_tiles = tile_count(it.n_rows, tile);
+        for (int key0 = detail::window_key_begin(it.row0, b.window, block); key0 < n_vis; key0 += block) {
+            const int n_keys = std::min(block, n_vis - key0);
+            detail::query_block_scores(b, it.k_head + static_cast<int64_t>(key0) * d, n_keys, key0);
+            if (kMax) {
+                detail::query_block_tile_max(b, n_keys, tile, partial);
+            } else {
+                detail::query_block_exp_fixed(b, n_keys, it.m_fixed);
+                detail::query_block_tile_sums(b, n_keys, tile, partial);
             }
-            const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
-            const int n_vis = row0 + n_rows;
-            const int q_tile0 = row0 / tile;
-            const int n_local_tiles = tile_count(n_rows, tile);
-            for (int key0 = detail::window_key_begin(row0, b.window, block); key0 < n_vis; key0 += block) {
-                const int n_keys = std::min(block, n_vis - key0);
-                detail::query_block_scores(b, k + head_off + static_cast<int64_t>(key0) * d, n_keys, key0);
-                if (kMax) {
-                    detail::query_block_tile_max(b, n_keys, tile, partial);
-                } else {
-                    detail::query_block_exp_fixed(b, n_keys, m_fixed);
-                    detail::query_block_tile_sums(b, n_keys, tile, partial);
-                }
-                for (int t = 0; t < tile_count(n_keys, tile); ++t) {
-                    const int kt = key0 / tile + t;
-                    const float* pk = partial + static_cast<int64_t>(t) * b.n_pad;
-                    for (int lt = 0; lt < n_local_tiles; ++lt) {
-                        const int qt = q_tile0 + lt;
-                        // Tiles wholly outside the window of every row of the query tile stay 0 (and a max over
-                        // only masked scores would be -inf).
-                        if (kt > qt || kt < first_window_tile(qt, tile, b.window)) continue;
-                        const int i1 = std::min(n_rows, (lt + 1) * tile);
-                        double acc = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
-                        for (int g = 0; g < group; ++g)
-                            for (int i = lt * tile; i < i1; ++i)
-                                acc = kMax ? std::max<double>(acc, pk[g * n_rows + i]) : acc + pk[g * n_rows + i];
-                        mass->row(kv_head, qt)[kt] = static_cast<float>(acc);
-                    }
+            for (int t = 0; t < tile_count(n_keys, tile); ++t) {
+                const int kt = key0 / tile + t;
+                const float* pk = partial + static_cast<int64_t>(t) * b.n_pad;
+                for (int lt = 0; lt < n_local_tiles; ++lt) {
+                    const int qt = q_tile0 + lt;
+                    // Tiles wholly outside the window of every row of the query tile stay 0 (and a max over only
+                    // masked scores would be -inf).
+                    if (kt > qt || kt < first_window_tile(qt, tile, b.window)) continue;
+                    const int i1 = std::min(it.n_rows, (lt + 1) * tile);
+                    double acc = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
+                    for (int g = 0; g < group; ++g)
+                        for (int i = lt * tile; i < i1; ++i)
+                            acc = kMax ? std::max<double>(acc, pk[g * it.n_rows + i]) : acc + pk[g * it.n_rows + i];
+                    mass->row(it.kv_head, qt)[kt] = static_cast<float>(acc);
                 }
             }
         }
-    }
+    });
 }
 
 }  // namespace
 
 void tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
                             TileMass* mass) {
-    pool_pass<false>(shape, tile, q, k, lse, mass);
+    tile_pool_pass<false>(shape, tile, q, k, lse, mass);
 }
 
 void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
@@ -234,7 +231,7 @@ void attn_row_lse(const AttnShape& shape, const float* q, const float* k, float*
 }
 
 void tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* scores) {
-    pool_pass<true>(shape, tile, q, k, nullptr, scores);
+    tile_pool_pass<true>(shape, tile, q, k, nullptr, scores);
 }
 
 void attn_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, TokenMass* mass, float* lse) {
