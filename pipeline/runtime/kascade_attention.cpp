@@ -77,6 +77,22 @@ void select_layer_keys(const AttnShape& shape, const float* q, const float* k, c
 
 namespace {
 
+// One granularity's decode top-k: select_into(mass, &selection) per KV head, or through select_pooled_heads.
+template <typename Mass, typename Selection, typename SelectInto>
+void select_decode(const Mass& mass, int row_len, bool pooled_heads, SelectInto select_into,
+                   std::vector<int32_t> Selection::*ids, Selection* selection) {
+    if (!pooled_heads) {
+        select_into(mass, selection);
+        return;
+    }
+    const auto select = [&](const Mass& m) {
+        Selection s;
+        select_into(m, &s);
+        return s;
+    };
+    *selection = select_pooled_heads<Mass, Selection>(mass, row_len, select, ids);
+}
+
 // The decode top-k of the mass pooling left in scratch (decode_tile_mass at tile granularity, decode_token_mass at
 // token granularity); pooled_heads as in prefill.
 void select_from_decode_mass(const SparseAttentionOptions& options, PoolingScratch* scratch,
@@ -84,29 +100,15 @@ void select_from_decode_mass(const SparseAttentionOptions& options, PoolingScrat
     selection->granularity = options.granularity;
     DecodeScoringScratch* decode = &scratch->decode;
     if (options.granularity == KeyGranularity::Tile) {
-        if (!options.pooled_heads) {
-            select_decode_tiles(scratch->tile_mass, options.topk, decode, &selection->tiles);
-            return;
-        }
-        const auto select = [&](const TileMass& m) {
-            TileSelection s;
-            select_decode_tiles(m, options.topk, decode, &s);
-            return s;
-        };
-        selection->tiles = select_pooled_heads<TileMass, TileSelection>(
-            scratch->tile_mass, scratch->tile_mass.n_k_tiles, select, &TileSelection::tiles);
+        select_decode(
+            scratch->tile_mass, scratch->tile_mass.n_k_tiles, options.pooled_heads,
+            [&](const TileMass& m, TileSelection* s) { select_decode_tiles(m, options.topk, decode, s); },
+            &TileSelection::tiles, &selection->tiles);
     } else {
-        if (!options.pooled_heads) {
-            select_decode_tokens(scratch->token_mass, options.topk, decode, &selection->tokens);
-            return;
-        }
-        const auto select = [&](const TokenMass& m) {
-            TokenSelection s;
-            select_decode_tokens(m, options.topk, decode, &s);
-            return s;
-        };
-        selection->tokens = select_pooled_heads<TokenMass, TokenSelection>(
-            scratch->token_mass, scratch->token_mass.n_keys, select, &TokenSelection::keys);
+        select_decode(
+            scratch->token_mass, scratch->token_mass.n_keys, options.pooled_heads,
+            [&](const TokenMass& m, TokenSelection* s) { select_decode_tokens(m, options.topk, decode, s); },
+            &TokenSelection::keys, &selection->tokens);
     }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/weights/model_weights.h"
+#include "kernels/decode_scoring.h"
 #include "kernels/topk_tiles.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/perplexity.h"
@@ -192,6 +193,65 @@ void expect_dense_windowed(AttentionPolicy& policy, int n, const char* what) {
         policy.attend({layer, in.shape, in.q.data(), in.k.data(), in.v.data(), out.data(), {}});
         dense.attend({layer, in.shape, in.q.data(), in.k.data(), in.v.data(), ref.data(), {}});
         EXPECT_LT(max_abs_diff(out, ref), 2e-5) << what << " layer " << layer << " window " << kWindows[layer];
+    }
+}
+
+// Decode with pooled heads: the post-softmax probabilities of the new token, summed over each GQA group, then over
+// the KV heads (and over each tile's keys at tile granularity); every KV head gets the one top-k of that sum. The
+// reference is computed here in double, by brute force.
+TEST(SparsePolicies, PooledHeadsInDecodeSelectTheTopKOfTheSummedProbabilities) {
+    constexpr int kTile = 8, kKeys = 70, kQHeads = 4, kKvHeads = 2, kDim = 16;
+    const LayerInputs in = random_layer(kKeys, kQHeads, kKvHeads, kDim, 0, 7);
+    AttnShape shape = in.shape;
+    shape.n_q = 1;  // the query of the last position, attending to all kKeys cached keys
+    const float* q = in.q.data() + static_cast<size_t>(kKeys - 1) * kQHeads * kDim;
+    const int group = kQHeads / kKvHeads;
+    std::vector<double> key_mass(kKeys, 0.0);  // summed over every query head
+    for (int hq = 0; hq < kQHeads; ++hq) {
+        const float* k_head = in.k.data() + static_cast<size_t>(hq / group) * kKeys * kDim;
+        std::vector<double> score(kKeys);
+        double m = -INFINITY, sum = 0;
+        for (int j = 0; j < kKeys; ++j) {
+            double dot = 0;
+            for (int x = 0; x < kDim; ++x) dot += static_cast<double>(q[hq * kDim + x]) * k_head[j * kDim + x];
+            score[j] = dot * shape.scale;
+            m = std::max(m, score[j]);
+        }
+        for (int j = 0; j < kKeys; ++j) sum += std::exp(score[j] - m);
+        for (int j = 0; j < kKeys; ++j) key_mass[j] += std::exp(score[j] - m) / sum;
+    }
+    // The top `budget` of `mass` among the first `candidates` entries, ascending.
+    const auto top = [](const std::vector<double>& mass, int candidates, int budget) {
+        std::vector<int32_t> order(candidates);
+        for (int j = 0; j < candidates; ++j) order[j] = j;
+        std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return mass[a] > mass[b]; });
+        order.resize(budget);
+        std::sort(order.begin(), order.end());
+        return order;
+    };
+    const int own_tile = (kKeys - 1) / kTile;  // candidates: the keys and tiles before the query's own tile
+    const TopKRule rule{.tiles = 3};
+    for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
+        SCOPED_TRACE(key_granularity_name(g));
+        std::vector<int32_t> expected;
+        if (g == KeyGranularity::Token) {
+            expected = top(key_mass, own_tile * kTile, decode_token_budget(rule, kTile, kKeys));
+        } else {
+            std::vector<double> tile_mass(own_tile, 0.0);
+            for (int j = 0; j < own_tile * kTile; ++j) tile_mass[j / kTile] += key_mass[j];
+            expected = top(tile_mass, own_tile, decode_tile_budget(rule, kTile, kKeys));
+        }
+        ASSERT_GT(expected.size(), 1u);
+        const SparseAttentionOptions options{
+            .tile = kTile, .topk = rule, .granularity = g, .pooling = Pooling::PostSoftmax, .pooled_heads = true};
+        PoolingScratch scratch;
+        LayerSelection selection;
+        select_decode_keys(shape, q, in.k.data(), options, &scratch, &selection);
+        for (int h = 0; h < kKvHeads; ++h) {
+            const int32_t* list = g == KeyGranularity::Token ? selection.tokens.list(h, 0) : selection.tiles.list(h, 0);
+            const int n = g == KeyGranularity::Token ? selection.tokens.size(h, 0) : selection.tiles.size(h, 0);
+            EXPECT_EQ(std::vector<int32_t>(list, list + n), expected) << "KV head " << h;
+        }
     }
 }
 
