@@ -250,42 +250,52 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const float* v, c
     std::vector<float> scratch(per_thread * omp_get_max_threads());
     const float prescale = shape.scale * kLog2e;
 
+    // One piece: its scores, online softmax and values into its own state (so the merge does not depend on which
+    // thread ran it).
+    const auto run_piece = [&](int pi, float* qs, float* sc) {
+        const DecodePiece& piece = pieces[pi];
+        const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
+        for (int g = 0; g < group; ++g) {
+            const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
+            for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
+        }
+        score(piece, qs, head_off, sc, ld);
+        for (int g = 0; g < group; ++g) {
+            float* s = sc + g * ld;
+            const int64_t st = static_cast<int64_t>(pi) * group + g;
+            piece_softmax(s, piece.n_keys, &state_m[st], &state_l[st]);
+            float* o = state_o.data() + st * d;
+            const float* vh = v + head_off;
+            int j0 = 0;
+            for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes)
+                values(std::integral_constant<int, 4>{}, piece, s, vh, j0, o);
+            switch ((d - j0) / kLanes) {
+                case 3:
+                    values(std::integral_constant<int, 3>{}, piece, s, vh, j0, o);
+                    break;
+                case 2:
+                    values(std::integral_constant<int, 2>{}, piece, s, vh, j0, o);
+                    break;
+                case 1:
+                    values(std::integral_constant<int, 1>{}, piece, s, vh, j0, o);
+                    break;
+                default:
+                    break;
+            }
+        }
+    };
+    // Pieces are handed out kPiecesPerChunk at a time; with no more than that (a short context) one thread would
+    // take them all, and the parallel region would only add its start and barrier to a call of a few microseconds.
+    constexpr int kPiecesPerChunk = 4;
+    if (n_pieces <= kPiecesPerChunk) {
+        for (int pi = 0; pi < n_pieces; ++pi) run_piece(pi, scratch.data(), scratch.data() + group * d);
+    } else {
 #pragma omp parallel
-    {
-        float* qs = scratch.data() + per_thread * omp_get_thread_num();
-        float* sc = qs + group * d;
-#pragma omp for schedule(dynamic, 4)
-        for (int pi = 0; pi < n_pieces; ++pi) {
-            const DecodePiece& piece = pieces[pi];
-            const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
-            for (int g = 0; g < group; ++g) {
-                const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
-                for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
-            }
-            score(piece, qs, head_off, sc, ld);
-            for (int g = 0; g < group; ++g) {
-                float* s = sc + g * ld;
-                const int64_t st = static_cast<int64_t>(pi) * group + g;
-                piece_softmax(s, piece.n_keys, &state_m[st], &state_l[st]);
-                float* o = state_o.data() + st * d;
-                const float* vh = v + head_off;
-                int j0 = 0;
-                for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes)
-                    values(std::integral_constant<int, 4>{}, piece, s, vh, j0, o);
-                switch ((d - j0) / kLanes) {
-                    case 3:
-                        values(std::integral_constant<int, 3>{}, piece, s, vh, j0, o);
-                        break;
-                    case 2:
-                        values(std::integral_constant<int, 2>{}, piece, s, vh, j0, o);
-                        break;
-                    case 1:
-                        values(std::integral_constant<int, 1>{}, piece, s, vh, j0, o);
-                        break;
-                    default:
-                        break;
-                }
-            }
+        {
+            float* qs = scratch.data() + per_thread * omp_get_thread_num();
+            float* sc = qs + group * d;
+#pragma omp for schedule(dynamic, kPiecesPerChunk)
+            for (int pi = 0; pi < n_pieces; ++pi) run_piece(pi, qs, sc);
         }
     }
     merge_decode_pieces(shape, piece_begin, state_m, state_l, state_o, out);
