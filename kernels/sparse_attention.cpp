@@ -40,11 +40,17 @@ struct PrefillItem {
 
 /// The prefill both granularities share: one work item per (query tile, KV head), later tiles first (they usually
 /// keep more keys); each item loads its query block, lets attend_selected(item) go over the selected keys, then
-/// attends the causal diagonal tile in place and stores the rows.
-template <typename AttendSelected>
-void sparse_prefill(const AttnShape& shape, int tile, int n_q_tiles, int max_keys, size_t extra_floats, const float* q,
-                    const float* k, const float* v, const int32_t* head_map, float* out,
+/// attends the causal diagonal tile in place and stores the rows. Checks the arguments both entry points share.
+template <typename Selection, typename AttendSelected>
+void sparse_prefill(const AttnShape& shape, int tile, const Selection& selection, int max_keys, size_t extra_floats,
+                    const float* q, const float* k, const float* v, const int32_t* head_map, float* out,
                     AttendSelected attend_selected) {
+    detail::check_attn_shape(shape);
+    KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
+    KASCADE_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
+    KASCADE_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
+    check_head_map(head_map, shape.n_kv_heads, selection.n_kv_heads);
+    const int n_q_tiles = selection.n_q_tiles;
     const int group = shape.group_size();
     const int d = shape.head_dim;
     const int n_kv = shape.n_kv_heads;
@@ -84,50 +90,39 @@ void sparse_prefill(const AttnShape& shape, int tile, int n_q_tiles, int max_key
 
 void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                          const TileSelection& selection, const int32_t* head_map, float* out) {
-    detail::check_attn_shape(shape);
-    KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
-    KASCADE_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
-    KASCADE_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
-    check_head_map(head_map, shape.n_kv_heads, selection.n_kv_heads);
     const int d = shape.head_dim;
     const int run_tiles = std::max(1, kMaxRunKeys / tile);
-    sparse_prefill(
-        shape, tile, selection.n_q_tiles, run_tiles * tile, 0, q, k, v, head_map, out, [&](const PrefillItem& it) {
-            const int32_t* list = selection.list(it.src, it.q_tile);
-            const int count = selection.size(it.src, it.q_tile);
-            KASCADE_ASSERT(count >= 0 && count <= selection.max_k);
-            // Runs of adjacent tiles, clipped to the window, read in place.
-            for (int i = 0; i < count;) {
-                KASCADE_ASSERT(list[i] >= 0 && list[i] < it.q_tile && (i == 0 || list[i] > list[i - 1]));
-                int j = i + 1;
-                while (j < count && j - i < run_tiles && list[j] == list[j - 1] + 1) ++j;
-                const int run_begin = std::max(list[i] * tile, it.key_begin);
-                const int run_end = (list[j - 1] + 1) * tile;
-                if (run_begin < run_end) {
-                    const int n_keys = run_end - run_begin;
-                    detail::query_block_scores(it.block, it.k_head + static_cast<int64_t>(run_begin) * d, n_keys,
-                                               run_begin);
-                    detail::query_block_softmax(it.block, n_keys);
-                    detail::query_block_accumulate(it.block, it.v_head + static_cast<int64_t>(run_begin) * d, n_keys);
-                }
-                i = j;
+    sparse_prefill(shape, tile, selection, run_tiles * tile, 0, q, k, v, head_map, out, [&](const PrefillItem& it) {
+        const int32_t* list = selection.list(it.src, it.q_tile);
+        const int count = selection.size(it.src, it.q_tile);
+        KASCADE_ASSERT(count >= 0 && count <= selection.max_k);
+        // Runs of adjacent tiles, clipped to the window, read in place.
+        for (int i = 0; i < count;) {
+            KASCADE_ASSERT(list[i] >= 0 && list[i] < it.q_tile && (i == 0 || list[i] > list[i - 1]));
+            int j = i + 1;
+            while (j < count && j - i < run_tiles && list[j] == list[j - 1] + 1) ++j;
+            const int run_begin = std::max(list[i] * tile, it.key_begin);
+            const int run_end = (list[j - 1] + 1) * tile;
+            if (run_begin < run_end) {
+                const int n_keys = run_end - run_begin;
+                detail::query_block_scores(it.block, it.k_head + static_cast<int64_t>(run_begin) * d, n_keys,
+                                           run_begin);
+                detail::query_block_softmax(it.block, n_keys);
+                detail::query_block_accumulate(it.block, it.v_head + static_cast<int64_t>(run_begin) * d, n_keys);
             }
-        });
+            i = j;
+        }
+    });
 }
 
 void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
                                const TokenSelection& selection, const int32_t* head_map, float* out) {
-    detail::check_attn_shape(shape);
-    KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
-    KASCADE_ASSERT(shape.n_q == shape.n_k && tile > 0 && selection.tile == tile);
-    KASCADE_ASSERT(selection.n_q_tiles == tile_count(shape.n_q, tile));
-    check_head_map(head_map, shape.n_kv_heads, selection.n_kv_heads);
     const int d = shape.head_dim;
     // Per thread after the query block: gathered K and V rows [kMaxRunKeys][d] and their positions. A gathered
     // block holds kMaxRunKeys keys, and the diagonal tile goes through the same scratch.
     const size_t gather_floats = 2 * static_cast<size_t>(kMaxRunKeys) * d + kMaxRunKeys;
     sparse_prefill(
-        shape, tile, selection.n_q_tiles, std::max(kMaxRunKeys, tile), gather_floats, q, k, v, head_map, out,
+        shape, tile, selection, std::max(kMaxRunKeys, tile), gather_floats, q, k, v, head_map, out,
         [&](const PrefillItem& it) {
             float* k_rows = it.extra;
             float* v_rows = k_rows + static_cast<size_t>(kMaxRunKeys) * d;
