@@ -19,6 +19,10 @@ using nlohmann::json;
 
 constexpr std::string_view kMetaspace = "\xe2\x96\x81";  // U+2581 "▁", SentencePiece's visible space
 
+// Token ids index a table of token texts, so one huge id in a malformed file would allocate gigabytes. The largest
+// vocabularies in use have about 262K tokens (Gemma 3); 2^22 leaves room for them and caps the table at 128 MiB.
+constexpr int64_t kTokenIdLimit = int64_t{1} << 22;
+
 /// True if `node` or anything nested in it is an object with "type": `type`.
 bool has_type(const json& node, std::string_view type) {
     if (node.is_object()) {
@@ -128,8 +132,9 @@ void HfTokenizer::load(const json& root) {
 
     int32_t max_id = -1;
     for (const auto& [token, id] : model["vocab"].items()) {
-        KASCADE_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < (int64_t{1} << 30),
-                      "{}: model.vocab['{}'] = {} is not a valid token id", name_, token, id.dump());
+        KASCADE_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < kTokenIdLimit,
+                      "{}: model.vocab['{}'] = {} is not a token id (expected an integer in [0, {}))", name_, token,
+                      id.dump(), kTokenIdLimit);
         vocab_.try_emplace(token, id.get<int32_t>());
         max_id = std::max(max_id, id.get<int32_t>());
     }
@@ -139,10 +144,10 @@ void HfTokenizer::load(const json& root) {
     KASCADE_CHECK(added_tokens.is_null() || added_tokens.is_array(), "{}: added_tokens must be an array", name_);
     for (std::size_t i = 0; i < added_tokens.size(); ++i) {
         const json& t = added_tokens[i];
-        KASCADE_CHECK(
-            t.is_object() && t.contains("id") && t["id"].is_number_integer() && t["id"].get<int64_t>() >= 0 &&
-                t["id"].get<int64_t>() < (int64_t{1} << 30) && t.contains("content") && t["content"].is_string(),
-            "{}: added_tokens[{}] must have an integer 'id' and a string 'content', found {}", name_, i, t.dump());
+        KASCADE_CHECK(t.is_object() && t.contains("id") && t["id"].is_number_integer() && t["id"].get<int64_t>() >= 0 &&
+                          t["id"].get<int64_t>() < kTokenIdLimit && t.contains("content") && t["content"].is_string(),
+                      "{}: added_tokens[{}] must have an integer 'id' in [0, {}) and a string 'content', found {}",
+                      name_, i, kTokenIdLimit, t.dump());
         const auto id = t["id"].get<int32_t>();
         std::string content = t["content"].get<std::string>();
         const bool lstrip = t.value("lstrip", false);

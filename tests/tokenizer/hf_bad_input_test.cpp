@@ -39,6 +39,26 @@ TEST(HfTokenizerBadInput, MissingModelOrVocab) {
     EXPECT_NE(message.find("model.vocab"), std::string::npos) << message;
 }
 
+TEST(HfTokenizerBadInput, TokenIdsOutsideTheTable) {
+    // Ids index the id -> text table: a negative id, or one far beyond any real vocabulary (2^22 = 4194304), is
+    // refused before the table is sized by it.
+    for (const std::string id : {"-1", "4194304", "536870911"}) {
+        const std::string vocab = load_error(R"({"model": {"type": "BPE", "vocab": {"a": )" + id +
+                                             R"(}, "merges": []}, )" + std::string(kByteLevelTail) + "}");
+        EXPECT_NE(vocab.find("model.vocab['a'] = " + id + " is not a token id (expected an integer in [0, 4194304))"),
+                  std::string::npos)
+            << vocab;
+        const std::string added =
+            load_error(R"({"added_tokens": [{"id": )" + id +
+                       R"(, "content": "<s>"}], "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, )" +
+                       std::string(kByteLevelTail) + "}");
+        EXPECT_NE(added.find("added_tokens[0] must have an integer 'id' in [0, 4194304)"), std::string::npos) << added;
+    }
+    EXPECT_EQ(load_error(R"({"model": {"type": "BPE", "vocab": {"a": 4194303}, "merges": []}, )" +
+                         std::string(kByteLevelTail) + "}"),
+              "");
+}
+
 TEST(HfTokenizerBadInput, UnsupportedModelTypes) {
     for (const std::string type : {"WordPiece", "Unigram"}) {
         const std::string message = load_error(R"({"model": {"type": ")" + type + R"(", "vocab": {"a": 0}}})");
