@@ -22,7 +22,7 @@
 namespace kascade {
 
 class ResultsDbReporter : public benchmark::ConsoleReporter {
-public:
+  public:
     explicit ResultsDbReporter(const std::filesystem::path& results_dir)
         : db_(results_dir), machine_(machine_description()) {}
 
@@ -65,7 +65,7 @@ public:
         return dir;
     }
 
-private:
+  private:
     static std::optional<double> counter(const Run& run, const char* name) {
         const auto it = run.counters.find(name);
         return it == run.counters.end() ? std::nullopt : std::optional<double>(it->second.value);

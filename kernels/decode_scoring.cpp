@@ -10,9 +10,9 @@
 #include <functional>
 #include <limits>
 
+#include "base/error.h"
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
-#include "base/error.h"
 #include "kernels/topk_tiles.h"
 
 namespace kascade {
@@ -435,7 +435,7 @@ void select_decode_tiles(const TileMass& mass, const TopKRule& rule, DecodeScori
     KASCADE_ASSERT(mass.n_q_tiles == 1 && mass.n_keys > 0 && mass.tile > 0 && scratch != nullptr);
     const int q_tile = (mass.n_keys - 1) / mass.tile;
     KASCADE_ASSERT(mass.n_k_tiles > q_tile &&
-                          mass.mass.size() >= static_cast<size_t>(mass.n_kv_heads) * mass.n_k_tiles);
+                   mass.mass.size() >= static_cast<size_t>(mass.n_kv_heads) * mass.n_k_tiles);
     const int budget = decode_tile_budget(rule, mass.tile, mass.n_keys, mass.window);
     const int first = decode_first_key(mass.n_keys, mass.window) / mass.tile;
     const int n_cand = std::max(0, q_tile - first);

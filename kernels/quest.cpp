@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "kernels/attention_simd.h"
 #include "kernels/decode_scoring.h"
-#include "base/error.h"
 
 namespace kascade {
 

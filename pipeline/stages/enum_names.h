@@ -12,8 +12,8 @@
 
 #include <fmt/ranges.h>
 
-#include "io/closest_match.h"
 #include "base/error.h"
+#include "io/closest_match.h"
 
 namespace kascade {
 

@@ -40,13 +40,16 @@ class TableReader {
         }
         const auto v = (*table_)[key].value<std::string>();
         KASCADE_CHECK(v.has_value(), "{}: {}.{} must be a string", file_.string(), where_, key);
+        // A required string names a file; "" would resolve to the sweep file's folder and fail only in a job.
+        KASCADE_CHECK(!required || !v->empty(), "{}: {}.{} is empty (expected a path)", file_.string(), where_, key);
         return *v;
     }
 
     /// An integer; at most 2^40, so that sums of offsets and token counts cannot overflow.
     int64_t integer(const std::string& key, int64_t fallback, const ValueRange& range) {
         if (!has(key)) return fallback;
-        const auto v = (*table_)[key].value<int64_t>();
+        // value_exact: value<int64_t>() would convert a float such as 5.5e21 with an out-of-range (undefined) cast.
+        const auto v = (*table_)[key].value_exact<int64_t>();
         KASCADE_CHECK(v.has_value(), "{}: {}.{} must be an integer", file_.string(), where_, key);
         check_range(key, static_cast<double>(*v), range);
         constexpr int64_t kMax = int64_t{1} << 40;
@@ -340,7 +343,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                   file.string());
     KASCADE_CHECK(has_quest || !baselines.has("quest_page"),
                   "{}: baselines.quest_page applies to the quest method only", file.string());
-    spec.quest_page = static_cast<int>(baselines.integer("quest_page", EvalParams{}.quest_page, param_range::kQuestPage));
+    spec.quest_page =
+        static_cast<int>(baselines.integer("quest_page", EvalParams{}.quest_page, param_range::kQuestPage));
 
     TableReader slurm(file, "slurm", subtable(root, file, "slurm", false),
                       {"partition", "time", "cpus_per_task", "mem", "array_throttle", "sbatch_args"});

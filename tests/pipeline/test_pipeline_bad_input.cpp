@@ -71,6 +71,26 @@ TEST_F(BadPipelineInput, OutOfRangeValueInSweepFile) {
     EXPECT_FALSE(fs::exists(results_));
 }
 
+TEST_F(BadPipelineInput, EmptyModelOrTextPathInSweepFile) {
+    const std::string text = "path = \"" + kStoriesText.string() + "\"";
+    expect_error(sweep_with(replace(tiny_sweep_toml(), text, "path = \"\"")),
+                 file_() + ": text.path is empty (expected a path)");
+    EXPECT_FALSE(fs::exists(results_));
+
+    const std::string model = "path = \"" + kStoriesBin.string() + "\"";
+    expect_error(sweep_with(replace(tiny_sweep_toml(), model, "path = \"\""), " --dry-run"),
+                 file_() + ": model.path is empty (expected a path)");
+    EXPECT_FALSE(fs::exists(results_));
+}
+
+TEST_F(BadPipelineInput, FloatTokenCountInSweepFile) {
+    for (const std::string value : {"5.5e21", "381.0"}) {
+        const std::string toml = replace(tiny_sweep_toml(), "tokens = 381", "tokens = " + value);
+        expect_error(sweep_with(toml), file_() + ": calibration.tokens must be an integer");
+        EXPECT_FALSE(fs::exists(results_));
+    }
+}
+
 // stories260K: 5 layers, a context of 512 positions; the text has a few thousand tokens.
 TEST_F(BadPipelineInput, SweepAnchorsBeyondTheModelsLayers) {
     const std::string err = model_dependent_error(replace(tiny_sweep_toml(), "anchors = [2]", "anchors = [2, 9]"));

@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/temp_dir.h"
 #include "base/error.h"
+#include "common/temp_dir.h"
 #include "io/weights/model_weights.h"
 #include "kernels/reference/attention_reference.h"
 #include "pipeline/runtime/kascade_attention.h"
