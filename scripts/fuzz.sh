@@ -54,19 +54,24 @@ else
   echo "fuzz: no $kascade (build it, or set KASCADE_BIN): HDF5 seeds are only the committed ones"
 fi
 
-# Where the fault that `input` causes in `binary` lies: prints "libhdf5" or "kascade" for the first frame of the
-# report's stack that is not the sanitizers', libFuzzer's, libc's or the allocator's (UBSan reports come from
-# instrumented code, so never from libhdf5), or "not reproduced" when a run on `input` alone reports nothing (a leak
-# or hang that needed the inputs before it).
+# Where the fault that `input` causes in `binary` lies: prints "libhdf5" when the first frame of the report's stack
+# that is either in libhdf5 or in a source file of this checkout is in libhdf5, else "kascade" (also for UBSan reports,
+# which come from instrumented code, so never from libhdf5, and for a stack with neither, to fail safe). Frames of the
+# sanitizers' interceptors (memcpy, strdup, malloc, ...), libFuzzer and libc match neither and are passed over,
+# however they are symbolised. Prints "not reproduced" when a run on `input` alone reports nothing (a leak or hang
+# that needed the inputs before it).
 fault_place() {
   local binary="$1" input="$2"
-  "$binary" -timeout=5 -runs=1 "$input" 2>&1 | awk '
+  "$binary" -timeout=5 -runs=1 "$input" 2>&1 | awk -v checkout="$PWD/" '
+    /ERROR: |runtime error:/ { reported = 1 }
     /runtime error:/ && !place { place = "kascade" }
-    /^ *#[0-9]+ / && !place &&
-      !/__sanitizer|__asan|__lsan|fuzzer::|libc\.so|libc_start|__interceptor|in (malloc|calloc|realloc|operator new)/ {
-      place = /libhdf5/ ? "libhdf5" : "kascade"
+    /^ *#[0-9]+ / && !place && /libhdf5/ { place = "libhdf5" }
+    /^ *#[0-9]+ / && !place {
+      frame = $0
+      gsub(/\([^()]*\)/, "", frame)  # drop "(module+offset)" and "(BuildId: ...)": the fuzz binary is in the checkout too
+      if (index(frame, checkout)) place = "kascade"  # a source location, "/checkout/io/store/h5_file.cpp:266:27"
     }
-    END { print place ? place : "not reproduced" }'
+    END { print place ? place : (reported ? "kascade" : "not reproduced") }'
 }
 
 run_target() {
