@@ -62,11 +62,12 @@ fi
 # that needed the inputs before it).
 fault_place() {
   local binary="$1" input="$2"
-  "$binary" -timeout=5 -runs=1 "$input" 2>&1 | awk -v checkout="$PWD/" '
-    /ERROR: |runtime error:/ { reported = 1 }
+  # The physical path, as the compiler recorded the sources (cmake resolves symbolic links; $PWD may not).
+  "$binary" -timeout=5 -runs=1 "$input" 2>&1 | awk -v checkout="$(pwd -P)/" '
+    /^==[0-9]+== ?ERROR: |runtime error:/ { reported = 1 }
     /runtime error:/ && !place { place = "kascade" }
-    /^ *#[0-9]+ / && !place && /libhdf5/ { place = "libhdf5" }
     /^ *#[0-9]+ / && !place {
+      if (/libhdf5/) { place = "libhdf5"; next }
       frame = $0
       gsub(/\([^()]*\)/, "", frame)  # drop "(module+offset)" and "(BuildId: ...)": the fuzz binary is in the checkout too
       if (index(frame, checkout)) place = "kascade"  # a source location, "/checkout/io/store/h5_file.cpp:266:27"
