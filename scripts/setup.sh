@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs kascade's build and test dependencies from Debian 12 packages (and, for the tokenizer cross-check test,
 # the npm package @huggingface/tokenizers into tests/node; for the report test, a headless Chromium). Safe to run
-# repeatedly: it skips what is there.
+# repeatedly: it skips what is there. --with-training instead adds Debian's python3-torch and python3-numpy for
+# scripts/train_retrieval_model.py (the long-context test model; not needed to use or test kascade).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,4 +42,18 @@ if [ "${1:-}" = "--with-test-tools" ]; then
     echo "setup: installing the tokenizer cross-check (npm ci in tests/node)"
     (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
   fi
+fi
+
+if [ "${1:-}" = "--with-training" ]; then
+  # Only scripts/train_retrieval_model.py needs these (it trains the test fixture tests/fixtures/retrieval-model);
+  # kascade itself never does. Debian's torch, run by Debian's python (/usr/bin/python3).
+  for p in python3-torch python3-numpy; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      sudo=""
+      [ "$(id -u)" -ne 0 ] && sudo="sudo"
+      $sudo apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-torch python3-numpy >/dev/null
+      break
+    fi
+  done
 fi

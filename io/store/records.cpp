@@ -146,6 +146,56 @@ const std::vector<Field<RunRecord>>& RunRecord::fields() {
     return f;
 }
 
+const std::vector<Field<TaskRunRecord>>& TaskRunRecord::fields() {
+    using R = TaskRunRecord;
+    static const std::vector<Field<R>> f = {
+        {"key", &R::key},
+        {"model_id", &R::model_id},
+        {"text_id", &R::text_id},
+        {"schedule_id", &R::schedule_id},
+        {"task", &R::task},
+        {"metric", &R::metric},
+        {"seed", &R::seed},
+        {"max_new_tokens", &R::max_new_tokens},
+        {"prefill", &R::prefill},
+        {"method", &R::method},
+        {"tile", &R::tile},
+        {"topk_tiles", &R::topk_tiles},
+        {"topk_pct", &R::topk_pct},
+        {"k_min", &R::k_min},
+        {"k_rule", &R::k_rule},
+        {"round_k", &R::round_k},
+        {"key_granularity", &R::key_granularity},
+        {"pooling", &R::pooling},
+        {"page_size", &R::page_size},
+        {"git_commit", &R::git_commit},
+        {"machine", &R::machine},
+        {"created_at", &R::created_at},
+    };
+    return f;
+}
+
+const std::vector<Field<TaskSampleRecord>>& TaskSampleRecord::fields() {
+    using R = TaskSampleRecord;
+    static const std::vector<Field<R>> f = {
+        {"task_run_id", &R::task_run_id},
+        {"length", &R::length},
+        {"depth_pct", &R::depth_pct},
+        {"sample_index", &R::sample_index},
+        {"needle_depth", &R::needle_depth},
+        {"expected_json", &R::expected_json},
+        {"generated", &R::generated},
+        {"score", &R::score},
+        {"generated_tokens", &R::generated_tokens},
+        {"density", &R::density},
+        {"prefill_tokens_per_s", &R::prefill_tokens_per_s},
+        {"decode_tokens_per_s", &R::decode_tokens_per_s},
+        {"threads", &R::threads},
+        {"finished_at", &R::finished_at},
+    };
+    return f;
+}
+
 const std::vector<Field<RunMetrics>>& RunMetrics::fields() {
     using R = RunMetrics;
     static const std::vector<Field<R>> f = {

@@ -215,6 +215,58 @@ struct RunLayerRecord {
     static const std::vector<Field<RunLayerRecord>>& fields();
 };
 
+/// A long-context task run (table `task_runs`): a method with its budget or schedule on a task with its seed and
+/// haystack. Its samples are task_samples rows.
+struct TaskRunRecord {
+    std::int64_t id = 0;
+    std::string key;  ///< content key; UNIQUE
+    std::int64_t model_id = 0;
+    std::optional<std::int64_t> text_id;      ///< the haystack file; NULL: the built-in filler
+    std::optional<std::int64_t> schedule_id;  ///< set iff method == "kascade"
+    std::string task;                         ///< "passkey", "niah_single", ... (pipeline/tasks/task_kind.h)
+    std::string metric;                       ///< "number_match", "string_match_all" or "string_match_part"
+    std::int64_t seed = 0;
+    std::int64_t max_new_tokens = 0;
+    std::string prefill;  ///< "sparse" (the prompt with the method) or "dense" (decode-only ablation)
+    std::string method;   ///< as runs.method
+    std::optional<std::int64_t> tile;
+    std::optional<std::int64_t> topk_tiles;
+    std::optional<double> topk_pct;
+    std::optional<std::int64_t> k_min;
+    std::optional<std::string> k_rule;
+    std::optional<std::int64_t> round_k;
+    std::optional<std::string> key_granularity;
+    std::optional<std::string> pooling;
+    std::optional<std::int64_t> page_size;  ///< quest
+    std::string git_commit;
+    std::string machine;
+    std::string created_at;
+
+    static constexpr std::string_view table = "task_runs";
+    static const std::vector<Field<TaskRunRecord>>& fields();
+};
+
+/// One generated and scored sample of a task run (table `task_samples`).
+struct TaskSampleRecord {
+    std::int64_t task_run_id = 0;
+    std::int64_t length = 0;  ///< prompt tokens, BOS included
+    double depth_pct = 0;     ///< requested depth of the asked needle, % of the haystack
+    std::int64_t sample_index = 0;
+    double needle_depth = 0;    ///< where it is, fraction of the haystack's tokens
+    std::string expected_json;  ///< JSON array of the strings the answer must contain
+    std::string generated;      ///< the greedy answer (up to EOS, a newline or the token limit)
+    double score = 0;           ///< in [0, 1], by the run's metric
+    std::int64_t generated_tokens = 0;
+    double density = 0;  ///< attended / causal (query, key) pairs over the method's passes, all layers
+    std::optional<double> prefill_tokens_per_s;
+    std::optional<double> decode_tokens_per_s;  ///< NULL when the answer took one token (no decode step)
+    std::int64_t threads = 0;
+    std::string finished_at;
+
+    static constexpr std::string_view table = "task_samples";
+    static const std::vector<Field<TaskSampleRecord>>& fields();
+};
+
 /// One kernel benchmark measurement (table `kernel_bench`).
 struct KernelBenchRecord {
     std::int64_t id = 0;

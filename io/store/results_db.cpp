@@ -368,6 +368,48 @@ StoredRow ResultsDb::insert_run(const RunRecord& run, const RunMetrics& metrics,
     });
 }
 
+StoredRow ResultsDb::insert_task_run(const TaskRunRecord& run) {
+    return guarded(db_file_, fmt::format("storing task run {}", run.key), [&]() -> StoredRow {
+        SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+        TaskRunRecord r = run;
+        if (r.created_at.empty()) r.created_at = utc_now();
+        insert_record(*db_, r, " ON CONFLICT(key) DO NOTHING");
+        const bool inserted = db_->getChanges() > 0;
+        SQLite::Statement id(*db_, "SELECT id FROM task_runs WHERE key = ?");
+        id.bind(1, run.key);
+        KASCADE_ASSERT(id.executeStep());
+        const std::int64_t run_id = id.getColumn(0).getInt64();
+        tx.commit();
+        return {run_id, inserted};
+    });
+}
+
+std::optional<TaskRunRecord> ResultsDb::find_task_run(std::string_view key) {
+    return guarded(db_file_, "reading task runs",
+                   [&] { return select_one<TaskRunRecord>(*db_, "WHERE key = ?", std::string(key)); });
+}
+
+std::vector<TaskRunRecord> ResultsDb::list_task_runs() {
+    return guarded(db_file_, "reading task runs", [&] { return select_records<TaskRunRecord>(*db_, "ORDER BY id"); });
+}
+
+bool ResultsDb::insert_task_sample(const TaskSampleRecord& sample) {
+    return guarded(db_file_, fmt::format("storing a sample of task run {}", sample.task_run_id), [&] {
+        SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+        insert_record(*db_, sample, " ON CONFLICT(task_run_id, length, depth_pct, sample_index) DO NOTHING");
+        const bool inserted = db_->getChanges() > 0;
+        tx.commit();
+        return inserted;
+    });
+}
+
+std::vector<TaskSampleRecord> ResultsDb::list_task_samples(std::int64_t task_run_id) {
+    return guarded(db_file_, "reading task samples", [&] {
+        return select_records<TaskSampleRecord>(*db_, "WHERE task_run_id = ? ORDER BY length, depth_pct, sample_index",
+                                                task_run_id);
+    });
+}
+
 RunDetails ResultsDb::load_run(std::int64_t id) {
     return guarded(db_file_, fmt::format("reading run {}", id), [&] {
         std::optional<RunRecord> run = select_one<RunRecord>(*db_, "WHERE id = ?", id);

@@ -118,6 +118,16 @@ class ResultsDb {
     /// All runs, in id order.
     std::vector<RunRecord> list_runs();
 
+    // Task runs and their samples (pipeline/stages/task_stage.h).
+    /// Stores the task run unless one with its key exists (another process may have stored it): either way its id.
+    StoredRow insert_task_run(const TaskRunRecord& run);
+    std::optional<TaskRunRecord> find_task_run(std::string_view key);
+    std::vector<TaskRunRecord> list_task_runs();
+    /// Stores one sample in its own transaction; a sample of the same (run, length, depth, index) already stored
+    /// (by a concurrent process of the same run) is kept. Returns whether this call stored it.
+    bool insert_task_sample(const TaskSampleRecord& sample);
+    std::vector<TaskSampleRecord> list_task_samples(std::int64_t task_run_id);
+
     std::int64_t insert_kernel_bench(const KernelBenchRecord& bench);
 
     // Sweeps (schema version 2). A sweep and its jobs are written once per key, in one transaction; writing them

@@ -360,6 +360,75 @@ constexpr const char* kSchemaV5 = R"sql(
 ALTER TABLE artifacts ADD COLUMN checksum TEXT CHECK (checksum IS NULL OR length(checksum) = 16);
 )sql";
 
+// Version 6: long-context task runs (pipeline/stages/task_stage.h). A task run is a method (with its budget or
+// schedule) on a task (with its seed and haystack, NULL text_id: the built-in filler); its samples are stored one
+// by one as they finish, keyed by (length, depth, index), so a killed run resumes at the next sample and runs of
+// more lengths or depths add to the same task run.
+constexpr const char* kSchemaV6 = R"sql(
+CREATE TABLE task_runs (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    key              TEXT NOT NULL UNIQUE,
+    model_id         INTEGER NOT NULL REFERENCES models(id),
+    text_id          INTEGER REFERENCES texts(id),
+    schedule_id      INTEGER REFERENCES schedules(id),
+    task             TEXT NOT NULL CHECK (task IN ('passkey', 'niah_single', 'niah_multikey', 'niah_multivalue',
+                                                   'niah_multiquery', 'variable_tracking')),
+    metric           TEXT NOT NULL CHECK (metric IN ('number_match', 'string_match_all', 'string_match_part')),
+    seed             INTEGER NOT NULL CHECK (seed >= 0),
+    max_new_tokens   INTEGER NOT NULL CHECK (max_new_tokens > 0),
+    prefill          TEXT NOT NULL CHECK (prefill IN ('sparse', 'dense')),
+    method           TEXT NOT NULL CHECK (method IN ('kascade', 'dense', 'oracle', 'streaming', 'quest')),
+    tile             INTEGER CHECK (tile > 0),
+    topk_tiles       INTEGER CHECK (topk_tiles > 0),
+    topk_pct         REAL CHECK (topk_pct > 0 AND topk_pct <= 100),
+    k_min            INTEGER CHECK (k_min >= 0),
+    k_rule           TEXT CHECK (k_rule IN ('sequence', 'rolling', 'visible')),
+    round_k          INTEGER CHECK (round_k >= 0),
+    key_granularity  TEXT CHECK (key_granularity IN ('token', 'tile')),
+    pooling          TEXT CHECK (pooling IN ('post_softmax', 'pre_softmax')),
+    page_size        INTEGER CHECK (page_size > 0),
+    git_commit       TEXT NOT NULL,
+    machine          TEXT NOT NULL,
+    created_at       TEXT NOT NULL,
+    CHECK ((method = 'kascade') = (schedule_id IS NOT NULL)),
+    CHECK ((method = 'quest') = (page_size IS NOT NULL))
+);
+CREATE INDEX task_runs_model ON task_runs(model_id);
+
+CREATE TABLE task_samples (
+    task_run_id           INTEGER NOT NULL REFERENCES task_runs(id) ON DELETE CASCADE,
+    length                INTEGER NOT NULL CHECK (length > 0),
+    depth_pct             REAL NOT NULL CHECK (depth_pct >= 0 AND depth_pct <= 100),
+    sample_index          INTEGER NOT NULL CHECK (sample_index >= 0),
+    needle_depth          REAL NOT NULL CHECK (needle_depth >= 0 AND needle_depth <= 1),
+    expected_json         TEXT NOT NULL,
+    generated             TEXT NOT NULL,
+    score                 REAL NOT NULL CHECK (score >= 0 AND score <= 1),
+    generated_tokens      INTEGER NOT NULL CHECK (generated_tokens >= 0),
+    density               REAL NOT NULL CHECK (density >= 0 AND density <= 1),
+    prefill_tokens_per_s  REAL,
+    decode_tokens_per_s   REAL,
+    threads               INTEGER NOT NULL CHECK (threads > 0),
+    finished_at           TEXT NOT NULL,
+    PRIMARY KEY (task_run_id, length, depth_pct, sample_index)
+);
+
+CREATE VIEW task_samples_flat AS
+SELECT
+    r.id AS task_run_id, r.task, r.metric, r.seed, r.prefill, r.method, sc.policy, sc.n_anchors, sc.anchor_list,
+    r.schedule_id, r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.k_rule, r.round_k, r.key_granularity, r.pooling,
+    r.page_size, r.max_new_tokens,
+    s.length, s.depth_pct, s.sample_index, s.needle_depth, s.expected_json, s.generated, s.score, s.generated_tokens,
+    s.density, s.prefill_tokens_per_s, s.decode_tokens_per_s, s.threads, s.finished_at,
+    md.path AS model_path, md.hash AS model_hash, t.path AS haystack_path, r.key AS task_run_key, r.git_commit,
+    r.machine
+FROM task_samples s
+JOIN task_runs r ON r.id = s.task_run_id
+JOIN models md ON md.id = r.model_id
+LEFT JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules sc ON sc.id = r.schedule_id;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "create models, texts, artifacts, captures, similarities, schedules, runs, kernel_bench, runs_flat",
               kSchemaV1},
@@ -367,6 +436,7 @@ constexpr std::array kMigrations = {
     Migration{3, "runs: key_granularity, k_rule, round_k, pooling (also in runs_flat)", kSchemaV3},
     Migration{4, "runs: phase, prompt_tokens, decode_tokens, page_size, method quest (also in runs_flat)", kSchemaV4},
     Migration{5, "artifacts: checksum", kSchemaV5},
+    Migration{6, "add task_runs, task_samples, task_samples_flat", kSchemaV6},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

@@ -20,6 +20,7 @@ void register_capture_command(CLI::App& app, const CommonOptions& common);
 void register_similarity_command(CLI::App& app, const CommonOptions& common);
 void register_schedule_command(CLI::App& app, const CommonOptions& common);
 void register_eval_command(CLI::App& app, const CommonOptions& common);
+void register_task_command(CLI::App& app, const CommonOptions& common);
 void register_sweep_command(CLI::App& app, const CommonOptions& common);
 void register_query_command(CLI::App& app, const CommonOptions& common);
 void register_status_command(CLI::App& app, const CommonOptions& common);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "io/text_file.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/cli/topk_options.h"
@@ -21,6 +22,7 @@ namespace {
 struct GenerateArgs {
     ModelArgs model;
     std::string prompt;
+    std::string prompt_file;
     int steps = 256;
     bool greedy = false;
     SamplerOptions sampler{.temperature = 1.0f, .top_p = 0.9f, .seed = 42};
@@ -71,7 +73,8 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
     // it. From BOS alone this is exactly llama2.c's `steps`, so `-n 256` reproduces its published output.
     std::vector<int32_t> sequence;
     if (const int32_t start = sequence_start_token(c, tokenizer.get()); start >= 0) sequence.push_back(start);
-    const std::vector<int32_t> prompt = tokenizer->encode(args.prompt);
+    const std::vector<int32_t> prompt =
+        tokenizer->encode(args.prompt_file.empty() ? args.prompt : read_text_file(args.prompt_file));
     sequence.insert(sequence.end(), prompt.begin(), prompt.end());
     KASCADE_CHECK(!sequence.empty(), "nothing to start from: the sequence starts without BOS and the prompt is empty");
     const int max_positions = static_cast<int>(sequence.size()) + args.steps;
@@ -133,11 +136,14 @@ void register_generate_command(CLI::App& app, const CommonOptions& common) {
         "  kascade generate --model models/stories260K/stories260K.bin --tokenizer models/stories260K/tok512.bin "
         "-n 256 --greedy\n"
         "  kascade generate --model models/stories260K-hf --prompt \"Once upon a time\" -n 128 --temperature 0.8\n"
+        "  kascade generate --model tests/fixtures/retrieval-model --prompt-file passkey-prompt.txt -n 8 --greedy\n"
         "  kascade generate --model models/stories260K/stories260K.bin --results results --schedule 3 -n 256 --greedy\n"
         "  kascade generate --model models/stories260K/stories260K.bin --method quest --topk-pct 10 --k-min 32 -n 256");
     args->model.add_to(*cmd);
     args->model.add_runtime_options_to(*cmd);
-    cmd->add_option("--prompt,-p", args->prompt, "text to continue (default: start from BOS)");
+    auto* prompt = cmd->add_option("--prompt,-p", args->prompt, "text to continue (default: start from BOS)");
+    cmd->add_option("--prompt-file", args->prompt_file, "a file whose text to continue (long prompts)")
+        ->excludes(prompt);
     cmd->add_option("-n,--steps", args->steps, "tokens to generate after BOS and the prompt")->capture_default_str();
     cmd->add_flag("--greedy", args->greedy, "always take the most likely token (same as --temperature 0)");
     cmd->add_option("--temperature", args->sampler.temperature, "sampling temperature (0: greedy)")

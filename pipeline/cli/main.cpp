@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
     kascade::cli::register_similarity_command(app, common);
     kascade::cli::register_schedule_command(app, common);
     kascade::cli::register_eval_command(app, common);
+    kascade::cli::register_task_command(app, common);
     kascade::cli::register_sweep_command(app, common);
     kascade::cli::register_query_command(app, common);
     kascade::cli::register_status_command(app, common);

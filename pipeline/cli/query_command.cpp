@@ -17,6 +17,8 @@ struct QueryArgs {
     std::string columns;
     std::string sql;
     int64_t run_id = 0;
+    std::string task_where;
+    bool by_depth = false;
 };
 
 std::filesystem::path db_file(const CommonOptions& common) {
@@ -74,6 +76,18 @@ void show_run(QueryDb& db, int64_t id, const std::string& format) {
           format);
 }
 
+/// Mean task scores per task run and length (and depth), from the task_samples_flat view.
+QueryResult query_task_scores(QueryDb& db, const std::string& where, bool by_depth) {
+    const std::string group = by_depth ? "task_run_id, length, depth_pct" : "task_run_id, length";
+    return db.select(
+        "SELECT task_run_id, task, method, prefill, policy, n_anchors, tile, topk_tiles, topk_pct, page_size, length" +
+            std::string(by_depth ? ", depth_pct" : "") +
+            ", count(*) AS samples, round(avg(score), 4) AS score, round(avg(density), 4) AS density, "
+            "round(avg(prefill_tokens_per_s), 1) AS prefill_tokens_per_s FROM task_samples_flat" +
+            (where.empty() ? std::string() : " WHERE " + where) + " GROUP BY " + group + " ORDER BY " + group,
+        "--where");
+}
+
 }  // namespace
 
 void register_query_command(CLI::App& app, const CommonOptions& common) {
@@ -85,7 +99,8 @@ void register_query_command(CLI::App& app, const CommonOptions& common) {
         "  kascade query runs --where \"degradation_pct < 1\" --order-by density\n"
         "  kascade query runs --format csv > runs.csv\n"
         "  kascade query sql \"SELECT method, avg(density) FROM runs_flat GROUP BY method\"\n"
-        "  kascade query show 7");
+        "  kascade query show 7\n"
+        "  kascade query tasks --where \"task = 'passkey' AND method = 'streaming'\" --by-depth");
     auto add_format = [&](CLI::App* sub) {
         sub->add_option("--format,-f", args->format, "table | csv | json | markdown")->capture_default_str();
     };
@@ -112,6 +127,16 @@ void register_query_command(CLI::App& app, const CommonOptions& common) {
     sql->callback([args, &common] {
         QueryDb db(db_file(common));
         print(db.select(args->sql), args->format);
+    });
+
+    CLI::App* tasks = cmd->add_subcommand("tasks", "Mean task scores per task run and prompt length");
+    tasks->add_option("--where", args->task_where,
+                      "SQL condition on task_samples_flat columns, e.g. \"task = 'passkey' AND depth_pct >= 50\"");
+    tasks->add_flag("--by-depth", args->by_depth, "one row per needle depth too (the needle heatmap's cells)");
+    add_format(tasks);
+    tasks->callback([args, &common] {
+        QueryDb db(db_file(common));
+        print(query_task_scores(db, args->task_where, args->by_depth), args->format);
     });
 
     CLI::App* show = cmd->add_subcommand("show", "One run with its schedule, per-layer table and provenance");

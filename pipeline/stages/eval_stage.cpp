@@ -164,17 +164,22 @@ std::string eval_key(const EvalKeyInputs& k) {
         params["prompt_tokens"] = k.prompt_tokens;
         params["decode_tokens"] = k.decode_tokens;
     }
-    if (k.method == EvalMethod::Quest) {
-        params["page_size"] = k.quest_page;
-        params["topk"] = topk_rule_json(k.topk);
-    } else if (k.method != EvalMethod::Dense) {
-        params["tile"] = k.tile;
-        params["topk"] = topk_rule_json(k.topk);
-        params["key_granularity"] = std::string(key_granularity_name(k.granularity));
-        params["pooling"] = std::string(pooling_name(k.pooling));
-    }
+    add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, params);
     if (k.method == EvalMethod::Kascade) inputs["schedule"] = k.schedule_key;
     return content_key("eval", kEvalFormatVersion, inputs, params);
+}
+
+void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
+                           Pooling pooling, int quest_page, nlohmann::json& params) {
+    if (method == EvalMethod::Quest) {
+        params["page_size"] = quest_page;
+        params["topk"] = topk_rule_json(topk);
+    } else if (method != EvalMethod::Dense) {
+        params["tile"] = tile;
+        params["topk"] = topk_rule_json(topk);
+        params["key_granularity"] = std::string(key_granularity_name(granularity));
+        params["pooling"] = std::string(pooling_name(pooling));
+    }
 }
 
 SparseAttentionOptions eval_attention_options(const ResolvedEval& r) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "kernels/attention_types.h"
 #include "pipeline/runtime/attention_density.h"
 #include "pipeline/runtime/attention_policy.h"
@@ -129,5 +131,10 @@ struct EvalKeyInputs {
 
 /// The content key of a run (pure: a sweep's --dry-run uses it to tell what is stored already).
 std::string eval_key(const EvalKeyInputs& inputs);
+
+/// The method's part of a content key's parameters (what eval and task keys share): nothing for dense; the page
+/// size and top-k rule for quest; tile, top-k rule, key granularity and pooling for the others.
+void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
+                           Pooling pooling, int quest_page, nlohmann::json& params);
 
 }  // namespace kascade

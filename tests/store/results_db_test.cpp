@@ -273,6 +273,8 @@ TEST(ResultsDb, FieldListsMatchTheSchema) {
     expect_fields_match_table<RunMetrics>(db);
     expect_fields_match_table<RunLayerRecord>(db);
     expect_fields_match_table<KernelBenchRecord>(db);
+    expect_fields_match_table<TaskRunRecord>(db);
+    expect_fields_match_table<TaskSampleRecord>(db);
     expect_fields_match_table<SweepRecord>(db);
     expect_fields_match_table<SweepJobRecord>(db);
     expect_fields_match_table<JobFailureRecord>(db);

@@ -1,0 +1,228 @@
+#include "pipeline/stages/task_stage.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include "base/error.h"
+#include "build_info.h"
+#include "io/file_util.h"
+#include "io/host_info.h"
+#include "io/text_file.h"
+#include "pipeline/runtime/greedy_generation.h"
+#include "pipeline/runtime/sequence_start.h"
+#include "pipeline/runtime/transformer.h"
+#include "pipeline/stages/content_key.h"
+#include "pipeline/stages/similarity_stage.h"
+#include "pipeline/tasks/task_prompt.h"
+#include "pipeline/tasks/task_score.h"
+
+namespace kascade {
+
+namespace {
+
+/// A sample's place in the grid; depths are compared as the doubles evenly_spaced_depths or the user gave.
+using SampleId = std::tuple<int64_t, double, int64_t>;
+
+std::string task_key(const LoadedModel& model, const ResolvedTask& r) {
+    const ResolvedEval& m = r.method;
+    nlohmann::json inputs = {{"model", model.model_hash},
+                             {"tokenizer", model.tokenizer_hash},
+                             {"haystack", r.haystack_hash.empty() ? "filler" : r.haystack_hash}};
+    if (m.schedule) inputs["schedule"] = m.schedule->record.key;
+    nlohmann::json params = {{"task", std::string(task_kind_name(r.params.task))},
+                             {"seed", r.params.seed},
+                             {"max_new_tokens", r.max_new_tokens},
+                             {"prefill", std::string(task_prefill_name(r.params.prefill))},
+                             {"method", std::string(eval_method_name(m.params.method))}};
+    add_method_key_params(m.params.method, m.tile, m.topk, m.granularity, m.pooling, m.params.quest_page, params);
+    return content_key("task", kTaskFormatVersion, inputs, params);
+}
+
+TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedTask& r) {
+    const ResolvedEval& m = r.method;
+    const EvalMethod method = m.params.method;
+    TaskRunRecord run;
+    run.key = r.key;
+    run.model_id = ws.stored_id(model);
+    if (!r.params.haystack.empty()) run.text_id = ws.stored_id(ws.text(r.params.haystack, model));
+    if (m.schedule) run.schedule_id = m.schedule->record.id;
+    run.task = std::string(task_kind_name(r.params.task));
+    run.metric = std::string(task_metric_name(r.metric));
+    run.seed = static_cast<int64_t>(r.params.seed);
+    run.max_new_tokens = r.max_new_tokens;
+    run.prefill = std::string(task_prefill_name(r.params.prefill));
+    run.method = std::string(eval_method_name(method));
+    if (method != EvalMethod::Dense) {
+        if (m.topk.tiles > 0) {
+            run.topk_tiles = m.topk.tiles;
+        } else {
+            run.topk_pct = m.topk.pct;
+            run.k_min = m.topk.k_min_tokens;
+            run.k_rule = std::string(k_rule_name(m.topk.k_rule));
+        }
+        run.round_k = m.topk.round_k;
+    }
+    if (method == EvalMethod::Quest) {
+        run.page_size = m.params.quest_page;
+    } else if (method != EvalMethod::Dense) {
+        run.tile = m.tile;
+        run.key_granularity = std::string(key_granularity_name(m.granularity));
+        run.pooling = std::string(pooling_name(m.pooling));
+    }
+    run.git_commit = KASCADE_GIT_COMMIT;
+    run.machine = machine_description();
+    return run;
+}
+
+/// Generates, answers and scores one sample (steps 2 and 3's measurement).
+TaskSampleRecord measure_sample(const Transformer& runtime, const LoadedModel& model, const ResolvedTask& r, int length,
+                                double depth, int index) {
+    const ModelConfig& c = model.weights.config;
+    const TaskSample sample = make_resolved_task_sample(r, model, length, depth, index);
+    MethodPolicy method = make_method_policy(r.method, c.n_layers);
+    DenseAttention dense;
+    AttentionPolicy& prefill = r.params.prefill == TaskPrefill::Sparse ? *method.policy : dense;
+    const GreedyResult answer = generate_greedy(runtime, *model.tokenizer, sample.tokens, prefill, *method.policy,
+                                                {.max_new_tokens = r.max_new_tokens, .stop_at_newline = true});
+    LayerDensity density;
+    for (const LayerDensity& d : method.layer_density()) density.add(d);
+
+    TaskSampleRecord s;
+    s.length = length;
+    s.depth_pct = depth;
+    s.sample_index = index;
+    s.needle_depth = std::clamp(sample.needle_depth, 0.0, 1.0);
+    s.expected_json = nlohmann::json(sample.expected).dump();
+    s.generated = answer.text;
+    s.score = score_task_output(r.metric, answer.text, sample.expected);
+    s.generated_tokens = static_cast<int64_t>(answer.tokens.size());
+    s.density = r.method.params.method == EvalMethod::Dense ? 1.0 : density.ratio();
+    if (answer.prefill_s > 0) s.prefill_tokens_per_s = length / answer.prefill_s;
+    if (answer.decode_steps > 0 && answer.decode_s > 0) s.decode_tokens_per_s = answer.decode_steps / answer.decode_s;
+    s.threads = omp_get_max_threads();
+    s.finished_at = utc_now();
+    return s;
+}
+
+}  // namespace
+
+TaskSample make_resolved_task_sample(const ResolvedTask& r, const LoadedModel& model, int length, double depth,
+                                     int index) {
+    return make_task_sample({r.params.task, r.params.seed, length, depth, index}, r.haystack, *model.tokenizer,
+                            sequence_start_token(model.weights.config, model.tokenizer.get()));
+}
+
+std::vector<double> evenly_spaced_depths(int n) {
+    KASCADE_CHECK(n >= 1, "invalid --depths {} (must be >= 1)", n);
+    if (n == 1) return {50.0};
+    std::vector<double> depths;
+    // Rounded to 1e-6 so that the same count gives bit-identical depths (they are part of a sample's identity).
+    for (int i = 0; i < n; ++i) depths.push_back(std::round(1e6 * 100.0 * i / (n - 1)) / 1e6);
+    return depths;
+}
+
+ResolvedTask resolve_task(ResultsDb* db, const LoadedModel& model, const TaskParams& params) {
+    const ModelConfig& c = model.weights.config;
+    ResolvedTask r;
+    r.params = params;
+    const TaskDefaults defaults = task_defaults(params.task);
+    r.metric = defaults.metric;
+    r.max_new_tokens = params.max_new_tokens.value_or(defaults.max_new_tokens);
+    KASCADE_CHECK(r.max_new_tokens >= 1, "invalid --max-new-tokens {} (must be >= 1)", r.max_new_tokens);
+    KASCADE_CHECK(!params.lengths.empty(), "--lengths is empty (expected prompt lengths in tokens, e.g. 1024,2048)");
+    KASCADE_CHECK(!params.depths_pct.empty(), "no depths (expected --depths N or --depth-pcts P,Q,...)");
+    KASCADE_CHECK(params.samples >= 1, "invalid --samples {} (must be >= 1)", params.samples);
+    for (const int length : params.lengths) {
+        KASCADE_CHECK(length >= 1 && static_cast<int64_t>(length) + r.max_new_tokens <= c.max_seq_len,
+                      "invalid length {} in --lengths: with {} new tokens it must be in [1, {}] (the model's context "
+                      "of {} positions, max_position_embeddings, of \"{}\")",
+                      length, r.max_new_tokens, c.max_seq_len - r.max_new_tokens, c.max_seq_len, model.path.string());
+    }
+    for (const double d : params.depths_pct)
+        KASCADE_CHECK(d >= 0 && d <= 100, "invalid depth {} (must be a percentage in [0, 100])", d);
+    // Quest ranks pages only at decode time: its prompt is prefilled densely, as in its paper. Dense attention is
+    // the same computation either way: one prefill mode, one key.
+    if (params.method.method == EvalMethod::Quest || params.method.method == EvalMethod::Dense)
+        r.params.prefill = TaskPrefill::Dense;
+
+    const int max_length = *std::max_element(params.lengths.begin(), params.lengths.end());
+    EvalParams method = params.method;
+    method.phase = EvalPhase::Decode;
+    KASCADE_CHECK(db != nullptr || params.method.method != EvalMethod::Kascade,
+                  "method kascade needs the results folder of its schedule");
+    r.method = resolve_method(db, model.model_hash, model.path.string(), method, max_length + r.max_new_tokens);
+
+    if (params.haystack.empty()) {
+        r.haystack = haystack_sentences(kFillerHaystack, "filler");
+    } else {
+        const std::string text = read_text_file(params.haystack);
+        r.haystack = haystack_sentences(text, fmt::format("\"{}\"", params.haystack.string()));
+        r.haystack_hash = hash_file_hex(params.haystack);
+    }
+    // The shortest prompt must hold the instruction, needles and question: refused here, before anything is stored.
+    const int min_length = *std::min_element(params.lengths.begin(), params.lengths.end());
+    make_resolved_task_sample(r, model, min_length, params.depths_pct.front(), 0);
+    r.key = task_key(model, r);
+    return r;
+}
+
+TaskSummary run_task(Workspace& ws, LoadedModel& model, const TaskParams& params,
+                     const std::function<void(int, int)>& progress) {
+    const ResolvedTask r = resolve_task(&ws.db(), model, params);
+    std::optional<int64_t> run_id;
+    std::set<SampleId> stored;
+    if (const auto run = ws.db().find_task_run(r.key)) {
+        run_id = run->id;
+        for (const TaskSampleRecord& s : ws.db().list_task_samples(run->id))
+            stored.emplace(s.length, s.depth_pct, s.sample_index);
+    }
+    std::vector<SampleId> grid;
+    for (const int length : r.params.lengths)
+        for (const double depth : r.params.depths_pct)
+            for (int i = 0; i < r.params.samples; ++i) grid.emplace_back(length, depth, i);
+
+    TaskSummary summary;
+    const Transformer runtime(model.weights);
+    int done = 0;
+    for (const auto& [length, depth, index] : grid) {
+        if (stored.count({length, depth, index})) {
+            ++summary.samples_stored;
+        } else {
+            TaskSampleRecord sample =
+                measure_sample(runtime, model, r, static_cast<int>(length), depth, static_cast<int>(index));
+            // The run row is stored with its first sample, so a command refused or killed before has stored nothing.
+            if (!run_id) run_id = ws.db().insert_task_run(task_run_record(ws, model, r)).id;
+            sample.task_run_id = *run_id;
+            ws.db().insert_task_sample(sample);
+            ++summary.samples_run;
+        }
+        if (progress) progress(++done, static_cast<int>(grid.size()));
+    }
+
+    // The summary reads the stored rows, so that a sample another process stored counts as it was stored.
+    summary.task_run_id = *run_id;
+    const std::set<SampleId> in_grid(grid.begin(), grid.end());
+    std::map<int, std::pair<double, int>> by_length;
+    double total = 0, density = 0;
+    int n = 0;
+    for (const TaskSampleRecord& s : ws.db().list_task_samples(*run_id)) {
+        if (!in_grid.count({s.length, s.depth_pct, s.sample_index})) continue;
+        auto& [sum, count] = by_length[static_cast<int>(s.length)];
+        sum += s.score;
+        ++count;
+        total += s.score;
+        density += s.density;
+        ++n;
+    }
+    KASCADE_ASSERT(n == static_cast<int>(grid.size()));
+    for (const auto& [length, sc] : by_length) summary.by_length[length] = sc.first / sc.second;
+    summary.score = total / n;
+    summary.density = density / n;
+    return summary;
+}
+
+}  // namespace kascade
