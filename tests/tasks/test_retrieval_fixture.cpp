@@ -1,0 +1,41 @@
+// The retrieval test model (tests/fixtures/retrieval-model, trained by scripts/train_retrieval_model.py): the
+// model card's retrieval claims hold on fewer samples than the card (dense and oracle top-k at 10 % retrieve the
+// pass key; StreamingLLM only with the needle inside its window).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../pipeline/sweep_fixture.h"
+
+namespace {
+
+const fs::path kFixture = fs::path(KASCADE_SOURCE_DIR) / "tests/fixtures/retrieval-model";
+
+class RetrievalCard : public ::testing::Test {
+  protected:
+    TempDir dir_{"retrieval_card"};
+
+    /// Mean score of `kascade task ... --json` on the fixture.
+    double score(const std::string& args) {
+        const CommandResult r = run_kascade("task --results " + shell_quote(dir_ / "results") + " --model " +
+                                            shell_quote(kFixture) + args + " --json");
+        EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+        if (r.exit_code != 0) return -1;
+        return nlohmann::json::parse(r.out).at("score").get<double>();
+    }
+};
+
+}  // namespace
+
+// The model card's claims, on fewer samples than the card (each a test with the card's threshold less the error of
+// the smaller count).
+TEST_F(RetrievalCard, DenseAndOracleRetrieveStreamingOnlyInsideItsWindow) {
+    const std::string grid = " --task passkey --lengths 1024,2048 --depths 5 --samples 4";
+    EXPECT_GE(score(grid + " --method dense"), 0.95);
+    EXPECT_GE(score(grid + " --method oracle --topk-pct 10 --k-min 64"), 0.9);
+    // StreamingLLM: a sink tile and 256 recent keys (17 tiles of 16). The needle 0-50 % deep in 1-2K tokens is
+    // outside the window; at 100 % it is inside.
+    const std::string streaming = " --method streaming --topk-tiles 17 --tile 16 --task passkey --samples 10";
+    EXPECT_LE(score(" --lengths 1024,2048 --depth-pcts 0,25,50" + streaming), 0.04);
+    EXPECT_GE(score(" --lengths 1024,2048 --depth-pcts 100" + streaming), 0.9);
+}
