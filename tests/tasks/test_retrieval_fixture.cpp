@@ -1,11 +1,17 @@
-// The retrieval test model (tests/fixtures/retrieval-model, trained by scripts/train_retrieval_model.py): the
-// model card's retrieval claims hold on fewer samples than the card (dense and oracle top-k at 10 % retrieve the
+// The retrieval test model (tests/fixtures/retrieval-model, trained by scripts/train_retrieval_model.py): kascade's
+// greedy tokens equal those of the training script's own fp32 forward (reference_greedy.json), and the model
+// card's retrieval claims hold on fewer samples than the card (dense and oracle top-k at 10 % retrieve the
 // pass key; StreamingLLM only with the needle inside its window).
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "../pipeline/sweep_fixture.h"
+#include "pipeline/runtime/greedy_generation.h"
+#include "pipeline/runtime/sequence_start.h"
+#include "pipeline/stages/workspace.h"
 
 namespace {
 
@@ -26,6 +32,28 @@ class RetrievalCard : public ::testing::Test {
 };
 
 }  // namespace
+
+// Acceptance of the test-model issue: kascade's greedy tokens equal those of the training script's fp32 forward.
+TEST(RetrievalFixture, GreedyTokensEqualTheTrainingScriptsForward) {
+    const auto model = kascade::load_model_and_tokenizer(kFixture);
+    std::ifstream in(kFixture / "reference_greedy.json");
+    ASSERT_TRUE(in) << "missing " << (kFixture / "reference_greedy.json");
+    const nlohmann::json ref = nlohmann::json::parse(in);
+    ASSERT_GE(ref.at("samples").size(), 20u);
+    const kascade::Transformer runtime(model->weights);
+    const int32_t start = kascade::sequence_start_token(model->weights.config, model->tokenizer.get());
+    ASSERT_EQ(start, 1);  // tok512.bin has no add_bos setting: the config's bos_token_id
+    for (const auto& s : ref.at("samples")) {
+        std::vector<int32_t> prompt{start};
+        const std::vector<int32_t> ids = model->tokenizer->encode(s.at("prompt").get<std::string>());
+        prompt.insert(prompt.end(), ids.begin(), ids.end());
+        ASSERT_EQ(static_cast<int>(prompt.size()), s.at("prompt_tokens").get<int>());
+        kascade::DenseAttention dense;
+        const kascade::GreedyResult g = kascade::generate_greedy(runtime, *model->tokenizer, prompt, dense, dense,
+                                                                 {.max_new_tokens = 12, .stop_at_newline = false});
+        EXPECT_EQ(g.tokens, s.at("greedy").get<std::vector<int32_t>>()) << "prompt of " << prompt.size() << " tokens";
+    }
+}
 
 // The model card's claims, on fewer samples than the card (each a test with the card's threshold less the error of
 // the smaller count).
