@@ -302,32 +302,10 @@ EvalResult record_eval(Workspace& ws, const LoadedModel& model, const LoadedText
         run.prompt_tokens = r.params.prompt_tokens;
         run.decode_tokens = r.params.decode_tokens;
     }
-    if (method == EvalMethod::Quest) {
-        run.page_size = r.params.quest_page;
-        if (r.topk.tiles > 0) {
-            run.topk_tiles = r.topk.tiles;
-        } else {
-            run.topk_pct = r.topk.pct;
-            run.k_min = r.topk.k_min_tokens;
-            run.k_rule = std::string(k_rule_name(r.topk.k_rule));
-        }
-        run.round_k = r.topk.round_k;
-    } else if (sparse) {
-        run.tile = r.tile;
-        if (r.topk.tiles > 0) {
-            run.topk_tiles = r.topk.tiles;
-        } else {
-            run.topk_pct = r.topk.pct;
-            run.k_min = r.topk.k_min_tokens;
-            run.k_rule = std::string(k_rule_name(r.topk.k_rule));
-        }
-        run.round_k = r.topk.round_k;
-        run.key_granularity = std::string(key_granularity_name(r.granularity));
-        run.pooling = std::string(pooling_name(r.pooling));
-        if (method == EvalMethod::Streaming) {
-            run.sink_tokens = r.tile;
-            if (r.topk.tiles > 0) run.window_tokens = static_cast<int64_t>(r.topk.tiles - 1) * r.tile;
-        }
+    set_method_columns(r, run);
+    if (method == EvalMethod::Streaming) {
+        run.sink_tokens = r.tile;
+        if (r.topk.tiles > 0) run.window_tokens = static_cast<int64_t>(r.topk.tiles - 1) * r.tile;
     }
     run.ctx = r.ctx;
     run.token_offset = r.token_offset;

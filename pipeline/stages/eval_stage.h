@@ -132,6 +132,30 @@ struct EvalKeyInputs {
 /// The content key of a run (pure: a sweep's --dry-run uses it to tell what is stored already).
 std::string eval_key(const EvalKeyInputs& inputs);
 
+/// The method columns runs and task_runs share (left NULL where the method has none): the key budget (top-k tiles,
+/// or percentage with k_min and k rule; round_k), quest's page size, and the tile, key granularity and pooling of
+/// the other sparse methods.
+template <class Record>
+void set_method_columns(const ResolvedEval& r, Record& record) {
+    const EvalMethod method = r.params.method;
+    if (method == EvalMethod::Dense) return;
+    if (r.topk.tiles > 0) {
+        record.topk_tiles = r.topk.tiles;
+    } else {
+        record.topk_pct = r.topk.pct;
+        record.k_min = r.topk.k_min_tokens;
+        record.k_rule = std::string(k_rule_name(r.topk.k_rule));
+    }
+    record.round_k = r.topk.round_k;
+    if (method == EvalMethod::Quest) {
+        record.page_size = r.params.quest_page;
+    } else {
+        record.tile = r.tile;
+        record.key_granularity = std::string(key_granularity_name(r.granularity));
+        record.pooling = std::string(pooling_name(r.pooling));
+    }
+}
+
 /// The method's part of a content key's parameters (what eval and task keys share): nothing for dense; the page
 /// size and top-k rule for quest; tile, top-k rule, key granularity and pooling for the others.
 void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,

@@ -56,23 +56,7 @@ TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedT
     run.max_new_tokens = r.max_new_tokens;
     run.prefill = std::string(task_prefill_name(r.params.prefill));
     run.method = std::string(eval_method_name(method));
-    if (method != EvalMethod::Dense) {
-        if (m.topk.tiles > 0) {
-            run.topk_tiles = m.topk.tiles;
-        } else {
-            run.topk_pct = m.topk.pct;
-            run.k_min = m.topk.k_min_tokens;
-            run.k_rule = std::string(k_rule_name(m.topk.k_rule));
-        }
-        run.round_k = m.topk.round_k;
-    }
-    if (method == EvalMethod::Quest) {
-        run.page_size = m.params.quest_page;
-    } else if (method != EvalMethod::Dense) {
-        run.tile = m.tile;
-        run.key_granularity = std::string(key_granularity_name(m.granularity));
-        run.pooling = std::string(pooling_name(m.pooling));
-    }
+    set_method_columns(m, run);
     run.git_commit = KASCADE_GIT_COMMIT;
     run.machine = machine_description();
     return run;
