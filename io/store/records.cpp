@@ -254,6 +254,7 @@ const std::vector<Field<SweepJobRecord>>& SweepJobRecord::fields() {
     static const std::vector<Field<R>> f = {
         {"sweep_key", &R::sweep_key}, {"job_index", &R::job_index}, {"stage", &R::stage},
         {"job_key", &R::job_key},     {"label", &R::label},         {"depends_on", &R::depends_on},
+        {"task_grid", &R::task_grid},
     };
     return f;
 }

@@ -301,10 +301,12 @@ struct SweepRecord {
 struct SweepJobRecord {
     std::string sweep_key;
     std::int64_t job_index = 0;  ///< position in the plan (= Slurm array task id)
-    std::string stage;           ///< "capture", "similarity", "schedule" or "eval"
-    std::string job_key;         ///< content key of its output (artifacts.key, schedules.key or runs.key)
+    std::string stage;           ///< "capture", "similarity", "schedule", "eval" or "task"
+    std::string job_key;         ///< content key of its output (artifacts.key, schedules.key, runs.key, task_runs.key)
     std::string label;           ///< its parameters, for logs
     std::string depends_on;      ///< JSON array of the job indices whose outputs it reads
+    /// Task jobs: the samples they store, {"lengths": [...], "depths_pct": [...], "samples": N}; else NULL.
+    std::optional<std::string> task_grid;
 
     static constexpr std::string_view table = "sweep_jobs";
     static const std::vector<Field<SweepJobRecord>>& fields();

@@ -393,10 +393,13 @@ std::vector<TaskRunRecord> ResultsDb::list_task_runs() {
     return guarded(db_file_, "reading task runs", [&] { return select_records<TaskRunRecord>(*db_, "ORDER BY id"); });
 }
 
-bool ResultsDb::insert_task_sample(const TaskSampleRecord& sample) {
+bool ResultsDb::insert_task_sample(const TaskSampleRecord& sample, bool replace) {
     return guarded(db_file_, fmt::format("storing a sample of task run {}", sample.task_run_id), [&] {
         SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-        insert_record(*db_, sample, " ON CONFLICT(task_run_id, length, depth_pct, sample_index) DO NOTHING");
+        constexpr std::string_view kSampleId = "task_run_id, length, depth_pct, sample_index";
+        insert_record(*db_, sample,
+                      replace ? upsert_suffix<TaskSampleRecord>(kSampleId)
+                              : fmt::format(" ON CONFLICT({}) DO NOTHING", kSampleId));
         const bool inserted = db_->getChanges() > 0;
         tx.commit();
         return inserted;

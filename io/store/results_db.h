@@ -124,8 +124,9 @@ class ResultsDb {
     std::optional<TaskRunRecord> find_task_run(std::string_view key);
     std::vector<TaskRunRecord> list_task_runs();
     /// Stores one sample in its own transaction; a sample of the same (run, length, depth, index) already stored
-    /// (by a concurrent process of the same run) is kept. Returns whether this call stored it.
-    bool insert_task_sample(const TaskSampleRecord& sample);
+    /// (by a concurrent process of the same run) is kept, unless `replace` (a forced re-run). Returns whether this
+    /// call stored it.
+    bool insert_task_sample(const TaskSampleRecord& sample, bool replace = false);
     std::vector<TaskSampleRecord> list_task_samples(std::int64_t task_run_id);
 
     std::int64_t insert_kernel_bench(const KernelBenchRecord& bench);

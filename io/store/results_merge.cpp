@@ -23,6 +23,7 @@ struct SourceRows {
     std::map<std::string, SimilarityRecord> similarities;  // by artifact key
     std::vector<ScheduleRecord> schedules;
     std::vector<RunRecord> runs;
+    std::vector<TaskRunRecord> task_runs;
 };
 
 SourceRows read_source(SQLite::Database& db) {
@@ -35,6 +36,7 @@ SourceRows read_source(SQLite::Database& db) {
         s.similarities.emplace(r.artifact_key, std::move(r));
     s.schedules = select_records<ScheduleRecord>(db, "ORDER BY id");
     s.runs = select_records<RunRecord>(db, "ORDER BY id");
+    s.task_runs = select_records<TaskRunRecord>(db, "ORDER BY id");
     return s;
 }
 
@@ -44,6 +46,9 @@ std::set<std::string> close_over_inputs(const SourceRows& s, const std::set<std:
     std::map<std::int64_t, std::string> schedule_key_by_id;
     for (const ScheduleRecord& r : s.schedules) schedule_key_by_id[r.id] = r.key;
     for (const RunRecord& r : s.runs) {
+        if (out.count(r.key) && r.schedule_id) out.insert(schedule_key_by_id.at(*r.schedule_id));
+    }
+    for (const TaskRunRecord& r : s.task_runs) {
         if (out.count(r.key) && r.schedule_id) out.insert(schedule_key_by_id.at(*r.schedule_id));
     }
     for (const ScheduleRecord& r : s.schedules) {
@@ -195,6 +200,28 @@ MergeCounts merge_results(ResultsDb& source, ResultsDb& dest, const std::set<std
             insert_missing(dst, metrics, "");
             insert_missing(dst, layers, "");
             ++counts.runs;
+        }
+
+        // A task run the destination has may still lack samples (a shard ran more lengths or depths of it): its
+        // samples are merged either way, each (length, depth, index) kept where it is already stored.
+        for (TaskRunRecord r : rows.task_runs) {
+            if (!selected(r.key)) continue;
+            const std::int64_t source_id = r.id;
+            if (exists_by_key(dst, TaskRunRecord::table, "key", r.key)) {
+                ++counts.skipped;
+            } else {
+                r.model_id = dest_model(r.model_id);
+                if (r.text_id) r.text_id = dest_text(*r.text_id);
+                if (r.schedule_id) r.schedule_id = schedule_id.at(*r.schedule_id);
+                insert_record(dst, r);
+                ++counts.task_runs;
+            }
+            const std::int64_t id = id_by_key(dst, TaskRunRecord::table, "key", r.key);
+            std::vector<TaskSampleRecord> samples = select_records<TaskSampleRecord>(
+                src, "WHERE task_run_id = ? ORDER BY length, depth_pct, sample_index", source_id);
+            for (TaskSampleRecord& sample : samples) sample.task_run_id = id;
+            counts.task_samples +=
+                insert_missing(dst, samples, " ON CONFLICT(task_run_id, length, depth_pct, sample_index) DO NOTHING");
         }
 
         if (keys == nullptr) {

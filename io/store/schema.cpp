@@ -429,6 +429,28 @@ LEFT JOIN texts t ON t.id = r.text_id
 LEFT JOIN schedules sc ON sc.id = r.schedule_id;
 )sql";
 
+// Version 7: sweeps plan task jobs (a task run over a grid of lengths x depths x samples). A task job is done when
+// every sample of its grid is stored, so its row keeps the grid (JSON); SQLite cannot widen a CHECK in place, so the
+// table is copied.
+constexpr const char* kSchemaV7 = R"sql(
+CREATE TABLE sweep_jobs_v7 (
+    sweep_key   TEXT NOT NULL REFERENCES sweeps(key) ON DELETE CASCADE,
+    job_index   INTEGER NOT NULL CHECK (job_index >= 0),
+    stage       TEXT NOT NULL CHECK (stage IN ('capture', 'similarity', 'schedule', 'eval', 'task')),
+    job_key     TEXT NOT NULL,
+    label       TEXT NOT NULL,
+    depends_on  TEXT NOT NULL,
+    task_grid   TEXT,
+    CHECK ((stage = 'task') = (task_grid IS NOT NULL)),
+    PRIMARY KEY (sweep_key, job_index)
+);
+INSERT INTO sweep_jobs_v7 (sweep_key, job_index, stage, job_key, label, depends_on)
+    SELECT sweep_key, job_index, stage, job_key, label, depends_on FROM sweep_jobs;
+DROP TABLE sweep_jobs;
+ALTER TABLE sweep_jobs_v7 RENAME TO sweep_jobs;
+CREATE INDEX sweep_jobs_key ON sweep_jobs(job_key);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "create models, texts, artifacts, captures, similarities, schedules, runs, kernel_bench, runs_flat",
               kSchemaV1},
@@ -437,6 +459,7 @@ constexpr std::array kMigrations = {
     Migration{4, "runs: phase, prompt_tokens, decode_tokens, page_size, method quest (also in runs_flat)", kSchemaV4},
     Migration{5, "artifacts: checksum", kSchemaV5},
     Migration{6, "add task_runs, task_samples, task_samples_flat", kSchemaV6},
+    Migration{7, "sweep_jobs: stage task, task_grid", kSchemaV7},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

@@ -85,4 +85,8 @@ std::string runs_query_sql(const RunsQuery& query, const std::vector<std::string
 /// prefixed with the expression as the user typed it.
 QueryResult query_runs(QueryDb& db, const RunsQuery& query);
 
+/// Mean task scores per task run and prompt length (and needle depth), from task_samples_flat, rows selected by
+/// `where` (an SQL condition on its columns; "" = all). An invalid condition throws SQLite's message naming --where.
+QueryResult query_task_scores(QueryDb& db, const std::string& where, bool by_depth);
+
 }  // namespace kascade

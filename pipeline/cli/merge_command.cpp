@@ -19,7 +19,8 @@ void register_merge_command(CLI::App& app, const CommonOptions& common) {
     auto args = std::make_shared<MergeArgs>();
     CLI::App* cmd = app.add_subcommand("merge", "Merge results folders (shards) into one, by content key");
     cmd->footer(
-        "Adds to --into every artifact, schedule, run, benchmark and sweep record a shard has and --into lacks;\n"
+        "Adds to --into every artifact, schedule, run, task run and sample, benchmark and sweep record a shard has\n"
+        "and --into lacks;\n"
         "artifact files are copied (or hard-linked) atomically. Running it again changes nothing. A shard made by\n"
         "a newer kascade (newer schema) is refused; shards are only read.\n"
         "Examples:\n"
@@ -41,18 +42,24 @@ void register_merge_command(CLI::App& app, const CommonOptions& common) {
         for (size_t i = 0; i < shards.size(); ++i) {
             const MergeCounts c = merge_results(*shards[i], into);
             std::printf(
-                "%s: %ld runs, %ld schedules, %ld artifacts (%ld files), %ld benchmarks, %ld sweeps added; "
-                "%ld already there\n",
-                args->shards[i].c_str(), static_cast<long>(c.runs), static_cast<long>(c.schedules),
-                static_cast<long>(c.artifacts), static_cast<long>(c.files), static_cast<long>(c.kernel_bench),
-                static_cast<long>(c.sweeps), static_cast<long>(c.skipped));
+                "%s: %ld runs, %ld task runs (%ld samples), %ld schedules, %ld artifacts (%ld files), %ld benchmarks, "
+                "%ld sweeps added; %ld already there\n",
+                args->shards[i].c_str(), static_cast<long>(c.runs), static_cast<long>(c.task_runs),
+                static_cast<long>(c.task_samples), static_cast<long>(c.schedules), static_cast<long>(c.artifacts),
+                static_cast<long>(c.files), static_cast<long>(c.kernel_bench), static_cast<long>(c.sweeps),
+                static_cast<long>(c.skipped));
             total.runs += c.runs;
+            total.task_runs += c.task_runs;
+            total.task_samples += c.task_samples;
             total.schedules += c.schedules;
             total.artifacts += c.artifacts;
         }
-        std::printf("merged %zu shards into %s: %ld runs, %ld schedules, %ld artifacts added\n", shards.size(),
-                    into_dir.c_str(), static_cast<long>(total.runs), static_cast<long>(total.schedules),
-                    static_cast<long>(total.artifacts));
+        std::printf(
+            "merged %zu shards into %s: %ld runs, %ld task runs (%ld samples), %ld schedules, %ld artifacts "
+            "added\n",
+            shards.size(), into_dir.c_str(), static_cast<long>(total.runs), static_cast<long>(total.task_runs),
+            static_cast<long>(total.task_samples), static_cast<long>(total.schedules),
+            static_cast<long>(total.artifacts));
     });
 }
 

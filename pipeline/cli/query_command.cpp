@@ -76,18 +76,6 @@ void show_run(QueryDb& db, int64_t id, const std::string& format) {
           format);
 }
 
-/// Mean task scores per task run and length (and depth), from the task_samples_flat view.
-QueryResult query_task_scores(QueryDb& db, const std::string& where, bool by_depth) {
-    const std::string group = by_depth ? "task_run_id, length, depth_pct" : "task_run_id, length";
-    return db.select(
-        "SELECT task_run_id, task, method, prefill, policy, n_anchors, tile, topk_tiles, topk_pct, page_size, length" +
-            std::string(by_depth ? ", depth_pct" : "") +
-            ", count(*) AS samples, round(avg(score), 4) AS score, round(avg(density), 4) AS density, "
-            "round(avg(prefill_tokens_per_s), 1) AS prefill_tokens_per_s FROM task_samples_flat" +
-            (where.empty() ? std::string() : " WHERE " + where) + " GROUP BY " + group + " ORDER BY " + group,
-        "--where");
-}
-
 }  // namespace
 
 void register_query_command(CLI::App& app, const CommonOptions& common) {

@@ -1,4 +1,5 @@
-// kascade report: an HTML page with PNG/SVG figures (drawn by gnuplot) of the runs in the results database.
+// kascade report: an HTML page with PNG/SVG figures (drawn by gnuplot) of the runs and long-context task runs in the
+// results database.
 #include <cstdio>
 #include <memory>
 
@@ -17,62 +18,86 @@ namespace fs = std::filesystem;
 namespace {
 struct ReportArgs {
     std::string where;
+    std::string task_where;
     std::string sweep;
     std::string out;
 };
 
-/// The runs a sweep file asks for (those already stored), as a runs_flat condition on their content keys.
-std::string sweep_condition(const std::string& results_dir, const SweepSpec& spec) {
+/// What a sweep file asks for (what of it is stored), as conditions on content keys: its evals' runs (runs_flat
+/// run_key) and its task jobs' task runs (task_samples_flat task_run_key, every stored sample of them). A sweep with
+/// task jobs and no evals selects task runs only, so that its report is not refused for having no run.
+struct SweepSelection {
+    std::string where, task_where;
+};
+SweepSelection sweep_selection(const std::string& results_dir, const SweepSpec& spec) {
     std::FILE* quiet = std::fopen("/dev/null", "w");
     KASCADE_CHECK(quiet != nullptr, "cannot open /dev/null");
-    std::vector<std::string> keys;
+    std::vector<std::string> run_keys, task_keys;
     try {
         SweepOptions options;
         options.dry_run = true;
         for (const SweepJob& job : run_sweep(results_dir, spec, options, quiet).jobs) {
-            if (job.stage == "eval") keys.push_back("'" + job.key + "'");
+            if (job.stage == "eval") run_keys.push_back("'" + job.key + "'");
+            if (job.stage == "task") task_keys.push_back("'" + job.key + "'");
         }
     } catch (...) {
         std::fclose(quiet);
         throw;
     }
     std::fclose(quiet);
-    return fmt::format("run_key IN ({})", fmt::join(keys, ", "));
+    SweepSelection selection;
+    if (!run_keys.empty() || task_keys.empty())
+        selection.where = fmt::format("run_key IN ({})", fmt::join(run_keys, ", "));
+    if (!task_keys.empty()) selection.task_where = fmt::format("task_run_key IN ({})", fmt::join(task_keys, ", "));
+    return selection;
 }
 }  // namespace
 
 void register_report_command(CLI::App& app, const CommonOptions& common) {
     auto args = std::make_shared<ReportArgs>();
     CLI::App* cmd = app.add_subcommand(
-        "report", "Write an HTML report with figures (PNG and SVG, drawn by gnuplot) of stored runs");
+        "report", "Write an HTML report with figures (PNG and SVG, drawn by gnuplot) of stored runs and task runs");
     cmd->footer(
         "Figures: degradation vs density with Pareto fronts, perplexity vs top-k, layer similarity heatmaps and\n"
-        "importance, schedule diagrams and head maps, per-layer density and error of each run, kernel speed-ups.\n"
-        "Needs gnuplot (Debian package gnuplot-nox). The folder is replaced only when the new report is complete.\n"
+        "importance, schedule diagrams and head maps, per-layer density and error of each run, kernel speed-ups;\n"
+        "for long-context task runs, needle heatmaps (score by depth x length) and score vs density.\n"
+        "Selection: --where picks runs, --task-where task samples; giving one leaves the other kind out, giving\n"
+        "neither shows everything. Needs gnuplot (Debian package gnuplot-nox). The folder is replaced only when\n"
+        "the new report is complete.\n"
         "Examples:\n"
-        "  kascade report                                              # every run -> results/report/index.html\n"
+        "  kascade report                                              # everything -> results/report/index.html\n"
         "  kascade report --sweep experiments/stories260k-quick.toml   # -> results/reports/stories260k-quick/\n"
-        "  kascade report --where \"ctx = 512 AND method != 'streaming'\" --out /tmp/ctx512");
+        "  kascade report --where \"ctx = 512 AND method != 'streaming'\" --out /tmp/ctx512\n"
+        "  kascade report --task-where \"task = 'passkey' AND length <= 4096\" --out /tmp/passkey");
     auto* where = cmd->add_option("--where", args->where, "SQL condition on runs_flat columns selecting the runs");
-    auto* sweep = cmd->add_option("--sweep", args->sweep, "the runs of this sweep file (those already stored)");
+    auto* task_where =
+        cmd->add_option("--task-where", args->task_where,
+                        "SQL condition on task_samples_flat columns selecting the task samples (as `kascade query "
+                        "tasks --where`)");
+    auto* sweep =
+        cmd->add_option("--sweep", args->sweep, "the runs and task runs of this sweep file (those already stored)");
     where->excludes(sweep);
+    task_where->excludes(sweep);
     cmd->add_option("--out", args->out,
                     "report folder (default: <results>/report, or <results>/reports/<sweep name> with --sweep)");
     cmd->callback([args, &common] {
         ReportOptions options;
         options.results_dir = common.results_dir;
         options.where = args->where;
+        options.task_where = args->task_where;
         std::string name;
         if (!args->sweep.empty()) {
             const SweepSpec spec = load_sweep_spec(args->sweep);
-            options.where = sweep_condition(common.results_dir, spec);
+            const SweepSelection selection = sweep_selection(common.results_dir, spec);
+            options.where = selection.where;
+            options.task_where = selection.task_where;
             name = spec.file.stem().string();
             options.title = spec.file.filename().string();
         }
         options.out_dir = args->out.empty() ? default_report_dir(common.results_dir, name) : fs::path(args->out);
         const ReportSummary summary = write_report(options);
-        std::printf("report: %s (%d runs, %d figures as PNG and SVG)\n", summary.html.c_str(), summary.n_runs,
-                    summary.n_figures);
+        std::printf("report: %s (%d runs, %d task runs, %d figures as PNG and SVG)\n", summary.html.c_str(),
+                    summary.n_runs, summary.n_task_runs, summary.n_figures);
     });
 }
 

@@ -58,7 +58,7 @@ QueryResult sweep_status(ResultsDb& db) {
         for (const JobFailureRecord& f : db.list_job_failures(sweep.key)) failed_at[f.job_index] = f.failed_at;
         int64_t done = 0, pending = 0, queued = 0, running = 0, failed = 0;
         for (const SweepJobRecord& job : jobs) {
-            if (job_output_stored(db, job.stage, job.job_key)) {
+            if (job_output_stored(db, job.stage, job.job_key, job.task_grid.value_or(""))) {
                 ++done;
                 continue;
             }

@@ -30,28 +30,43 @@ struct SweepArgs {
     bool no_report = false;
 };
 
-/// The SQL condition selecting the sweep's runs.
-std::string runs_condition(const std::vector<int64_t>& run_ids) {
-    std::string ids;
-    for (int64_t id : run_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    return "id IN (" + ids + ")";
+/// The SQL condition selecting rows whose `column` is one of `ids` ("" when there are none).
+std::string ids_condition(const std::string& column, const std::vector<int64_t>& ids) {
+    if (ids.empty()) return "";
+    std::string list;
+    for (int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+    return column + " IN (" + list + ")";
 }
 
-void print_runs_table(const std::string& results_dir, const std::vector<int64_t>& run_ids) {
-    if (run_ids.empty()) return;
+/// The sweep's runs (perplexity) and task runs (mean score per length), as `kascade query runs` / `query tasks`.
+void print_result_tables(const std::string& results_dir, const SweepReport& report) {
+    if (report.run_ids.empty() && report.task_run_ids.empty()) return;
     QueryDb db(std::filesystem::path(results_dir) / ResultsDb::kFileName);
-    RunsQuery query;
-    query.where = runs_condition(run_ids);
-    std::printf("\n");
-    std::fputs(format_result(query_runs(db, query), OutputFormat::Table).c_str(), stdout);
+    if (!report.run_ids.empty()) {
+        RunsQuery query;
+        query.where = ids_condition("id", report.run_ids);
+        std::printf("\n");
+        std::fputs(format_result(query_runs(db, query), OutputFormat::Table).c_str(), stdout);
+    }
+    if (!report.task_run_ids.empty()) {
+        std::printf("\n");
+        const QueryResult tasks =
+            query_task_scores(db, ids_condition("task_run_id", report.task_run_ids), /*by_depth=*/false);
+        std::fputs(format_result(tasks, OutputFormat::Table).c_str(), stdout);
+    }
 }
 
 /// The runs are stored whatever happens here: a report that cannot be drawn is a warning, not a failure.
-void write_sweep_report(const std::string& results_dir, const SweepSpec& spec, const std::vector<int64_t>& run_ids) {
+void write_sweep_report(const std::string& results_dir, const SweepSpec& spec, const SweepReport& report) {
+    if (report.run_ids.empty() && report.task_run_ids.empty()) return;
     try {
-        const ReportSummary r =
-            write_report({results_dir, runs_condition(run_ids),
-                          default_report_dir(results_dir, spec.file.stem().string()), spec.file.filename().string()});
+        ReportOptions options;
+        options.results_dir = results_dir;
+        options.where = ids_condition("id", report.run_ids);
+        options.task_where = ids_condition("task_run_id", report.task_run_ids);
+        options.out_dir = default_report_dir(results_dir, spec.file.stem().string());
+        options.title = spec.file.filename().string();
+        const ReportSummary r = write_report(options);
         std::printf("\nreport: %s\n", r.html.c_str());
     } catch (const Error& e) {
         std::fprintf(stderr, "kascade: warning: no report written: %s\n", e.what());
@@ -63,7 +78,8 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
     auto args = std::make_shared<SweepArgs>();
     CLI::App* cmd = app.add_subcommand("sweep", "Run a grid of experiments from a TOML file (cached, resumable)");
     cmd->footer(
-        "Ends with a table of the sweep's runs. Re-running the same file computes nothing new; a killed sweep\n"
+        "Ends with tables of the sweep's runs and task runs. Re-running the same file computes nothing new; a killed "
+        "sweep\n"
         "resumes where it stopped; any number of kascade processes may share one results folder.\n"
         "Format: README.md, sections Sweeps and Running on a cluster. The runs' report (kascade report --sweep\n"
         "FILE) goes to <results>/reports/<file name>/index.html.\n"
@@ -137,9 +153,8 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
         options.force = args->force;
         const SweepReport report = run_sweep(common.results_dir, spec, options, stdout);
         if (!args->dry_run && !args->worker && !options.job_index) {
-            print_runs_table(common.results_dir, report.run_ids);
-            if (!args->no_report && !report.run_ids.empty())
-                write_sweep_report(common.results_dir, spec, report.run_ids);
+            print_result_tables(common.results_dir, report);
+            if (!args->no_report) write_sweep_report(common.results_dir, spec, report);
         }
         KASCADE_CHECK(report.failed == 0, "{} of the sweep's jobs failed (see above); run it again to retry them",
                       report.failed);

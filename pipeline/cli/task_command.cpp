@@ -68,23 +68,27 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         "  kascade task --model M --task passkey --lengths 2048 --schedule 3 --haystack data/moby-dick/pg2701.txt");
     args->model.add_to(*cmd);
     cmd->add_option("--task", args->task, fmt::format("{}", fmt::join(task_kind_names(), ", ")))->capture_default_str();
-    cmd->add_option("--lengths", args->lengths, "prompt lengths in tokens, BOS included (e.g. 1024,2048,4096)")
-        ->delimiter(',')
-        ->capture_default_str();
+    check_range(
+        cmd->add_option("--lengths", args->lengths, "prompt lengths in tokens, BOS included (e.g. 1024,2048,4096)")
+            ->delimiter(',')
+            ->capture_default_str(),
+        param_range::kTaskLength);
     auto* depths =
         check_range(cmd->add_option("--depths", args->depths, "needle depths evenly spaced over 0-100 % (1: 50 %)")
                         ->capture_default_str(),
-                    1);
+                    param_range::kDepthCount);
     auto* depth_pcts =
         cmd->add_option("--depth-pcts", args->depth_pcts, "needle depths in %, instead of --depths (e.g. 0,50,100)")
             ->delimiter(',');
+    check_range(depth_pcts, param_range::kDepthPct);
     depths->excludes(depth_pcts);
-    check_range(cmd->add_option("--samples", args->samples, "samples per length and depth")->capture_default_str(), 1);
+    check_range(cmd->add_option("--samples", args->samples, "samples per length and depth")->capture_default_str(),
+                param_range::kTaskSamples);
     cmd->add_option("--seed", args->seed, "what the samples are drawn from")->capture_default_str();
     cmd->add_option("--haystack", args->haystack, "text file whose sentences hide the needles (default: filler)");
     check_range(cmd->add_option("--max-new-tokens", args->max_new_tokens,
                                 "answer token limit (default: the task's, enough for its answer)"),
-                1);
+                param_range::kMaxNewTokens);
     cmd->add_option("--prefill", args->prefill,
                     "sparse (the prompt through the method) or dense (the decode-only ablation; quest always)")
         ->capture_default_str();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "io/store/results_db.h"
 #include "pipeline/report/gnuplot.h"
 #include "pipeline/report/report_figures.h"
+#include "pipeline/report/report_task_figures.h"
 
 namespace kascade {
 
@@ -71,6 +73,12 @@ constexpr SectionText kSections[] = {
     {ReportSection::Kernels, "kernels", "Kernel speed",
      "From the kernel_bench table (all rows, whatever the run selection): speed-up of each layer type over dense "
      "attention against context length."},
+    {ReportSection::TaskHeatmaps, "task-heatmaps", "Long-context tasks: needle heatmaps",
+     "Per model, task and haystack: how often each method configuration answers correctly, by where the needle is "
+     "and how long the prompt is."},
+    {ReportSection::TaskDensity, "task-density", "Long-context tasks: score vs density",
+     "Per model, task and haystack: what each method's answers keep of dense attention's, against the attention it "
+     "keeps."},
 };
 
 std::string runs_table(const ReportData& data, const std::set<std::int64_t>& runs_with_figure) {
@@ -107,14 +115,74 @@ std::string runs_table(const ReportData& data, const std::set<std::int64_t>& run
     return out + "</table>\n";
 }
 
-std::string page(const ReportOptions& options, const ReportData& data, const std::vector<ReportFigure>& figures) {
-    std::set<std::string> commits, models, texts;
-    std::set<std::int64_t> runs_with_figure;
-    for (const ReportRun& r : data.runs) {
-        commits.insert(r.git_commit);
-        models.insert(short_name(r.model_path));
-        texts.insert(short_name(r.text_path));
+/// One row per task run: its configuration, how many samples are selected, their mean score overall and per prompt
+/// length (a column per length of the selection), and their mean density.
+std::string task_runs_table(const ReportData& data) {
+    std::set<std::int64_t> lengths;
+    for (const ReportTaskRun& r : data.task_runs) {
+        for (const ReportTaskSample& s : r.samples) lengths.insert(s.length);
     }
+    std::string out =
+        "<table id=\"task-runs\">\n<tr><th>task run</th><th>task</th><th>method</th><th>budget</th><th>prefill</th>"
+        "<th>model</th><th>haystack</th><th>samples</th><th>mean score</th>";
+    for (std::int64_t length : lengths) out += fmt::format("<th>score at {} tokens</th>", length);
+    out += "<th>density</th><th>commit</th></tr>\n";
+    for (const ReportTaskRun& r : data.task_runs) {
+        std::string budget = task_budget_text(r);
+        if (r.topk_pct && r.k_min) budget += fmt::format(" (k_min {})", *r.k_min);
+        out += fmt::format(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+            "<td>{:.4f}</td>",
+            r.id, html_escape(r.task), html_escape(task_method_text(r)), html_escape(budget), html_escape(r.prefill),
+            html_escape(short_name(r.model_path)), html_escape(task_haystack_name(r)), r.samples.size(),
+            r.mean_score());
+        const std::map<std::int64_t, double> by_length = r.score_by_length();
+        for (std::int64_t length : lengths) {
+            const auto it = by_length.find(length);
+            out += it == by_length.end() ? "<td></td>" : fmt::format("<td>{:.4f}</td>", it->second);
+        }
+        out += fmt::format("<td>{:.4f}</td><td>{}</td></tr>\n", r.mean_density(), html_escape(r.git_commit));
+    }
+    return out + "</table>\n";
+}
+
+/// "N runs of M on T, selected by <code>...</code>" and the same for task runs: what the page shows.
+std::string selection_text(const ReportData& data, std::set<std::string>& commits) {
+    std::vector<std::string> parts;
+    if (!data.runs.empty()) {
+        std::set<std::string> models, texts;
+        for (const ReportRun& r : data.runs) {
+            commits.insert(r.git_commit);
+            models.insert(short_name(r.model_path));
+            texts.insert(short_name(r.text_path));
+        }
+        parts.push_back(fmt::format("{} runs of {} on {}, selected by <code>{}</code>", data.runs.size(),
+                                    html_escape(fmt::format("{}", fmt::join(models, ", "))),
+                                    html_escape(fmt::format("{}", fmt::join(texts, ", "))),
+                                    html_escape(data.where.empty() ? "every run" : data.where)));
+    }
+    if (!data.task_runs.empty()) {
+        std::set<std::string> models, tasks;
+        std::size_t samples = 0;
+        for (const ReportTaskRun& r : data.task_runs) {
+            commits.insert(r.git_commit);
+            models.insert(short_name(r.model_path));
+            tasks.insert(r.task);
+            samples += r.samples.size();
+        }
+        parts.push_back(fmt::format("{} task runs ({} samples) of {} on {}, selected by <code>{}</code>",
+                                    data.task_runs.size(), samples,
+                                    html_escape(fmt::format("{}", fmt::join(models, ", "))),
+                                    html_escape(fmt::format("{}", fmt::join(tasks, ", "))),
+                                    html_escape(data.task_where.empty() ? "every task sample" : data.task_where)));
+    }
+    return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+std::string page(const ReportOptions& options, const ReportData& data, const std::vector<ReportFigure>& figures) {
+    std::set<std::string> commits;
+    const std::string selection = selection_text(data, commits);
+    std::set<std::int64_t> runs_with_figure;
     for (const ReportFigure& f : figures) {
         if (f.section == ReportSection::Runs) runs_with_figure.insert(std::stoll(f.plot.name.substr(4)));
     }
@@ -131,12 +199,9 @@ std::string page(const ReportOptions& options, const ReportData& data, const std
         "</style>\n</head>\n<body>\n<h1>{}</h1>\n",
         kGeneratorMeta, html_escape(title), html_escape(title));
     html += fmt::format(
-        "<p class=\"meta\">{} runs of {} on {}, selected by <code>{}</code> from <code>{}</code>. Results made by "
-        "kascade {}; report by kascade {} ({}) at {}.</p>\n",
-        data.runs.size(), html_escape(fmt::format("{}", fmt::join(models, ", "))),
-        html_escape(fmt::format("{}", fmt::join(texts, ", "))),
-        html_escape(data.where.empty() ? "every run" : data.where),
-        html_escape(fs::absolute(data.results_dir / ResultsDb::kFileName).lexically_normal().string()),
+        "<p class=\"meta\">{} from <code>{}</code>. Results made by kascade {}; report by kascade {} ({}) at "
+        "{}.</p>\n",
+        selection, html_escape(fs::absolute(data.results_dir / ResultsDb::kFileName).lexically_normal().string()),
         html_escape(fmt::format("{}", fmt::join(commits, ", "))), KASCADE_VERSION, KASCADE_GIT_COMMIT, utc_now());
     html +=
         "<p>Each figure links to its SVG; <code>gnuplot/NAME.gp</code> redraws it (run gnuplot in this "
@@ -146,7 +211,9 @@ std::string page(const ReportOptions& options, const ReportData& data, const std
         for (const ReportFigure& f : figures) n += f.section == s.section ? 1 : 0;
         if (n > 0) html += fmt::format("<li><a href=\"#{}\">{}</a> ({} figures)</li>\n", s.id, s.heading, n);
     }
-    html += "<li><a href=\"#table\">Runs</a></li>\n</ul>\n";
+    if (!data.runs.empty()) html += "<li><a href=\"#table\">Runs</a></li>\n";
+    if (!data.task_runs.empty()) html += "<li><a href=\"#task-table\">Task runs</a></li>\n";
+    html += "</ul>\n";
     if (!data.notes.empty()) {
         html += "<p>Not shown:</p>\n<ul>\n";
         for (const std::string& note : data.notes) html += "<li>" + html_escape(note) + "</li>\n";
@@ -168,7 +235,14 @@ std::string page(const ReportOptions& options, const ReportData& data, const std
                 n, f.plot.width, f.plot.height, html_escape(f.heading), html_escape(f.caption));
         }
     }
-    html += "<h2 id=\"table\">Runs</h2>\n" + runs_table(data, runs_with_figure) + "</body>\n</html>\n";
+    if (!data.runs.empty()) html += "<h2 id=\"table\">Runs</h2>\n" + runs_table(data, runs_with_figure);
+    if (!data.task_runs.empty()) {
+        html +=
+            "<h2 id=\"task-table\">Task runs</h2>\n<p>Per task run, the mean over its selected samples: score (by the "
+            "task's metric, 1 = every expected string found), score per prompt length, and density.</p>\n" +
+            task_runs_table(data);
+    }
+    html += "</body>\n</html>\n";
     return html;
 }
 
@@ -214,11 +288,11 @@ ReportSummary write_report(const ReportOptions& options) {
                       "choose a new or empty folder",
                       target.string());
     }
-    const ReportData data = load_report_data(options.results_dir, options.where);
+    const ReportData data = load_report_data(options.results_dir, options.where, options.task_where);
 
     std::vector<ReportFigure> figures;
-    for (auto* make :
-         {pareto_figures, topk_figures, similarity_figures, schedule_figures, run_figures, kernel_figures}) {
+    for (auto* make : {pareto_figures, topk_figures, similarity_figures, schedule_figures, run_figures, kernel_figures,
+                       needle_heatmap_figures, task_density_figures}) {
         for (ReportFigure& f : make(data)) figures.push_back(std::move(f));
     }
     if (!target.parent_path().empty()) fs::create_directories(target.parent_path());
@@ -244,7 +318,8 @@ ReportSummary write_report(const ReportOptions& options) {
         fs::rename(partial.path(), target);
     }
     partial.done();
-    return {target, target / "index.html", static_cast<int>(data.runs.size()), static_cast<int>(figures.size())};
+    return {target, target / "index.html", static_cast<int>(data.runs.size()), static_cast<int>(data.task_runs.size()),
+            static_cast<int>(figures.size())};
 }
 
 }  // namespace kascade

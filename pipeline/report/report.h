@@ -1,5 +1,6 @@
 // pipeline/report/report.h: `kascade report`, a self-contained HTML page with the figures a researcher would put in
-// a paper, drawn by gnuplot from the results database (figures: report_figures.h).
+// a paper, drawn by gnuplot from the results database (figures: report_figures.h, long-context task figures:
+// report_task_figures.h).
 //
 // The report is written into <out>.partial-<pid> and renamed to <out> only when every image is drawn, so a failed
 // or interrupted report leaves the previous one (if any) in place and nothing half-written.
@@ -10,17 +11,21 @@
 
 namespace kascade {
 
+/// What a report shows: `where` selects runs, `task_where` selects task samples; a condition given for one kind
+/// leaves the other kind out, and with neither the report shows every run and every task run.
 struct ReportOptions {
     std::filesystem::path results_dir = "results";
-    std::string where;              ///< SQL condition on runs_flat selecting the runs ("" = every run)
+    std::string where;              ///< SQL condition on runs_flat selecting the runs ("" = none given)
     std::filesystem::path out_dir;  ///< empty: default_report_dir(results_dir, "")
     std::string title;              ///< page heading, e.g. the sweep file; empty: "kascade report"
+    std::string task_where;         ///< SQL condition on task_samples_flat selecting task samples ("" = none given)
 };
 
 struct ReportSummary {
     std::filesystem::path out_dir;  ///< the report folder
     std::filesystem::path html;     ///< <out_dir>/index.html
     int n_runs = 0;
+    int n_task_runs = 0;
     int n_figures = 0;  ///< each as .png and .svg
 };
 
@@ -28,7 +33,8 @@ struct ReportSummary {
 std::filesystem::path default_report_dir(const std::filesystem::path& results_dir, const std::string& name);
 
 /// Writes the report. Throws kascade::Error, writing nothing, if gnuplot is missing (naming the package), the
-/// results database is missing, `where` is invalid or matches no run, or out_dir exists and is not a report.
+/// results database is missing, `where` or `task_where` is invalid or matches nothing, nothing is selected (a folder
+/// with neither runs nor task runs), or out_dir exists and is not a report.
 ReportSummary write_report(const ReportOptions& options);
 
 }  // namespace kascade

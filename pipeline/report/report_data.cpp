@@ -13,6 +13,7 @@
 #include "io/store/h5_file.h"
 #include "io/store/results_db.h"
 #include "io/store/table_format.h"
+#include "pipeline/report/report_rows.h"
 
 namespace kascade {
 
@@ -23,51 +24,7 @@ namespace {
 // The similarity artifact format this report reads (pipeline/stages/similarity_stage.cpp writes version 1).
 constexpr std::int64_t kSimilarityFormatVersion = 1;
 
-std::optional<std::int64_t> opt_int(const QueryValue& v) {
-    if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
-    if (const auto* d = std::get_if<double>(&v)) return static_cast<std::int64_t>(*d);
-    return std::nullopt;
-}
-std::optional<double> opt_real(const QueryValue& v) {
-    if (const auto* d = std::get_if<double>(&v)) return *d;
-    if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
-    return std::nullopt;
-}
-std::string text(const QueryValue& v) {
-    if (const auto* s = std::get_if<std::string>(&v)) return *s;
-    return {};
-}
-double real_or_nan(const QueryValue& v) {
-    return opt_real(v).value_or(std::numeric_limits<double>::quiet_NaN());
-}
-
-/// Row access by column name, so the SELECT lists below can be read as they are written.
-class Row {
-  public:
-    Row(const QueryResult& result, size_t row) : result_(result), row_(row) {}
-    const QueryValue& operator[](std::string_view column) const {
-        for (size_t c = 0; c < result_.columns.size(); ++c) {
-            if (result_.columns[c] == column) return result_.rows[row_][c];
-        }
-        KASCADE_ASSERT(false && "column not selected");
-        return result_.rows[row_][0];
-    }
-
-  private:
-    const QueryResult& result_;
-    size_t row_;
-};
-
-std::string sql_quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-    return out + "'";
-}
-
-template <class T>
-std::string id_list(const T& ids) {
-    return fmt::format("{}", fmt::join(ids, ","));
-}
+using namespace report_rows;
 
 void load_runs(QueryDb& db, ReportData& data) {
     const std::string sql =
@@ -120,10 +77,7 @@ void load_runs(QueryDb& db, ReportData& data) {
         run.git_commit = text(r["git_commit"]);
         data.runs.push_back(std::move(run));
     }
-    KASCADE_CHECK(!data.runs.empty(),
-                  "{} matches no run in {}; no report written (`kascade query runs{}` lists what there is)",
-                  data.where.empty() ? std::string("the selection") : fmt::format("--where \"{}\"", data.where),
-                  (data.results_dir / ResultsDb::kFileName).string(), data.where.empty() ? "" : " --where ...");
+    if (data.runs.empty()) return;
 
     // The calibration text of each similarity: a schedule may be evaluated on another text than it was made on.
     const QueryResult calibration = db.select(
@@ -299,7 +253,7 @@ double ReportSimilarity::layer_pair(const std::string& measure, int b, int a) co
     return sum / n_kv_heads;
 }
 
-ReportData load_report_data(const fs::path& results_dir, const std::string& where) {
+ReportData load_report_data(const fs::path& results_dir, const std::string& where, const std::string& task_where) {
     const fs::path db_file = results_dir / ResultsDb::kFileName;
     KASCADE_CHECK(fs::exists(db_file), "no results database {} (run `kascade sweep FILE --results {}` first)",
                   db_file.string(), results_dir.string());
@@ -307,10 +261,28 @@ ReportData load_report_data(const fs::path& results_dir, const std::string& wher
     ReportData data;
     data.results_dir = results_dir;
     data.where = where;
-    load_runs(db, data);
+    data.task_where = task_where;
+    // A condition names what the reader asked for: with one of the two, the other kind is left out; with neither,
+    // the report shows everything the folder holds.
+    if (!where.empty() || task_where.empty()) load_runs(db, data);
+    if (!task_where.empty() || where.empty()) data.task_runs = load_report_task_runs(db, task_where);
+    // A condition that matches nothing is most likely a mistake in it: say which one, and write nothing.
+    KASCADE_CHECK(where.empty() || !data.runs.empty(),
+                  "--where \"{}\" matches no run in {}; no report written (`kascade query runs --where ...` lists "
+                  "what there is)",
+                  where, db_file.string());
+    KASCADE_CHECK(task_where.empty() || !data.task_runs.empty(),
+                  "--task-where \"{}\" matches no task sample in {}; no report written (`kascade query tasks "
+                  "--where ...` lists what there is)",
+                  task_where, db_file.string());
+    KASCADE_CHECK(!data.runs.empty() || !data.task_runs.empty(),
+                  "{} holds no run and no task run; no report written (`kascade sweep`, `kascade eval` and `kascade "
+                  "task` store them)",
+                  db_file.string());
     load_schedules(db, data);
     load_similarities(db, data);
-    load_kernel_bench(db, data);
+    // Kernel speed-ups go with the perplexity runs' figures (as before task runs existed), not with a task report.
+    if (!data.runs.empty()) load_kernel_bench(db, data);
     return data;
 }
 

@@ -10,26 +10,11 @@
 #include <fmt/ranges.h>
 
 #include "base/error.h"
+#include "pipeline/report/report_style.h"
 
 namespace kascade {
 
 namespace {
-
-std::string num(double v) {
-    return std::isfinite(v) ? fmt::format("{:.6g}", v) : "NaN";
-}
-
-/// "kascade 1a2b3c4d5e6f" (or "kascade a, b" when the plotted results come from several builds), bottom right.
-std::string commit_label(const std::set<std::string>& commits) {
-    std::vector<std::string> list;
-    for (const std::string& c : commits) {
-        if (!c.empty()) list.push_back(c);
-    }
-    const std::string text =
-        list.empty() ? "kascade (commit unknown)" : fmt::format("kascade {}", fmt::join(list, ", "));
-    return fmt::format("set label 99 {} at screen 0.995, screen 0.012 right font \",8\" textcolor rgb \"#555555\"\n",
-                       gnuplot_string(text));
-}
 
 /// A plot series: the method, and for Kascade the schedule policy (the curves a reader compares).
 std::string method_series(const ReportRun& run) {
@@ -38,23 +23,6 @@ std::string method_series(const ReportRun& run) {
     if (!run.calib_text_path.empty() && run.calib_text_path != run.text_path)
         return fmt::format("kascade ({}), calibrated on {}", run.policy, short_name(run.calib_text_path));
     return fmt::format("kascade ({})", run.policy);
-}
-
-struct SeriesStyle {
-    std::string color;
-    int point = 7;
-};
-
-/// One colour and marker per method everywhere in a report, so that figures can be compared at a glance.
-SeriesStyle series_style(const std::string& series, size_t fallback_index) {
-    static const std::map<std::string, SeriesStyle> known = {
-        {"dense", {"#000000", 5}},        {"kascade (threshold)", {"#1f77b4", 7}},
-        {"kascade (dp)", {"#ff7f0e", 9}}, {"kascade (fixed)", {"#9467bd", 11}},
-        {"kascade", {"#1f77b4", 7}},      {"oracle", {"#2ca02c", 13}},
-        {"streaming", {"#d62728", 15}},   {"quest", {"#8c564b", 4}}};
-    if (const auto it = known.find(series); it != known.end()) return it->second;
-    static const char* extra[] = {"#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#393b79", "#637939"};
-    return {extra[fallback_index % std::size(extra)], static_cast<int>(4 + 2 * (fallback_index % 6))};
 }
 
 /// Colours by layer role (run and schedule figures).
@@ -73,7 +41,7 @@ std::string text_name(const std::string& path) {
 std::string topk_text(const std::optional<std::int64_t>& tiles, const std::optional<double>& pct,
                       const std::optional<std::int64_t>& k_min) {
     if (tiles) return fmt::format("top-k {} tiles", *tiles);
-    if (pct) return fmt::format("top-k {}% (k_min {})", num(*pct), k_min.value_or(0));
+    if (pct) return fmt::format("top-k {}% (k_min {})", report_num(*pct), k_min.value_or(0));
     return "no top-k";
 }
 
@@ -82,7 +50,7 @@ std::string policy_text(const std::string& policy, const std::optional<double>& 
                         const std::optional<std::int64_t>& max_dist, const std::optional<std::int64_t>& n_anchors,
                         const std::string& anchor_list) {
     if (policy == "threshold")
-        return fmt::format("threshold {}, max dist {}", num(threshold.value_or(NAN)), max_dist.value_or(0));
+        return fmt::format("threshold {}, max dist {}", report_num(threshold.value_or(NAN)), max_dist.value_or(0));
     if (policy == "dp") return fmt::format("dp, K = {}", n_anchors.value_or(0));
     if (policy == "fixed") return fmt::format("fixed anchors {}", anchor_list);
     return policy;
@@ -96,7 +64,7 @@ std::string distinct_list(const std::set<T>& values) {
         if constexpr (std::is_same_v<T, std::string>)
             out.push_back(v);
         else
-            out.push_back(num(static_cast<double>(v)));
+            out.push_back(report_num(static_cast<double>(v)));
     }
     return fmt::format("{}", fmt::join(out, ", "));
 }
@@ -106,7 +74,7 @@ std::string distinct_list(const std::set<T>& values) {
 std::vector<std::pair<std::string, std::string>> setting_parts(const ReportRun& r) {
     std::vector<std::pair<std::string, std::string>> parts = {{"method", method_series(r)}};
     auto add = [&](const char* name, std::string value) { parts.emplace_back(name, std::move(value)); };
-    add("threshold", r.threshold ? "threshold " + num(*r.threshold) : "");
+    add("threshold", r.threshold ? "threshold " + report_num(*r.threshold) : "");
     add("max_reuse_dist", r.max_reuse_dist ? fmt::format("max dist {}", *r.max_reuse_dist) : "");
     add("n_anchors", r.n_anchors ? fmt::format("K={}", *r.n_anchors) : "");
     add("anchor_list", r.anchor_list.empty() ? "" : "anchors " + r.anchor_list);
@@ -173,11 +141,6 @@ std::string context_label(const ReportRun& r) {
     return fmt::format("ctx {}", r.ctx);
 }
 
-const std::string kPlotHeader =
-    "set grid lc rgb \"#dddddd\"\n"
-    "set border lc rgb \"#444444\"\n"
-    "set key outside right top box lc rgb \"#cccccc\"\n";
-
 }  // namespace
 
 std::vector<ReportFigure> pareto_figures(const ReportData& data) {
@@ -206,16 +169,16 @@ std::vector<ReportFigure> pareto_figures(const ReportData& data) {
             });
             double best = INFINITY;
             for (const ReportRun* r : sorted) {
-                points += fmt::format("{} {} {}\n", num(r->density), num(r->degradation_pct), r->id);
+                points += fmt::format("{} {} {}\n", report_num(r->density), report_num(r->degradation_pct), r->id);
                 // Pareto front (both lower is better): a run is on it if no run of lower density degrades less.
                 if (r->degradation_pct < best) {
-                    front += fmt::format("{} {}\n", num(r->density), num(r->degradation_pct));
+                    front += fmt::format("{} {}\n", report_num(r->density), report_num(r->degradation_pct));
                     best = r->degradation_pct;
                 }
             }
             points += "\n\n";
             front += "\n\n";
-            const SeriesStyle style = series_style(name, index);
+            const SeriesStyle style = report_series_style(name, index);
             plot += fmt::format(
                 "{}$points index {} using 1:2 with points pt {} ps 1.4 lc rgb \"{}\" title {}, \\\n"
                 "  $front index {} using 1:2 with steps lw 1.5 dt 2 lc rgb \"{}\" notitle",
@@ -239,7 +202,8 @@ std::vector<ReportFigure> pareto_figures(const ReportData& data) {
         f.plot.width = 960;
         f.plot.height = 580;
         f.plot.datablocks = gnuplot_datablock("points", points) + gnuplot_datablock("front", front);
-        f.plot.body = kPlotHeader + commit_label(commits) + fmt::format("set title {}\n", gnuplot_string(title)) +
+        f.plot.body = kReportPlotHeader + report_commit_label(commits) +
+                      fmt::format("set title {}\n", gnuplot_string(title)) +
                       "set xlabel \"density: attended / causal query-key pairs, all layers (fraction)\"\n"
                       "set ylabel \"perplexity degradation vs dense (%)\"\n"
                       "set xzeroaxis lt -1 lc rgb \"#888888\"\n"
@@ -277,9 +241,10 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
         size_t index = 0;
         for (auto& [key, points] : curves) {
             std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-            for (const auto& [x, r] : points) rows += fmt::format("{} {} {}\n", num(x), num(r->ppl_sparse), r->id);
+            for (const auto& [x, r] : points)
+                rows += fmt::format("{} {} {}\n", report_num(x), report_num(r->ppl_sparse), r->id);
             rows += "\n\n";
-            const SeriesStyle style = series_style(method_series(*points.front().second), index);
+            const SeriesStyle style = report_series_style(method_series(*points.front().second), index);
             plot += fmt::format(
                 "{}$curves index {} using 1:2 with linespoints pt {} ps 1.2 lw 1.5 lc rgb \"{}\" "
                 "dt {} title {}",
@@ -291,7 +256,7 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
         const auto range = std::make_tuple(first.model_hash, first.text_hash, context_label(first), first.token_offset,
                                            first.n_tokens);
         if (const auto it = dense_ppl.find(range); it != dense_ppl.end()) {
-            plot += fmt::format(", \\\n  {} with lines lw 2 lc rgb \"#000000\" title {}", num(it->second),
+            plot += fmt::format(", \\\n  {} with lines lw 2 lc rgb \"#000000\" title {}", report_num(it->second),
                                 gnuplot_string(fmt::format("dense (ppl {:.4f})", it->second)));
         }
         const std::string model = short_name(first.model_path), text = text_name(first.text_path);
@@ -310,7 +275,8 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
         f.plot.width = 960;
         f.plot.height = 580;
         f.plot.datablocks = gnuplot_datablock("curves", rows);
-        f.plot.body = kPlotHeader + commit_label(commits) + fmt::format("set title {}\n", gnuplot_string(title)) +
+        f.plot.body = kReportPlotHeader + report_commit_label(commits) +
+                      fmt::format("set title {}\n", gnuplot_string(title)) +
                       fmt::format("set xlabel {}\n",
                                   gnuplot_string(pct ? "top-k budget (% of the keys a query tile's last query sees)"
                                                      : "top-k budget (keys per query tile = tiles x tile size, "
@@ -326,9 +292,6 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
 
 namespace {
 
-const std::string kHeatPalette =
-    "set palette defined (0 \"#3b528b\", 0.4 \"#21918c\", 0.7 \"#5ec962\", 1 \"#fde725\")\n";
-
 /// Rows b = 0..L-1 (reuse layer), columns a (anchor layer) of the layer-pair score; NaN where a >= b.
 std::string layer_matrix(const ReportSimilarity& sim, const std::string& measure, double& lo) {
     std::string rows;
@@ -337,7 +300,7 @@ std::string layer_matrix(const ReportSimilarity& sim, const std::string& measure
             const double v = sim.layer_pair(measure, b, a);
             if (std::isfinite(v)) lo = std::min(lo, v);
             if (a > 0) rows += ' ';
-            rows += num(v);
+            rows += report_num(v);
         }
         rows += "\n";
     }
@@ -362,7 +325,7 @@ std::vector<ReportFigure> similarity_figures(const ReportData& data) {
         lo = std::min(std::floor(lo * 20) / 20, 0.95);
         std::string importance;
         for (size_t l = 0; l < sim.importance.size(); ++l)
-            importance += fmt::format("{} {}\n", l, num(sim.importance[l]));
+            importance += fmt::format("{} {}\n", l, report_num(sim.importance[l]));
         const int L = sim.n_layers;
         const bool cell_labels = L <= 16;
         auto heatmap = [&](const char* block, const char* what) {
@@ -371,7 +334,7 @@ std::vector<ReportFigure> similarity_figures(const ReportData& data) {
                 "set xlabel \"anchor layer a (earlier)\"\nset ylabel \"reuse layer b\"\n"
                 "set xrange [-0.5:{}]\nset yrange [-0.5:{}]\nset xtics 1\nset ytics 1\nunset grid\n"
                 "set cbrange [{}:1]\nset cblabel \"mass recall (fraction)\"\nset size ratio -1\n",
-                gnuplot_string(what), L - 0.5, L - 0.5, num(lo));
+                gnuplot_string(what), L - 0.5, L - 0.5, report_num(lo));
             s += fmt::format("plot ${} matrix with image notitle", block);
             if (cell_labels)
                 s += fmt::format(
@@ -393,7 +356,7 @@ std::vector<ReportFigure> similarity_figures(const ReportData& data) {
         f.plot.height = 500;
         f.plot.datablocks = gnuplot_datablock("mean", mean) + gnuplot_datablock("min", min) +
                             gnuplot_datablock("importance", importance);
-        f.plot.body = commit_label({sim.git_commit}) + kHeatPalette +
+        f.plot.body = report_commit_label({sim.git_commit}) + kReportHeatPalette +
                       fmt::format("set multiplot layout 1,3 title {}\n", gnuplot_string(similarity_title(sim))) +
                       heatmap("mean", "recall, mean over query tiles") + "unset colorbox\n" +
                       heatmap("min", "recall, min over query tiles") +
@@ -401,7 +364,7 @@ std::vector<ReportFigure> similarity_figures(const ReportData& data) {
                       "title \"layer importance\"\n"
                       "set xlabel \"layer\"\nset ylabel \"importance: 1 - mean cos(x, x + attn) (unitless)\"\n"
                       "set autoscale\nset xrange [-0.6:" +
-                      num(L - 0.4) +
+                      report_num(L - 0.4) +
                       "]\nset yrange [0:*]\nset style fill solid 0.7\nset boxwidth 0.7\n"
                       "plot $importance using 1:2 with boxes lc rgb \"#4c72b0\" notitle\n"
                       "unset multiplot\n";
@@ -450,11 +413,13 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
             constexpr int kSteps = 24;
             for (int i = 0; i <= kSteps; ++i) {
                 const double t = M_PI * i / kSteps;
-                arcs += fmt::format("{} {}\n", num(a + (b - a) * (1 - std::cos(t)) / 2), num(height * std::sin(t)));
+                arcs += fmt::format("{} {}\n", report_num(a + (b - a) * (1 - std::cos(t)) / 2),
+                                    report_num(height * std::sin(t)));
             }
             arcs += "\n";
             if (l.similarity)
-                arc_labels += fmt::format("{} {} \"{:.3f}\"\n", num((a + b) / 2.0), num(height + 0.07), *l.similarity);
+                arc_labels += fmt::format("{} {} \"{:.3f}\"\n", report_num((a + b) / 2.0), report_num(height + 0.07),
+                                          *l.similarity);
         }
         ReportFigure d;
         d.section = ReportSection::Schedules;
@@ -478,17 +443,17 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
             d.plot.datablocks += gnuplot_datablock("arclabels", arc_labels);
             arc_plots += "$arclabels using 1:2:3 with labels font \",8\" notitle, \\\n  ";
         }
-        d.plot.body =
-            commit_label(commits) + fmt::format("set title {}\n", gnuplot_string(title)) +
-            fmt::format("set xrange [-0.7:{}]\nset yrange [-0.45:{}]\n", num(s.n_layers - 0.3), num(top + 0.25)) +
-            "unset ytics\nset xtics 1 nomirror\nset border 1\nset xlabel \"layer\"\n"
-            "set key outside right top\n"
-            "plot " +
-            arc_plots +
-            "$layers using 1:2:3 with points pt 5 ps 3.2 lc rgb variable notitle, \\\n"
-            "  NaN with points pt 5 ps 2 lc rgb \"#7f7f7f\" title \"dense\", \\\n"
-            "  NaN with points pt 5 ps 2 lc rgb \"#ff7f0e\" title \"anchor\", \\\n"
-            "  NaN with points pt 5 ps 2 lc rgb \"#1f77b4\" title \"reuse\"\n";
+        d.plot.body = report_commit_label(commits) + fmt::format("set title {}\n", gnuplot_string(title)) +
+                      fmt::format("set xrange [-0.7:{}]\nset yrange [-0.45:{}]\n", report_num(s.n_layers - 0.3),
+                                  report_num(top + 0.25)) +
+                      "unset ytics\nset xtics 1 nomirror\nset border 1\nset xlabel \"layer\"\n"
+                      "set key outside right top\n"
+                      "plot " +
+                      arc_plots +
+                      "$layers using 1:2:3 with points pt 5 ps 3.2 lc rgb variable notitle, \\\n"
+                      "  NaN with points pt 5 ps 2 lc rgb \"#7f7f7f\" title \"dense\", \\\n"
+                      "  NaN with points pt 5 ps 2 lc rgb \"#ff7f0e\" title \"anchor\", \\\n"
+                      "  NaN with points pt 5 ps 2 lc rgb \"#1f77b4\" title \"reuse\"\n";
         figures.push_back(std::move(d));
 
         // Head maps: per reuse layer, the KV-head pair similarity to its anchor and the anchor head each head uses.
@@ -513,7 +478,7 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
                                                      : (l.head_map[hb] == ha ? 1.0 : 0.0);
                     if (std::isfinite(v)) lo = std::min(lo, v);
                     if (ha > 0) matrix += ' ';
-                    matrix += num(v);
+                    matrix += report_num(v);
                 }
                 matrix += "\n";
                 chosen += fmt::format("{} {}\n", l.head_map[hb], hb);
@@ -545,7 +510,7 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
         h.plot.height = rows * 230 + 80;
         h.plot.datablocks = blocks;
         h.plot.body =
-            commit_label(commits) + kHeatPalette +
+            report_commit_label(commits) + kReportHeatPalette +
             fmt::format(
                 "set multiplot layout {},{} title {}\n", rows, cols,
                 gnuplot_string(fmt::format("schedule {} head maps: {}", id,
@@ -554,7 +519,7 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
                 "set xrange [-0.5:{0}]\nset yrange [-0.5:{0}]\nset xtics 1\nset ytics 1\n"
                 "set size ratio -1\nset cbrange [{1}:1]\nset xlabel \"anchor KV head\"\n"
                 "set ylabel \"KV head\"\n",
-                num(H - 0.5), with_similarity ? num(lo) : "0") +
+                report_num(H - 0.5), with_similarity ? report_num(lo) : "0") +
             body + "unset multiplot\n";
         figures.push_back(std::move(h));
     }
@@ -568,8 +533,8 @@ std::vector<ReportFigure> run_figures(const ReportData& data) {
         std::string rows;
         bool has_error = false;
         for (const ReportRunLayer& l : r.layers) {
-            rows += fmt::format("{} {} {} {}\n", l.layer, num(l.density), num(l.out_rel_error.value_or(NAN)),
-                                role_color(l.role));
+            rows += fmt::format("{} {} {} {}\n", l.layer, report_num(l.density),
+                                report_num(l.out_rel_error.value_or(NAN)), role_color(l.role));
             has_error = has_error || l.out_rel_error.has_value();
         }
         std::string setting = method_series(r);
@@ -593,9 +558,9 @@ std::vector<ReportFigure> run_figures(const ReportData& data) {
         f.plot.height = 620;
         f.plot.datablocks = gnuplot_datablock("layers", rows);
         const int L = static_cast<int>(r.layers.size());
-        f.plot.body = commit_label({r.git_commit}) +
+        f.plot.body = report_commit_label({r.git_commit}) +
                       fmt::format("set multiplot layout 2,1 title {}\n", gnuplot_string(title)) +
-                      fmt::format("set xrange [-0.6:{}]\nset xtics 1\n", num(L - 0.4)) +
+                      fmt::format("set xrange [-0.6:{}]\nset xtics 1\n", report_num(L - 0.4)) +
                       "set grid ytics lc rgb \"#dddddd\"\nset style fill solid 0.75\nset boxwidth 0.7\n"
                       "set xlabel \"layer\"\nset ylabel \"density (fraction of causal pairs)\"\nset yrange [0:1.05]\n"
                       "plot $layers using 1:2:4 with boxes lc rgb variable notitle\n"
@@ -642,9 +607,10 @@ std::vector<ReportFigure> kernel_figures(const ReportData& data) {
         std::string rows, plot;
         size_t index = 0;
         for (const auto& [variant, points] : variants) {
-            for (const auto& [context, speedup] : points) rows += fmt::format("{} {}\n", num(context), num(speedup));
+            for (const auto& [context, speedup] : points)
+                rows += fmt::format("{} {}\n", report_num(context), report_num(speedup));
             rows += "\n\n";
-            const SeriesStyle style = series_style(variant, index);
+            const SeriesStyle style = report_series_style(variant, index);
             plot += fmt::format(
                 "{}$speedup index {} using 1:2 with linespoints pt {} ps 1.3 lw 1.8 lc rgb \"{}\" "
                 "title {}",
@@ -662,7 +628,7 @@ std::vector<ReportFigure> kernel_figures(const ReportData& data) {
         f.plot.width = 900;
         f.plot.height = 560;
         f.plot.datablocks = gnuplot_datablock("speedup", rows);
-        f.plot.body = kPlotHeader + commit_label(commits) +
+        f.plot.body = kReportPlotHeader + report_commit_label(commits) +
                       fmt::format("set title {}\n", gnuplot_string(fmt::format("Kernel speed-up vs context: {}\n{}",
                                                                                group, fmt::join(machines, "; ")))) +
                       "set logscale x 2\nset xlabel \"context length T (tokens)\"\n"

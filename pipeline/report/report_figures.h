@@ -11,7 +11,7 @@
 namespace kascade {
 
 /// The sections of a report page, in page order.
-enum class ReportSection { Pareto, TopK, Similarity, Schedules, Runs, Kernels };
+enum class ReportSection { Pareto, TopK, Similarity, Schedules, Runs, Kernels, TaskHeatmaps, TaskDensity };
 
 struct ReportFigure {
     ReportSection section = ReportSection::Pareto;

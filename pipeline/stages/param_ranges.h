@@ -45,6 +45,12 @@ inline constexpr ValueRange kLayer{0};               ///< a layer index (fixed p
 inline constexpr ValueRange kPromptTokens{1};        ///< decode: positions prefilled per window, BOS included
 inline constexpr ValueRange kDecodeTokens{1};        ///< decode: positions decoded one at a time per window
 inline constexpr ValueRange kQuestPage{1};           ///< quest: keys per page
+inline constexpr ValueRange kTaskLength{1};          ///< task: prompt tokens, BOS included
+inline constexpr ValueRange kDepthCount{1};          ///< task: needle depths evenly spaced over 0-100 %
+inline constexpr ValueRange kDepthPct{0, 100};       ///< task: a needle depth, % of the haystack
+inline constexpr ValueRange kTaskSamples{1};         ///< task: samples per length and depth
+inline constexpr ValueRange kMaxNewTokens{1};        ///< task: answer token limit
+inline constexpr ValueRange kTaskSeed{0};            ///< task: what the samples are drawn from
 
 }  // namespace param_range
 

@@ -42,17 +42,75 @@ std::string schedule_label(const ScheduleParams& p) {
 
 struct Hashes {
     std::string model, tokenizer, text;
+    std::string haystack;  ///< [task] haystack; empty: the filler
 };
+
+/// Adds a task job per task x prefill of [task] for one method configuration, unless the plan has its key already
+/// (a task run does not depend on ctx, and dense or quest runs are one prefill mode).
+void add_task_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, int tile, const TopKRule& topk,
+                   KeyGranularity granularity, Pooling pooling, int schedule_job, const std::string& method_label,
+                   std::vector<SweepJob>& plan) {
+    const SweepTaskSpec& t = *spec.task;
+    for (TaskKind kind : t.tasks) {
+        for (TaskPrefill requested : t.prefills) {
+            SweepJob j;
+            j.stage = "task";
+            TaskParams& p = j.task;
+            p.task = kind;
+            p.seed = t.seed;
+            p.lengths = t.lengths;
+            p.depths_pct = t.depths_pct;
+            p.samples = t.samples;
+            p.haystack = t.haystack;
+            p.max_new_tokens = t.max_new_tokens;
+            p.prefill = effective_task_prefill(method, requested);
+            p.method.method = method;
+            if (method != EvalMethod::Dense) {
+                p.method.tile = tile;
+                p.method.topk = topk;
+                p.method.granularity = granularity;
+                p.method.pooling = pooling;
+                p.method.quest_page = spec.quest_page;
+            }
+            if (schedule_job >= 0) {
+                j.schedule_key = plan[schedule_job].key;
+                j.depends_on = {schedule_job};
+            }
+            j.key = task_key({.model_hash = h.model,
+                              .tokenizer_hash = h.tokenizer,
+                              .haystack_hash = h.haystack,
+                              .task = kind,
+                              .seed = t.seed,
+                              .max_new_tokens = t.max_new_tokens.value_or(task_defaults(kind).max_new_tokens),
+                              .prefill = p.prefill,
+                              .method = method,
+                              .tile = tile,
+                              .topk = topk,
+                              .schedule_key = j.schedule_key,
+                              .granularity = granularity,
+                              .pooling = pooling,
+                              .quest_page = spec.quest_page});
+            if (std::any_of(plan.begin(), plan.end(), [&](const SweepJob& o) { return o.key == j.key; })) continue;
+            j.task_grid = task_grid_json(p);
+            j.label = fmt::format("{} {} prefill={}", task_kind_name(kind), method_label, task_prefill_name(p.prefill));
+            plan.push_back(j);
+        }
+    }
+}
 
 std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
     std::vector<SweepJob> plan;
     const bool has_dense =
         std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Dense) != spec.baselines.end();
+    if (has_dense && spec.task) add_task_jobs(spec, h, EvalMethod::Dense, 0, {}, {}, {}, -1, "dense", plan);
     for (int ctx : spec.ctx) {
         // Every sparse eval compares with the dense run of its tokens: it waits for the dense job of its ctx.
         std::vector<int> dense_dep;
-        auto eval_job = [&](EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
-                            Pooling pooling, int schedule_job, const std::string& label) {
+        // A method configuration's jobs: its perplexity run (eval) and its task runs ([task]).
+        auto method_jobs = [&](EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
+                               Pooling pooling, int schedule_job, const std::string& label) {
+            if (spec.task) add_task_jobs(spec, h, method, tile, topk, granularity, pooling, schedule_job, label, plan);
+            if (!spec.perplexity) return;
             SweepJob j;
             j.stage = "eval";
             j.label = label;
@@ -86,11 +144,11 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
             j.key = eval_key(key);
             plan.push_back(j);
         };
-        if (has_dense) {
-            eval_job(EvalMethod::Dense, 0, {}, {}, {}, -1,
-                     spec.phase == EvalPhase::Decode ? fmt::format("dense decode prompt_tokens={} decode_tokens={}",
-                                                                   spec.prompt_tokens, spec.decode_tokens)
-                                                     : fmt::format("dense ctx={}", ctx));
+        if (has_dense && spec.perplexity) {
+            method_jobs(EvalMethod::Dense, 0, {}, {}, {}, -1,
+                        spec.phase == EvalPhase::Decode ? fmt::format("dense decode prompt_tokens={} decode_tokens={}",
+                                                                      spec.prompt_tokens, spec.decode_tokens)
+                                                        : fmt::format("dense ctx={}", ctx));
             dense_dep = {static_cast<int>(plan.size()) - 1};
         }
         for (int tile : spec.tile) {
@@ -129,8 +187,8 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                         plan.push_back(sc);
                         const int schedule_job = static_cast<int>(plan.size()) - 1;
                         for (Pooling pooling : spec.pooling) {
-                            eval_job(EvalMethod::Kascade, tile, topk, granularity, pooling, schedule_job,
-                                     fmt::format("kascade {} pooling={}", sc.label, pooling_name(pooling)));
+                            method_jobs(EvalMethod::Kascade, tile, topk, granularity, pooling, schedule_job,
+                                        fmt::format("kascade {} pooling={}", sc.label, pooling_name(pooling)));
                         }
                     }
                     for (EvalMethod method : spec.baselines) {
@@ -138,8 +196,8 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                         // Quest has no tile, key granularity or pooling: one job per top-k rule.
                         if (method == EvalMethod::Quest) {
                             if (tile == spec.tile.front() && granularity == spec.granularity.front())
-                                eval_job(method, tile, topk, granularity, {}, -1,
-                                         fmt::format("quest ({}) page_size={}", topk_label(topk), spec.quest_page));
+                                method_jobs(method, tile, topk, granularity, {}, -1,
+                                            fmt::format("quest ({}) page_size={}", topk_label(topk), spec.quest_page));
                             continue;
                         }
                         // Streaming ranks nothing: pooling does not apply to it.
@@ -147,9 +205,9 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                             method == EvalMethod::Oracle ? spec.pooling
                                                          : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
                         for (Pooling pooling : poolings) {
-                            eval_job(method, tile, topk, granularity, pooling, -1,
-                                     fmt::format("{} ({}) pooling={}", eval_method_name(method), s.label,
-                                                 pooling_name(pooling)));
+                            method_jobs(method, tile, topk, granularity, pooling, -1,
+                                        fmt::format("{} ({}) pooling={}", eval_method_name(method), s.label,
+                                                    pooling_name(pooling)));
                         }
                     }
                 }
@@ -202,7 +260,7 @@ SweepReport run_one_job(const fs::path& results_dir, const SweepSpec& spec, Swee
     }
     for (int dep : job.depends_on) {
         const SweepJob& input = plan.jobs[dep];
-        KASCADE_CHECK(job_output_stored(ws.db(), input.stage, input.key),
+        KASCADE_CHECK(job_output_stored(ws.db(), input.stage, input.key, input.task_grid),
                       "job {} ({} {}) needs job {} ({} {}), which is not stored in {}: it failed or was cancelled; "
                       "run the sweep again to retry the missing jobs",
                       index, job.stage, job.label, dep, input.stage, input.label, results_dir.string());
@@ -223,6 +281,14 @@ SweepReport run_one_job(const fs::path& results_dir, const SweepSpec& spec, Swee
     return report;
 }
 
+/// The id of the schedule a kascade eval or task job runs with (stored by the schedule job it depends on).
+int64_t stored_schedule_id(Workspace& ws, const std::string& schedule_key, const std::string& label) {
+    const std::optional<Schedule> schedule = ws.db().find_schedule(schedule_key);
+    KASCADE_CHECK(schedule.has_value(), "schedule {} of job \"{}\" is not stored in {}", schedule_key, label,
+                  ws.results_dir().string());
+    return schedule->record.id;
+}
+
 }  // namespace
 
 SweepPlan plan_sweep(const SweepSpec& spec) {
@@ -230,7 +296,12 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
     KASCADE_CHECK(fs::exists(spec.model), "{}: model.path \"{}\" does not exist", spec.file.string(), spec.model);
     KASCADE_CHECK(!tokenizer.empty() && fs::exists(tokenizer),
                   "{}: no tokenizer for model \"{}\" (set model.tokenizer)", spec.file.string(), spec.model);
-    const Hashes hashes{model_content_hash(spec.model), hash_file_hex(tokenizer), hash_hex(read_text_file(spec.text))};
+    Hashes hashes{model_content_hash(spec.model), hash_file_hex(tokenizer), hash_hex(read_text_file(spec.text)), ""};
+    if (spec.task && !spec.task->haystack.empty()) {
+        KASCADE_CHECK(fs::exists(spec.task->haystack), "{}: task.haystack \"{}\" does not exist", spec.file.string(),
+                      spec.task->haystack);
+        hashes.haystack = hash_file_hex(spec.task->haystack);
+    }
     SweepPlan plan;
     plan.model = spec.model;
     plan.tokenizer = tokenizer;
@@ -253,7 +324,7 @@ void check_sweep_inputs(const SweepSpec& spec, const LoadedModel& model, const L
     KASCADE_CHECK(spec.calib_offset + spec.calib_tokens <= n_text,
                   "{}: calibration.offset = {} + calibration.tokens = {} runs past the end of text \"{}\" ({} tokens)",
                   file, spec.calib_offset, spec.calib_tokens, text.path.string(), n_text);
-    KASCADE_CHECK(spec.test_offset + spec.test_tokens <= n_text,
+    KASCADE_CHECK(!spec.perplexity || spec.test_offset + spec.test_tokens <= n_text,
                   "{}: test.offset = {}{} + test.tokens = {} runs past the end of text \"{}\" ({} tokens)", file,
                   spec.test_offset, spec.test_offset_given ? "" : " (after the calibration range)", spec.test_tokens,
                   text.path.string(), n_text);
@@ -284,6 +355,26 @@ void check_sweep_inputs(const SweepSpec& spec, const LoadedModel& model, const L
                           list, layers);
         }
     }
+    if (spec.task) {
+        // Each task's prompts must fit the model's context with their answer, and the shortest must hold the
+        // instruction, needles and question: the task stage's own checks, run once per task before any job.
+        for (TaskKind kind : spec.task->tasks) {
+            TaskParams p;
+            p.task = kind;
+            p.seed = spec.task->seed;
+            p.lengths = spec.task->lengths;
+            p.depths_pct = spec.task->depths_pct;
+            p.samples = spec.task->samples;
+            p.haystack = spec.task->haystack;
+            p.max_new_tokens = spec.task->max_new_tokens;
+            p.method.method = EvalMethod::Dense;  // the checks of the prompts, whatever the method
+            try {
+                resolve_task(nullptr, model, p);
+            } catch (const Error& e) {
+                KASCADE_FAIL("{}: [task] {}: {}", file, task_kind_name(kind), e.what());
+            }
+        }
+    }
 }
 
 void check_sweep_inputs(const SweepSpec& spec, const SweepPlan& plan) {
@@ -292,8 +383,17 @@ void check_sweep_inputs(const SweepSpec& spec, const SweepPlan& plan) {
     check_sweep_inputs(spec, *model, *text);
 }
 
-bool job_output_stored(ResultsDb& db, std::string_view stage, std::string_view key) {
+std::string task_grid_json(const TaskParams& p) {
+    return nlohmann::json{{"lengths", p.lengths}, {"depths_pct", p.depths_pct}, {"samples", p.samples}}.dump();
+}
+
+bool job_output_stored(ResultsDb& db, std::string_view stage, std::string_view key, std::string_view task_grid) {
     if (stage == "eval") return db.find_run(key).has_value();
+    if (stage == "task") {
+        const nlohmann::json grid = nlohmann::json::parse(task_grid);
+        return task_grid_stored(db, key, grid.at("lengths").get<std::vector<int>>(),
+                                grid.at("depths_pct").get<std::vector<double>>(), grid.at("samples").get<int>());
+    }
     // A schedule is stored as a row and an artifact file: a deleted file is computed again, like any artifact's.
     if (stage == "schedule" && !db.find_schedule(key)) return false;
     const std::optional<ArtifactRecord> artifact = db.find_artifact(key);
@@ -304,7 +404,7 @@ void mark_stored(const fs::path& results_dir, SweepPlan& plan) {
     if (!fs::exists(results_dir / ResultsDb::kFileName)) return;
     ResultsDb db(results_dir, DbAccess::ReadOnly);
     if (db.schema_version() == 0) return;  // being created by another process: nothing stored yet
-    for (SweepJob& j : plan.jobs) j.stored = job_output_stored(db, j.stage, j.key);
+    for (SweepJob& j : plan.jobs) j.stored = job_output_stored(db, j.stage, j.key, j.task_grid);
 }
 
 void record_sweep(ResultsDb& db, const SweepSpec& spec, const SweepPlan& plan) {
@@ -313,8 +413,11 @@ void record_sweep(ResultsDb& db, const SweepSpec& spec, const SweepPlan& plan) {
     std::vector<SweepJobRecord> jobs;
     for (size_t i = 0; i < plan.jobs.size(); ++i) {
         const SweepJob& j = plan.jobs[i];
-        jobs.push_back(
-            {plan.key, static_cast<int64_t>(i), j.stage, j.key, j.label, nlohmann::json(j.depends_on).dump()});
+        SweepJobRecord r{
+            plan.key,    static_cast<int64_t>(i), j.stage, j.key, j.label, nlohmann::json(j.depends_on).dump(),
+            std::nullopt};
+        if (j.stage == "task") r.task_grid = j.task_grid;
+        jobs.push_back(r);
     }
     db.record_sweep(sweep, jobs);
 }
@@ -340,14 +443,18 @@ JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, co
         const auto s = ws.db().load_schedule(r.id);
         outcome.summary =
             fmt::format("schedule {}: {} anchors, {} reuse", r.id, s->record.n_anchor_layers, s->record.n_reuse_layers);
+    } else if (job.stage == "task") {
+        TaskParams params = job.task;
+        if (params.method.method == EvalMethod::Kascade)
+            params.method.schedule_id = stored_schedule_id(ws, job.schedule_key, job.label);
+        const TaskSummary r = run_task(ws, model, params, {}, force);
+        KASCADE_ASSERT(ws.db().find_task_run(job.key)->id == r.task_run_id);
+        outcome.cached = r.samples_run == 0;
+        outcome.summary = fmt::format("task run {}: score {:.4f} density {:.3f}", r.task_run_id, r.score, r.density);
     } else {
         EvalParams params = job.eval;
-        if (params.method == EvalMethod::Kascade) {
-            const std::optional<Schedule> schedule = ws.db().find_schedule(job.schedule_key);
-            KASCADE_CHECK(schedule.has_value(), "schedule {} of eval job \"{}\" is not stored in {}", job.schedule_key,
-                          job.label, ws.results_dir().string());
-            params.schedule_id = schedule->record.id;
-        }
+        if (params.method == EvalMethod::Kascade)
+            params.schedule_id = stored_schedule_id(ws, job.schedule_key, job.label);
         const EvalResult r = run_eval(ws, model, text, params, force);
         const RunDetails run = ws.db().load_run(r.run_id);
         KASCADE_ASSERT(run.run.key == job.key);
@@ -442,8 +549,11 @@ SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, const 
         progress.finish();
     }
     for (const SweepJob& j : plan.jobs) {
-        if (j.stage != "eval") continue;
-        if (const auto id = ws.db().find_run(j.key)) report.run_ids.push_back(*id);
+        if (j.stage == "eval") {
+            if (const auto id = ws.db().find_run(j.key)) report.run_ids.push_back(*id);
+        } else if (j.stage == "task") {
+            if (const auto run = ws.db().find_task_run(j.key)) report.task_run_ids.push_back(run->id);
+        }
     }
     std::fprintf(log, "sweep done: %d jobs computed, %d reused%s, %.1f s\n", report.computed,
                  n_jobs - report.computed - report.failed,

@@ -23,7 +23,7 @@
 namespace kascade {
 
 struct SweepJob {
-    std::string stage;            ///< capture | similarity | schedule | eval
+    std::string stage;            ///< capture | similarity | schedule | eval | task
     std::string label;            ///< its parameters, for the log
     std::string key;              ///< content key of its output
     std::vector<int> depends_on;  ///< indices of the jobs whose outputs it reads
@@ -37,7 +37,9 @@ struct SweepJob {
     std::string similarity_key;                          ///< schedule: its input
     ScheduleParams schedule;                             ///< schedule
     std::string schedule_key;                            ///< eval kascade: its schedule
-    EvalParams eval;  ///< eval (schedule_id is looked up by schedule_key when it runs)
+    EvalParams eval;        ///< eval (schedule_id is looked up by schedule_key when it runs)
+    TaskParams task;        ///< task (its method's schedule_id is looked up by schedule_key when it runs)
+    std::string task_grid;  ///< task: the grid it stores (task_grid_json), part of what "stored" means
 };
 
 struct SweepPlan {
@@ -57,9 +59,12 @@ void check_sweep_inputs(const SweepSpec& spec, const LoadedModel& model, const L
 /// The same, loading the plan's model and text without a results folder (a dry run, a Slurm submission).
 void check_sweep_inputs(const SweepSpec& spec, const SweepPlan& plan);
 
-/// Whether a job's output is in the results folder of `db`: its run, its schedule, or its artifact row with the
-/// file in place (what the stages check before computing).
-bool job_output_stored(ResultsDb& db, std::string_view stage, std::string_view key);
+/// The grid a task job stores, as sweep_jobs.task_grid holds it: {"lengths": [...], "depths_pct": [...], "samples": N}.
+std::string task_grid_json(const TaskParams& params);
+
+/// Whether a job's output is in the results folder of `db`: its run, its schedule, its artifact row with the file
+/// in place (what the stages check before computing), or every sample of its task grid (task_grid_json; task jobs).
+bool job_output_stored(ResultsDb& db, std::string_view stage, std::string_view key, std::string_view task_grid = {});
 
 /// Sets SweepJob::stored from the results folder's database, read-only; a missing database means nothing stored.
 void mark_stored(const std::filesystem::path& results_dir, SweepPlan& plan);
@@ -84,8 +89,9 @@ struct SweepReport {
     std::string key;
     std::vector<SweepJob> jobs;
     int computed = 0;
-    int failed = 0;                ///< jobs that ended with an error (and jobs that needed them)
-    std::vector<int64_t> run_ids;  ///< the stored runs of this sweep, in plan order
+    int failed = 0;                     ///< jobs that ended with an error (and jobs that needed them)
+    std::vector<int64_t> run_ids;       ///< the stored runs of this sweep, in plan order
+    std::vector<int64_t> task_run_ids;  ///< the stored task runs of this sweep, in plan order
 };
 
 /// Makes the plan and runs it as `options` say, logging one line per job to `log`. Throws on the first failed

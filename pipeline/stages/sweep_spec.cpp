@@ -187,6 +187,40 @@ const toml::table* subtable(const toml::table& root, const fs::path& file, const
     return node->as_table();
 }
 
+SweepTaskSpec read_task_table(const fs::path& file, const toml::table* table,
+                              std::map<std::string, std::string>& environment) {
+    TableReader t(
+        file, "task", table,
+        {"tasks", "lengths", "depths", "depth_pcts", "samples", "seed", "haystack", "max_new_tokens", "prefill"});
+    SweepTaskSpec task;
+    KASCADE_CHECK(t.has("tasks"), "{}: missing task.tasks (one or more of: {})", file.string(),
+                  fmt::join(task_kind_names(), ", "));
+    for (const std::string& name : t.choices("tasks", {}, task_kind_names()))
+        task.tasks.push_back(parse_task_kind(name, "task.tasks"));
+    KASCADE_CHECK(t.has("lengths"), "{}: missing task.lengths (prompt lengths in tokens, e.g. [1024, 2048])",
+                  file.string());
+    for (double v : t.numbers("lengths", {}, param_range::kTaskLength, true))
+        task.lengths.push_back(static_cast<int>(v));
+    KASCADE_CHECK(!(t.has("depths") && t.has("depth_pcts")),
+                  "{}: task.depths (a count) and task.depth_pcts (a list) exclude each other", file.string());
+    if (t.has("depth_pcts")) {
+        task.depths_pct = t.numbers("depth_pcts", {}, param_range::kDepthPct, false);
+    } else {
+        task.depths_pct = evenly_spaced_depths(static_cast<int>(t.integer("depths", 1, param_range::kDepthCount)));
+    }
+    task.samples = static_cast<int>(t.integer("samples", TaskParams{}.samples, param_range::kTaskSamples));
+    task.seed =
+        static_cast<uint64_t>(t.integer("seed", static_cast<int64_t>(TaskParams{}.seed), param_range::kTaskSeed));
+    const std::string haystack = t.string("haystack", "");
+    if (!haystack.empty()) task.haystack = resolve_path(file, "task.haystack", haystack, environment);
+    if (t.has("max_new_tokens"))
+        task.max_new_tokens = static_cast<int>(t.integer("max_new_tokens", 0, param_range::kMaxNewTokens));
+    for (const std::string& name :
+         t.choices("prefill", {std::string(task_prefill_name(TaskParams{}.prefill))}, task_prefill_names()))
+        task.prefills.push_back(parse_task_prefill(name, "task.prefill"));
+    return task;
+}
+
 }  // namespace
 
 SweepSpec load_sweep_spec(const fs::path& file) {
@@ -202,7 +236,7 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     spec.file = file;
 
     TableReader top(file, "(top level)", &root,
-                    {"model", "text", "calibration", "test", "grid", "schedules", "baselines", "slurm"});
+                    {"model", "text", "calibration", "test", "grid", "schedules", "baselines", "task", "slurm"});
 
     TableReader model(file, "model", subtable(root, file, "model", true), {"path", "tokenizer"});
     spec.model = resolve_path(file, "model.path", model.string("path", "", true), spec.environment);
@@ -333,13 +367,18 @@ SweepSpec load_sweep_spec(const fs::path& file) {
         }
     }
 
+    const toml::table* task_table = subtable(root, file, "task", false);
+    spec.perplexity = task_table == nullptr || root.contains("test");
+    if (task_table != nullptr) spec.task = read_task_table(file, task_table, spec.environment);
+
     TableReader baselines(file, "baselines", subtable(root, file, "baselines", false), {"methods", "quest_page"});
     for (const std::string& m : baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming", "quest"}))
         spec.baselines.push_back(*eval_method_from_name(m));
     const bool has_quest =
         std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Quest) != spec.baselines.end();
-    KASCADE_CHECK(!has_quest || decode,
-                  "{}: baselines.methods = \"quest\" is a decode method: it needs test.phase = \"decode\"",
+    KASCADE_CHECK(!has_quest || decode || !spec.perplexity,
+                  "{}: baselines.methods = \"quest\" is a decode method: it needs test.phase = \"decode\" (or a "
+                  "[task] table without [test]: task answers are decoded)",
                   file.string());
     KASCADE_CHECK(has_quest || !baselines.has("quest_page"),
                   "{}: baselines.quest_page applies to the quest method only", file.string());
@@ -357,9 +396,10 @@ SweepSpec load_sweep_spec(const fs::path& file) {
 
     const int64_t calib_end = spec.calib_offset + spec.calib_tokens;
     if (spec.test_offset < 0) spec.test_offset = calib_end;
-    KASCADE_CHECK(spec.test_offset + spec.test_tokens <= spec.calib_offset || spec.test_offset >= calib_end,
-                  "{}: test tokens [{}, {}) overlap the calibration tokens [{}, {})", file.string(), spec.test_offset,
-                  spec.test_offset + spec.test_tokens, spec.calib_offset, calib_end);
+    KASCADE_CHECK(
+        !spec.perplexity || spec.test_offset + spec.test_tokens <= spec.calib_offset || spec.test_offset >= calib_end,
+        "{}: test tokens [{}, {}) overlap the calibration tokens [{}, {})", file.string(), spec.test_offset,
+        spec.test_offset + spec.test_tokens, spec.calib_offset, calib_end);
     for (int t : spec.tile)
         for (int c : spec.ctx)
             KASCADE_CHECK(t <= c, "{}: grid.tile = {} is larger than grid.ctx = {}", file.string(), t, c);

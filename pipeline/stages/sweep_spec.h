@@ -19,6 +19,7 @@
 #include "pipeline/stages/eval_stage.h"
 #include "pipeline/stages/param_ranges.h"
 #include "pipeline/stages/schedule_stage.h"
+#include "pipeline/stages/task_stage.h"
 
 namespace kascade {
 
@@ -35,6 +36,20 @@ struct SlurmSettings {
 /// The ranges of [slurm] cpus_per_task and array_throttle, shared with --cpus-per-task and --array-throttle.
 inline constexpr ValueRange kCpusPerTaskRange{1, 4096};
 inline constexpr ValueRange kArrayThrottleRange{1, 1 << 20};
+
+/// Table [task]: long-context task jobs, one task run (over the whole lengths x depths x samples grid) per task x
+/// prefill mode x method configuration of the sweep ([baselines] at each budget of [grid], and Kascade at each
+/// schedule). Defaults: those of TaskParams.
+struct SweepTaskSpec {
+    std::vector<TaskKind> tasks;     ///< task.tasks (required)
+    std::vector<int> lengths;        ///< task.lengths (required)
+    std::vector<double> depths_pct;  ///< task.depths (a count, evenly spaced) or task.depth_pcts
+    int samples = TaskParams{}.samples;
+    uint64_t seed = TaskParams{}.seed;
+    std::string haystack;               ///< task.haystack; empty: the filler sentences
+    std::optional<int> max_new_tokens;  ///< empty: each task's default
+    std::vector<TaskPrefill> prefills;  ///< task.prefill (default: TaskParams's)
+};
 
 struct SweepSpec {
     std::filesystem::path file;
@@ -58,6 +73,8 @@ struct SweepSpec {
     std::vector<ScheduleParams> schedules;    ///< fully expanded
     std::vector<int> schedule_tables;         ///< per schedule: i of the [[schedules]] table it came from
     std::vector<EvalMethod> baselines;        ///< dense, oracle, streaming, quest (decode)
+    std::optional<SweepTaskSpec> task;        ///< [task]
+    bool perplexity = true;                   ///< plan eval (perplexity) jobs: no [task] table, or a [test] table
     SlurmSettings slurm;
     /// The ${VAR}s the file uses, with their values: batch scripts set them, so tasks read the same paths.
     std::map<std::string, std::string> environment;

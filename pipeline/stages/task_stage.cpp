@@ -27,19 +27,22 @@ namespace {
 /// A sample's place in the grid; depths are compared as the doubles evenly_spaced_depths or the user gave.
 using SampleId = std::tuple<int64_t, double, int64_t>;
 
-std::string task_key(const LoadedModel& model, const ResolvedTask& r) {
+std::string resolved_task_key(const LoadedModel& model, const ResolvedTask& r) {
     const ResolvedEval& m = r.method;
-    nlohmann::json inputs = {{"model", model.model_hash},
-                             {"tokenizer", model.tokenizer_hash},
-                             {"haystack", r.haystack_hash.empty() ? "filler" : r.haystack_hash}};
-    if (m.schedule) inputs["schedule"] = m.schedule->record.key;
-    nlohmann::json params = {{"task", std::string(task_kind_name(r.params.task))},
-                             {"seed", r.params.seed},
-                             {"max_new_tokens", r.max_new_tokens},
-                             {"prefill", std::string(task_prefill_name(r.params.prefill))},
-                             {"method", std::string(eval_method_name(m.params.method))}};
-    add_method_key_params(m.params.method, m.tile, m.topk, m.granularity, m.pooling, m.params.quest_page, params);
-    return content_key("task", kTaskFormatVersion, inputs, params);
+    return task_key({.model_hash = model.model_hash,
+                     .tokenizer_hash = model.tokenizer_hash,
+                     .haystack_hash = r.haystack_hash,
+                     .task = r.params.task,
+                     .seed = r.params.seed,
+                     .max_new_tokens = r.max_new_tokens,
+                     .prefill = r.params.prefill,
+                     .method = m.params.method,
+                     .tile = m.tile,
+                     .topk = m.topk,
+                     .schedule_key = m.schedule ? m.schedule->record.key : "",
+                     .granularity = m.granularity,
+                     .pooling = m.pooling,
+                     .quest_page = m.params.quest_page});
 }
 
 TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedTask& r) {
@@ -48,7 +51,7 @@ TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedT
     TaskRunRecord run;
     run.key = r.key;
     run.model_id = ws.stored_id(model);
-    if (!r.params.haystack.empty()) run.text_id = ws.stored_id(ws.text(r.params.haystack, model));
+    if (r.haystack_text) run.text_id = ws.db().upsert_text(*r.haystack_text);
     if (m.schedule) run.schedule_id = m.schedule->record.id;
     run.task = std::string(task_kind_name(r.params.task));
     run.metric = std::string(task_metric_name(r.metric));
@@ -92,7 +95,51 @@ TaskSampleRecord measure_sample(const Transformer& runtime, const LoadedModel& m
     return s;
 }
 
+/// The samples of the grid (lengths x depths x samples) in the order they are run.
+std::vector<SampleId> sample_grid(const std::vector<int>& lengths, const std::vector<double>& depths_pct, int samples) {
+    std::vector<SampleId> grid;
+    for (const int length : lengths)
+        for (const double depth : depths_pct)
+            for (int i = 0; i < samples; ++i) grid.emplace_back(length, depth, i);
+    return grid;
+}
+
+std::set<SampleId> stored_samples(ResultsDb& db, int64_t task_run_id) {
+    std::set<SampleId> stored;
+    for (const TaskSampleRecord& s : db.list_task_samples(task_run_id))
+        stored.emplace(s.length, s.depth_pct, s.sample_index);
+    return stored;
+}
+
 }  // namespace
+
+std::string task_key(const TaskKeyInputs& k) {
+    nlohmann::json inputs = {{"model", k.model_hash},
+                             {"tokenizer", k.tokenizer_hash},
+                             {"haystack", k.haystack_hash.empty() ? "filler" : k.haystack_hash}};
+    if (k.method == EvalMethod::Kascade) inputs["schedule"] = k.schedule_key;
+    nlohmann::json params = {{"task", std::string(task_kind_name(k.task))},
+                             {"seed", k.seed},
+                             {"max_new_tokens", k.max_new_tokens},
+                             {"prefill", std::string(task_prefill_name(k.prefill))},
+                             {"method", std::string(eval_method_name(k.method))}};
+    add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, params);
+    return content_key("task", kTaskFormatVersion, inputs, params);
+}
+
+TaskPrefill effective_task_prefill(EvalMethod method, TaskPrefill requested) {
+    return method == EvalMethod::Quest || method == EvalMethod::Dense ? TaskPrefill::Dense : requested;
+}
+
+bool task_grid_stored(ResultsDb& db, std::string_view key, const std::vector<int>& lengths,
+                      const std::vector<double>& depths_pct, int samples) {
+    const std::optional<TaskRunRecord> run = db.find_task_run(key);
+    if (!run) return false;
+    const std::set<SampleId> stored = stored_samples(db, run->id);
+    for (const SampleId& id : sample_grid(lengths, depths_pct, samples))
+        if (!stored.count(id)) return false;
+    return true;
+}
 
 TaskSample make_resolved_task_sample(const ResolvedTask& r, const LoadedModel& model, int length, double depth,
                                      int index) {
@@ -128,10 +175,7 @@ ResolvedTask resolve_task(ResultsDb* db, const LoadedModel& model, const TaskPar
     }
     for (const double d : params.depths_pct)
         KASCADE_CHECK(d >= 0 && d <= 100, "invalid depth {} (must be a percentage in [0, 100])", d);
-    // Quest ranks pages only at decode time: its prompt is prefilled densely, as in its paper. Dense attention is
-    // the same computation either way: one prefill mode, one key.
-    if (params.method.method == EvalMethod::Quest || params.method.method == EvalMethod::Dense)
-        r.params.prefill = TaskPrefill::Dense;
+    r.params.prefill = effective_task_prefill(params.method.method, params.prefill);
 
     const int max_length = *std::max_element(params.lengths.begin(), params.lengths.end());
     EvalParams method = params.method;
@@ -146,34 +190,31 @@ ResolvedTask resolve_task(ResultsDb* db, const LoadedModel& model, const TaskPar
         const std::string text = read_text_file(params.haystack);
         r.haystack = haystack_sentences(text, fmt::format("\"{}\"", params.haystack.string()));
         r.haystack_hash = hash_file_hex(params.haystack);
+        r.haystack_text = text_record(params.haystack, text);
     }
     // The shortest prompt must hold the instruction, needles and question: refused here, before anything is stored.
     const int min_length = *std::min_element(params.lengths.begin(), params.lengths.end());
     make_resolved_task_sample(r, model, min_length, params.depths_pct.front(), 0);
-    r.key = task_key(model, r);
+    r.key = resolved_task_key(model, r);
     return r;
 }
 
 TaskSummary run_task(Workspace& ws, LoadedModel& model, const TaskParams& params,
-                     const std::function<void(int, int)>& progress) {
+                     const std::function<void(int, int)>& progress, bool force) {
     const ResolvedTask r = resolve_task(&ws.db(), model, params);
     std::optional<int64_t> run_id;
     std::set<SampleId> stored;
     if (const auto run = ws.db().find_task_run(r.key)) {
         run_id = run->id;
-        for (const TaskSampleRecord& s : ws.db().list_task_samples(run->id))
-            stored.emplace(s.length, s.depth_pct, s.sample_index);
+        stored = stored_samples(ws.db(), run->id);
     }
-    std::vector<SampleId> grid;
-    for (const int length : r.params.lengths)
-        for (const double depth : r.params.depths_pct)
-            for (int i = 0; i < r.params.samples; ++i) grid.emplace_back(length, depth, i);
+    const std::vector<SampleId> grid = sample_grid(r.params.lengths, r.params.depths_pct, r.params.samples);
 
     TaskSummary summary;
     const Transformer runtime(model.weights);
     int done = 0;
     for (const auto& [length, depth, index] : grid) {
-        if (stored.count({length, depth, index})) {
+        if (!force && stored.count({length, depth, index})) {
             ++summary.samples_stored;
         } else {
             TaskSampleRecord sample =
@@ -181,7 +222,7 @@ TaskSummary run_task(Workspace& ws, LoadedModel& model, const TaskParams& params
             // The run row is stored with its first sample, so a command refused or killed before has stored nothing.
             if (!run_id) run_id = ws.db().insert_task_run(task_run_record(ws, model, r)).id;
             sample.task_run_id = *run_id;
-            ws.db().insert_task_sample(sample);
+            ws.db().insert_task_sample(sample, /*replace=*/force);
             ++summary.samples_run;
         }
         if (progress) progress(++done, static_cast<int>(grid.size()));

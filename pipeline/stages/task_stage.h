@@ -38,6 +38,32 @@ struct TaskParams {
     EvalParams method;
 };
 
+/// What a task run's content key is made of (pure: a sweep plans task jobs with it before anything runs).
+struct TaskKeyInputs {
+    std::string model_hash, tokenizer_hash;
+    std::string haystack_hash;  ///< empty: the filler sentences
+    TaskKind task = TaskKind::Passkey;
+    uint64_t seed = 0;
+    int max_new_tokens = 0;
+    TaskPrefill prefill = TaskPrefill::Sparse;  ///< as effective_task_prefill gives it
+    EvalMethod method = EvalMethod::Dense;
+    int tile = 0;                                        ///< ignored for dense and quest
+    TopKRule topk;                                       ///< ignored for dense
+    std::string schedule_key;                            ///< method kascade
+    KeyGranularity granularity = KeyGranularity::Token;  ///< ignored for dense and quest
+    Pooling pooling = Pooling::PostSoftmax;              ///< ignored for dense and quest
+    int quest_page = 0;                                  ///< quest
+};
+std::string task_key(const TaskKeyInputs& inputs);
+
+/// The prefill a method's task run uses: Quest ranks pages only at decode time, so its prompt is prefilled densely
+/// as in its paper, and dense attention is the same computation either way (one prefill mode, one key).
+TaskPrefill effective_task_prefill(EvalMethod method, TaskPrefill requested);
+
+/// Whether every sample of the grid (lengths x depths x samples) of the task run `key` is stored.
+bool task_grid_stored(ResultsDb& db, std::string_view key, const std::vector<int>& lengths,
+                      const std::vector<double>& depths_pct, int samples);
+
 /// `n` depths evenly spaced over 0-100 % (n = 1: 50 %).
 std::vector<double> evenly_spaced_depths(int n);
 
@@ -46,8 +72,9 @@ struct ResolvedTask {
     ResolvedEval method;  ///< the method with its defaults filled in (from the schedule, for kascade)
     TaskMetric metric = TaskMetric::NumberMatch;
     int max_new_tokens = 0;
-    std::string haystack_hash;          ///< empty: the filler
-    std::vector<std::string> haystack;  ///< its sentences
+    std::string haystack_hash;                ///< empty: the filler
+    std::optional<TextRecord> haystack_text;  ///< the haystack file's texts row (stored with the run); none: the filler
+    std::vector<std::string> haystack;        ///< its sentences
     std::string key;
 };
 
@@ -69,9 +96,9 @@ struct TaskSummary {
     double density = 0;  ///< mean over the grid's samples
 };
 
-/// Steps 2 and 3 for every sample of the grid not stored yet, then the summary of the whole grid. progress (may be
-/// empty) is called after each sample with (done, total).
+/// Steps 2 and 3 for every sample of the grid not stored yet (with force: for every sample, replacing the stored
+/// ones), then the summary of the whole grid. progress (may be empty) is called after each sample with (done, total).
 TaskSummary run_task(Workspace& ws, LoadedModel& model, const TaskParams& params,
-                     const std::function<void(int, int)>& progress = {});
+                     const std::function<void(int, int)>& progress = {}, bool force = false);
 
 }  // namespace kascade

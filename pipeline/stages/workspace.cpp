@@ -95,17 +95,22 @@ std::unique_ptr<LoadedModel> load_model_and_tokenizer(const fs::path& path, cons
     return m;
 }
 
+TextRecord text_record(const fs::path& path, const std::string& contents) {
+    TextRecord record;
+    record.hash = hash_hex(contents);
+    record.path = fs::absolute(path).lexically_normal().string();
+    record.bytes = static_cast<int64_t>(contents.size());
+    return record;
+}
+
 std::unique_ptr<LoadedText> load_corpus_text(const fs::path& path, const LoadedModel& model) {
     auto t = std::make_unique<LoadedText>();
     t->path = path;
     const std::string contents = read_text_file(path);
-    t->hash = hash_hex(contents);
     const ModelConfig& c = model.weights.config;
     t->tokens = tokenize_corpus(*model.tokenizer, contents, document_boundary_token(c, model.tokenizer.get()));
-    TextRecord& record = t->record;
-    record.hash = t->hash;
-    record.path = fs::absolute(path).lexically_normal().string();
-    record.bytes = static_cast<int64_t>(contents.size());
+    t->record = text_record(path, contents);
+    t->hash = t->record.hash;
     return t;
 }
 

@@ -83,6 +83,9 @@ class Workspace {
 /// Workspace::model caches what this returns.
 std::unique_ptr<LoadedModel> load_model_and_tokenizer(const std::filesystem::path& path,
                                                       const std::filesystem::path& tokenizer_path = {});
+/// The texts row of a text file with these contents (its hash, absolute path and size).
+TextRecord text_record(const std::filesystem::path& path, const std::string& contents);
+
 /// Reads a text file and tokenizes it with the model's tokenizer; Workspace::text caches what this returns.
 std::unique_ptr<LoadedText> load_corpus_text(const std::filesystem::path& path, const LoadedModel& model);
 

@@ -1,6 +1,6 @@
 // tests/report/report_check.h: independent checks of what `kascade report` writes: PNG files decoded with libpng,
-// SVG headers and colours read from the XML text, the files an HTML page refers to, and a quick-sweep results
-// folder shared by the tests of this area.
+// SVG headers and colours read from the XML text, the files an HTML page refers to, the page rendered by headless
+// Chromium, database rows read with plain sqlite3, and results folders shared by the tests of this area.
 #pragma once
 
 #include <fcntl.h>
@@ -129,27 +129,56 @@ inline int run_shell(const std::string& command, const fs::path& log) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/// Holds the exclusive lock on the shared quick-sweep results folder (see shared_quick_sweep): while it is held no
-/// other test process runs the sweep, so nothing there (the report included) is rewritten.
-class QuickSweepLock {
+/// Renders a page with headless Chromium into a PNG screenshot of width x height pixels; returns Chromium's exit
+/// code (its output in `log`). `scratch` holds its profile folder.
+inline int chromium_screenshot(const fs::path& chromium, const fs::path& html, const fs::path& shot,
+                               const fs::path& scratch, const fs::path& log, int width = 1280, int height = 1600) {
+    // The flags the machine's headless Chromium needs: no sandbox (root), no GPU, no network of its own.
+    const std::string command =
+        "timeout 120 " + shell_quote(chromium.string()) +
+        " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
+        "--disable-component-update --disable-sync --user-data-dir=" +
+        shell_quote((scratch / "chromium-profile").string()) + " --window-size=" + std::to_string(width) + "," +
+        std::to_string(height) + " --screenshot=" + shell_quote(shot.string()) + " " +
+        shell_quote("file://" + html.string());
+    return run_shell(command, log);
+}
+
+/// The number of pixels of a PNG with exactly this colour (0xRRGGBB, opaque); -1 if the file does not decode.
+inline long count_pixels(const fs::path& path, std::uint32_t rgb) {
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_file(&image, path.c_str())) return -1;
+    image.format = PNG_FORMAT_RGB;
+    std::vector<std::uint8_t> pixels(PNG_IMAGE_SIZE(image));
+    if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) return -1;
+    long n = 0;
+    for (size_t i = 0; i + 2 < pixels.size(); i += 3)
+        n += (std::uint32_t(pixels[i]) << 16 | std::uint32_t(pixels[i + 1]) << 8 | pixels[i + 2]) == rgb;
+    return n;
+}
+
+/// Holds the exclusive lock on a results folder shared by the test processes of this area (see shared_quick_sweep):
+/// while it is held no other test process fills it, so nothing there (a report included) is rewritten.
+class SharedResultsLock {
   public:
-    explicit QuickSweepLock(const fs::path& results) {
+    explicit SharedResultsLock(const fs::path& results) {
         fs::create_directories(results.parent_path());
         fd_ = ::open((results.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
         ::flock(fd_, LOCK_EX);
     }
-    ~QuickSweepLock() {
+    ~SharedResultsLock() {
         ::flock(fd_, LOCK_UN);
         ::close(fd_);
     }
-    QuickSweepLock(const QuickSweepLock&) = delete;
-    QuickSweepLock& operator=(const QuickSweepLock&) = delete;
+    SharedResultsLock(const SharedResultsLock&) = delete;
+    SharedResultsLock& operator=(const SharedResultsLock&) = delete;
 
   private:
     int fd_ = -1;
 };
 
-/// Runs experiments/stories260k-quick.toml into `results`; the caller holds a QuickSweepLock on it.
+/// Runs experiments/stories260k-quick.toml into `results`; the caller holds a SharedResultsLock on it.
 inline std::string run_quick_sweep_locked(const fs::path& results, const std::string& extra_args = "") {
     ::setenv("KASCADE_ASSETS", KASCADE_SHARED_DIR, 1);
     const CommandResult r =
@@ -162,7 +191,7 @@ inline std::string run_quick_sweep_locked(const fs::path& results, const std::st
 /// build tree, filled by the sweep under an exclusive lock (the sweep reuses what is stored, so only the first test
 /// computes; later ones take about a second). Returns the sweep's output.
 inline std::string shared_quick_sweep(const fs::path& results, const std::string& extra_args = "") {
-    const QuickSweepLock lock(results);
+    const SharedResultsLock lock(results);
     return run_quick_sweep_locked(results, extra_args);
 }
 
@@ -179,6 +208,28 @@ inline bool copy_database(const fs::path& from, const fs::path& to) {
     sqlite3_close(src);
     sqlite3_close(dst);
     return ok;
+}
+
+/// Every row of a query on a database (read-only), each value as text ("NULL" for NULL); empty on an error.
+inline std::vector<std::vector<std::string>> db_rows(const fs::path& db_file, const std::string& sql) {
+    sqlite3* db = nullptr;
+    std::vector<std::vector<std::string>> rows;
+    if (sqlite3_open_v2(db_file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+        sqlite3_stmt* stmt = nullptr;
+        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+            while (sqlite3_step(stmt) == SQLITE_ROW) {
+                std::vector<std::string> row;
+                for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
+                    const unsigned char* v = sqlite3_column_text(stmt, c);
+                    row.push_back(v != nullptr ? reinterpret_cast<const char*>(v) : "NULL");
+                }
+                rows.push_back(std::move(row));
+            }
+        }
+        sqlite3_finalize(stmt);
+    }
+    sqlite3_close(db);
+    return rows;
 }
 
 /// The first value of a query on a database (read-only), "" if none.

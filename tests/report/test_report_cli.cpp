@@ -71,7 +71,7 @@ TEST_F(QuickSweepReport, SweepEndsByPrintingWhereItsReportIs) {
     const fs::path html = kQuickResults / "reports" / "stories260k-quick" / "index.html";
     EXPECT_NE(sweep_output_->find("report: " + html.string()), std::string::npos) << *sweep_output_;
     // Other test processes run the sweep too (and so rewrite the report): hold them off until the check is done.
-    const QuickSweepLock lock(kQuickResults);
+    const SharedResultsLock lock(kQuickResults);
     ASSERT_TRUE(fs::exists(html));
 
     const auto written = fs::last_write_time(html);
@@ -140,15 +140,7 @@ TEST_F(QuickSweepReport, ChromiumRendersThePage) {
     const CommandResult r = report("--where \"method != 'streaming'\" --out " + shell_quote(out.string()));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const fs::path shot = dir_ / "screenshot.png";
-    // The flags the machine's headless Chromium needs: no sandbox (root), no GPU, no network of its own.
-    const std::string command =
-        "timeout 120 " + shell_quote(chromium->string()) +
-        " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
-        "--disable-component-update --disable-sync --user-data-dir=" +
-        shell_quote((dir_ / "chromium-profile").string()) +
-        " --window-size=1280,1600 --screenshot=" + shell_quote(shot.string()) + " " +
-        shell_quote("file://" + (out / "index.html").string());
-    const int code = run_shell(command, dir_ / "chromium.log");
+    const int code = chromium_screenshot(*chromium, out / "index.html", shot, dir_.path(), dir_ / "chromium.log");
     ASSERT_EQ(code, 0) << read_all(dir_ / "chromium.log");
     const DecodedImage png = decode_png(shot);
     ASSERT_EQ(png.error, "");

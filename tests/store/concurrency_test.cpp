@@ -93,7 +93,7 @@ TEST(StoreConcurrency, ProcessesOpeningAnOldDatabaseMigrateItOnce) {
                                ResultsDb db(tmp.path());
                                db.record_sweep(SweepRecord{"sweep-" + std::to_string(i % 2), "s.toml", 1, ""},
                                                {SweepJobRecord{"sweep-" + std::to_string(i % 2), 0, "capture", "k",
-                                                               "ctx=8", "[]"}});
+                                                               "ctx=8", "[]", std::nullopt}});
                            }),
               6);
     ResultsDb db(tmp.path());

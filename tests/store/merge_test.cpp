@@ -68,7 +68,7 @@ class MergeTest : public ::testing::Test {
         ResultsDb a(dir_ / "a");
         test::fill_sample_store(a);
         a.record_sweep(SweepRecord{"sweep-a", "a.toml", 1, ""},
-                       {SweepJobRecord{"sweep-a", 0, "eval", "run-1", "x", "[]"}});
+                       {SweepJobRecord{"sweep-a", 0, "eval", "run-1", "x", "[]", std::nullopt}});
         write_sample_files(dir_ / "a");
         ResultsDb b(dir_ / "b");
         const test::SampleIds ids = test::fill_sample_store(b);
@@ -115,7 +115,7 @@ TEST_F(MergeTest, TwoShardsGiveTheUnionAndMergingAgainChangesNothing) {
     serial.insert_run(other, test::sample_metrics(), test::sample_run_layers());
     serial.insert_kernel_bench({0, "dense_prefill", "{}", 2, 1.5, 40.0, std::nullopt, 1.0, "abc", "node-17", "t0"});
     serial.record_sweep(SweepRecord{"sweep-a", "a.toml", 1, ""},
-                        {SweepJobRecord{"sweep-a", 0, "eval", "run-1", "x", "[]"}});
+                        {SweepJobRecord{"sweep-a", 0, "eval", "run-1", "x", "[]", std::nullopt}});
     EXPECT_EQ(merged, content(serial));
 
     for (ResultsDb* shard : {&a, &b}) {

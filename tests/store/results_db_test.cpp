@@ -214,11 +214,11 @@ TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {
     TempDir tmp;
     {
         SQLite::Database raw(tmp.path() / "kascade.db", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-        raw.exec("PRAGMA user_version = 7");
+        raw.exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion + 1));
     }
     EXPECT_EQ(error_of([&] { ResultsDb db(tmp.path()); }),
-              fmt::format("{} has schema version 7, this kascade reads up to {}; upgrade kascade",
-                          (tmp.path() / "kascade.db").string(), kSchemaVersion));
+              fmt::format("{} has schema version {}, this kascade reads up to {}; upgrade kascade",
+                          (tmp.path() / "kascade.db").string(), kSchemaVersion + 1, kSchemaVersion));
 }
 
 TEST(ResultsDb, RefusesAFileThatIsNotADatabase) {

@@ -137,7 +137,7 @@ TEST_F(TaskStage, BadOptionsAreOneLineErrorsThatWriteNothing) {
         {" --lengths 600 --method dense", "invalid length 600 in --lengths"},
         {"--lengths 400  --method oracle", "--method oracle needs a key budget"},
         {"--lengths 400  --method dense --prefill spars", "did you mean sparse?"},
-        {"--lengths 400  --method dense --depth-pcts 150", "invalid depth 150"},
+        {"--lengths 400  --method dense --depth-pcts 150", "--depth-pcts 150 is out of range (must be in [0, 100])"},
         {"--lengths 400  --method dense --haystack /nonexistent/hay.txt", "/nonexistent/hay.txt"},
     };
     for (const auto& [args, needle] : cases) {

@@ -1,0 +1,145 @@
+#include "pipeline/report/report_task_data.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "io/store/table_format.h"
+#include "pipeline/report/report_data.h"
+#include "pipeline/report/report_rows.h"
+
+namespace kascade {
+
+using namespace report_rows;
+
+namespace {
+
+/// Mean of `value` over the samples, per length (key) or all together (key 0).
+template <class Value>
+std::map<std::int64_t, double> sample_means(const std::vector<ReportTaskSample>& samples, bool by_length, Value value) {
+    std::map<std::int64_t, std::pair<double, int>> sums;
+    for (const ReportTaskSample& s : samples) {
+        auto& [sum, n] = sums[by_length ? s.length : 0];
+        sum += value(s);
+        ++n;
+    }
+    std::map<std::int64_t, double> means;
+    for (const auto& [key, sum_n] : sums) means[key] = sum_n.first / sum_n.second;
+    return means;
+}
+
+/// The schedule settings of the Kascade task runs: task_samples_flat carries the policy, anchor count and list,
+/// not the threshold policy's parameters.
+void load_schedule_settings(QueryDb& db, std::vector<ReportTaskRun>& runs) {
+    std::set<std::int64_t> ids;
+    for (const ReportTaskRun& r : runs) {
+        if (r.schedule_id) ids.insert(*r.schedule_id);
+    }
+    if (ids.empty()) return;
+    const QueryResult rows =
+        db.select("SELECT id, threshold, max_reuse_dist FROM schedules WHERE id IN (" + id_list(ids) + ")");
+    for (size_t i = 0; i < rows.rows.size(); ++i) {
+        const Row row(rows, i);
+        for (ReportTaskRun& r : runs) {
+            if (r.schedule_id != opt_int(row["id"])) continue;
+            r.threshold = opt_real(row["threshold"]);
+            r.max_reuse_dist = opt_int(row["max_reuse_dist"]);
+        }
+    }
+}
+
+}  // namespace
+
+double ReportTaskRun::mean_score() const {
+    return sample_means(samples, false, [](const ReportTaskSample& s) { return s.score; }).at(0);
+}
+double ReportTaskRun::mean_density() const {
+    return sample_means(samples, false, [](const ReportTaskSample& s) { return s.density; }).at(0);
+}
+std::map<std::int64_t, double> ReportTaskRun::score_by_length() const {
+    return sample_means(samples, true, [](const ReportTaskSample& s) { return s.score; });
+}
+std::map<std::int64_t, double> ReportTaskRun::density_by_length() const {
+    return sample_means(samples, true, [](const ReportTaskSample& s) { return s.density; });
+}
+
+std::string task_method_text(const ReportTaskRun& r) {
+    if (r.method != "kascade") return r.method;
+    if (r.policy == "dp") return fmt::format("kascade dp anchors={}", r.n_anchors.value_or(0));
+    if (r.policy == "threshold")
+        return fmt::format("kascade threshold {:g} max dist {}", r.threshold.value_or(0), r.max_reuse_dist.value_or(0));
+    if (r.policy == "fixed") return "kascade fixed anchors " + r.anchor_list;
+    return r.policy.empty() ? std::string("kascade") : "kascade " + r.policy;
+}
+
+std::string task_budget_text(const ReportTaskRun& r) {
+    if (r.topk_pct) return fmt::format("topk {:g}%", *r.topk_pct);
+    if (r.topk_tiles && r.page_size) return fmt::format("topk {} pages of {}", *r.topk_tiles, *r.page_size);
+    if (r.topk_tiles) return fmt::format("topk {} tiles of {}", *r.topk_tiles, r.tile.value_or(0));
+    return {};
+}
+
+std::string task_run_label(const ReportTaskRun& r) {
+    if (r.method == "dense") return "dense";
+    const std::string budget = task_budget_text(r);
+    return fmt::format("{}{} ({} prefill)", task_method_text(r), budget.empty() ? "" : " " + budget, r.prefill);
+}
+
+std::string task_haystack_name(const ReportTaskRun& r) {
+    return r.haystack_path.empty() ? std::string("filler") : short_name(r.haystack_path);
+}
+
+std::vector<ReportTaskRun> load_report_task_runs(QueryDb& db, const std::string& task_where) {
+    const std::string sql =
+        "SELECT task_run_id, task, metric, seed, max_new_tokens, prefill, method, schedule_id, policy, n_anchors, "
+        "anchor_list, tile, topk_tiles, topk_pct, k_min, k_rule, round_k, key_granularity, pooling, page_size, "
+        "length, depth_pct, sample_index, score, density, model_path, model_hash, haystack_path, git_commit "
+        "FROM task_samples_flat" +
+        (task_where.empty() ? std::string() : " WHERE (" + task_where + ")") +
+        " ORDER BY task_run_id, length, depth_pct, sample_index";
+    const QueryResult result = db.select(sql, fmt::format("--task-where \"{}\"", task_where));
+    std::vector<ReportTaskRun> runs;
+    for (size_t i = 0; i < result.rows.size(); ++i) {
+        const Row r(result, i);
+        const std::int64_t id = *opt_int(r["task_run_id"]);
+        if (runs.empty() || runs.back().id != id) {
+            ReportTaskRun run;
+            run.id = id;
+            run.task = text(r["task"]);
+            run.metric = text(r["metric"]);
+            run.seed = opt_int(r["seed"]).value_or(0);
+            run.max_new_tokens = opt_int(r["max_new_tokens"]).value_or(0);
+            run.prefill = text(r["prefill"]);
+            run.method = text(r["method"]);
+            run.schedule_id = opt_int(r["schedule_id"]);
+            run.policy = text(r["policy"]);
+            run.n_anchors = opt_int(r["n_anchors"]);
+            run.anchor_list = text(r["anchor_list"]);
+            run.tile = opt_int(r["tile"]);
+            run.topk_tiles = opt_int(r["topk_tiles"]);
+            run.topk_pct = opt_real(r["topk_pct"]);
+            run.k_min = opt_int(r["k_min"]);
+            run.k_rule = text(r["k_rule"]);
+            run.round_k = opt_int(r["round_k"]);
+            run.key_granularity = text(r["key_granularity"]);
+            run.pooling = text(r["pooling"]);
+            run.page_size = opt_int(r["page_size"]);
+            run.model_path = text(r["model_path"]);
+            run.model_hash = text(r["model_hash"]);
+            run.haystack_path = text(r["haystack_path"]);
+            run.git_commit = text(r["git_commit"]);
+            runs.push_back(std::move(run));
+        }
+        ReportTaskSample s;
+        s.length = opt_int(r["length"]).value_or(0);
+        s.depth_pct = real_or_nan(r["depth_pct"]);
+        s.sample_index = opt_int(r["sample_index"]).value_or(0);
+        s.score = real_or_nan(r["score"]);
+        s.density = real_or_nan(r["density"]);
+        runs.back().samples.push_back(s);
+    }
+    load_schedule_settings(db, runs);
+    return runs;
+}
+
+}  // namespace kascade

@@ -1,0 +1,73 @@
+// pipeline/report/report_task_data.h: the long-context task runs a report shows (pipeline/stages/task_stage.h),
+// read from the task_samples_flat view through the report's read-only connection, with the names a reader knows a
+// method configuration by ("kascade dp anchors=2 topk 10% (sparse prefill)").
+//
+// A report selects task samples, not task runs (`--task-where` is a condition on task_samples_flat, as for
+// `kascade query tasks`): every mean here is over a run's selected samples only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kascade {
+
+class QueryDb;
+
+/// One scored sample: what the heatmaps and means are made of.
+struct ReportTaskSample {
+    std::int64_t length = 0;  ///< prompt tokens, BOS included
+    double depth_pct = 0;     ///< requested depth of the asked needle, % of the haystack
+    std::int64_t sample_index = 0;
+    double score = 0;    ///< [0, 1] by the run's metric
+    double density = 0;  ///< attended / causal (query, key) pairs over the method's passes, all layers, [0, 1]
+};
+
+/// One task run (a method with its budget or schedule on a task) and its selected samples.
+struct ReportTaskRun {
+    std::int64_t id = 0;
+    std::string task;     ///< passkey | niah_single | ... (pipeline/tasks/task_kind.h)
+    std::string metric;   ///< number_match | string_match_all | string_match_part
+    std::string prefill;  ///< sparse (the prompt through the method) | dense (decode-only ablation)
+    std::string method;   ///< kascade | dense | oracle | streaming | quest
+    std::int64_t seed = 0, max_new_tokens = 0;
+    // Kascade: the schedule and its policy setting (from the schedules table).
+    std::optional<std::int64_t> schedule_id;
+    std::string policy;  ///< threshold | dp | fixed; empty for the other methods
+    std::optional<double> threshold;
+    std::optional<std::int64_t> max_reuse_dist, n_anchors;
+    std::string anchor_list;
+    // The key budget (NULL where the method has none: dense).
+    std::optional<std::int64_t> tile, topk_tiles, k_min, round_k, page_size;
+    std::optional<double> topk_pct;
+    std::string k_rule, key_granularity, pooling;
+    std::string model_path, model_hash;
+    std::string haystack_path;  ///< empty: the built-in filler
+    std::string git_commit;
+    std::vector<ReportTaskSample> samples;  ///< selected ones, by length, depth, index; never empty
+
+    double mean_score() const;
+    double mean_density() const;
+    /// Mean score and mean density of the samples of each prompt length.
+    std::map<std::int64_t, double> score_by_length() const;
+    std::map<std::int64_t, double> density_by_length() const;
+};
+
+/// The method with its schedule setting: "dense", "oracle", "kascade dp anchors=2", "kascade threshold 0.65 max
+/// dist 4", "kascade fixed anchors 0,2".
+std::string task_method_text(const ReportTaskRun& r);
+/// The key budget: "topk 10%", "topk 8 tiles of 16", "topk 4 pages of 16" (quest); empty for dense.
+std::string task_budget_text(const ReportTaskRun& r);
+/// The whole configuration: "dense", "oracle topk 10% (dense prefill)", "kascade dp anchors=2 topk 10% (sparse
+/// prefill)". Dense has no prefill mode of its own (it is always dense).
+std::string task_run_label(const ReportTaskRun& r);
+/// The short name of a haystack: "filler" (built in) or the text file's name.
+std::string task_haystack_name(const ReportTaskRun& r);
+
+/// The samples matching `task_where` (SQL on task_samples_flat; empty: all), grouped into their task runs by id.
+/// Throws kascade::Error naming the condition if it is invalid SQL; returns no runs if it matches nothing.
+std::vector<ReportTaskRun> load_report_task_runs(QueryDb& db, const std::string& task_where);
+
+}  // namespace kascade
