@@ -13,7 +13,7 @@ samples="${3:-10}"   # per length and depth: 11 depths x 10 = 110 prompts per le
 dense_lengths="${4:-8192 16384}"   # lengths measured with dense attention only (the model's reach)
 dense_samples="${5:-3}"
 kascade="${KASCADE:-build/pipeline/kascade}"
-model=tests/fixtures/retrieval-model
+model="${MODEL:-tests/fixtures/retrieval-model}"   # MODEL=folder measures another checkpoint
 
 run() { "$kascade" task --results "$results" --model "$model" --task passkey --seed 1 "$@" --json; }
 for length in $lengths; do

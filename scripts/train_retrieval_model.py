@@ -470,6 +470,8 @@ def main():
     ap.add_argument("--haystack-text", help="a text file whose sentences form part of the haystacks (else filler only)")
     ap.add_argument("--stage1-steps", type=int, default=1300)
     ap.add_argument("--stage2-steps", type=int, default=250)
+    ap.add_argument("--stage2-lengths", default="2048",
+                    help="stage 2: prompt lengths, one per step in turn (batch 4096 // length; e.g. 2048,4096)")
     ap.add_argument("--max-distance", type=int, default=24576, help="stage 1: needle distances up to this many positions")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--start-layers", type=int, default=2, help="train this many layers first (0: --layers)")
@@ -543,9 +545,11 @@ def main():
             gaps = [rng.randint(0, args.max_distance - 600) if rng.random() < share else 0 for _ in range(batch)]
             tok, wt, pos, answer = batch_from_samples(samples, lambda i: gaps[i], args.needle_weight)
         else:
-            # Real contiguous prompts of 2K tokens: the answer must be found among many filler keys. One shape
-            # only: with several lengths the memory the process retains grew past 23 GB and it was killed.
-            length, batch = 2048, 2
+            # Real contiguous prompts: the answer must be found among many filler keys. Few shapes (one batch of
+            # 4096 tokens a step): with lengths drawn at random the memory the process retained grew past 23 GB.
+            lengths = [int(x) for x in args.stage2_lengths.split(",")]
+            length = lengths[step % len(lengths)]
+            batch = max(1, 4096 // length)
             samples = [make_sample(rng, length - 60, haystack_text) for _ in range(batch)]
             tok, wt, pos, answer = batch_from_samples(samples, lambda i: 0, args.needle_weight)
         loss, ans = answer_loss(model, tok, wt, pos, answer)
