@@ -27,7 +27,7 @@ wiki="$KASCADE_ASSETS/data/wikitext-2/wiki.test.raw"
     WHERE s.policy = 'dp' AND s.n_anchors IN (2, 3) AND s.metric = 'recall' AND s.aggregation = 'mean'
       AND s.head_map = 'argmax' AND c.ctx = 512 AND c.tile = 16 AND c.token_offset = 0 AND c.n_tokens = 8687
       AND m.topk_tiles IN (4, 8, 12)" |
-  tail -n +2 | while IFS=, read -r id calibration_text; do
+  tail -n +2 | tr -d '\r' | while IFS=, read -r id calibration_text; do
     case "$calibration_text" in
       *TinyStories*) other="$wiki" ;;
       *) other="$stories" ;;

@@ -23,9 +23,9 @@ rm -f "$results/prompt.txt" "$results/prompt.err"
 
 "$kascade" capture --results "$results" --model "$model" --text "$text" --calib-tokens 16380 --ctx 4096 --tile 32 \
     --save-qk
-capture=$("$kascade" query sql --results "$results" --format csv "SELECT artifact_key FROM captures" | tail -n 1)
+capture=$("$kascade" query sql --results "$results" --format csv "SELECT artifact_key FROM captures" | tail -n 1 | tr -d '\r')
 "$kascade" similarity --results "$results" --capture "$capture" --topk-pct 10 --k-min 64
-similarity=$("$kascade" query sql --results "$results" --format csv "SELECT artifact_key FROM similarities" | tail -n 1)
+similarity=$("$kascade" query sql --results "$results" --format csv "SELECT artifact_key FROM similarities" | tail -n 1 | tr -d '\r')
 "$kascade" schedule --results "$results" --similarity "$similarity" --policy dp --anchors 2
 "$kascade" schedule --results "$results" --similarity "$similarity" --policy threshold --threshold 0.8
 "$kascade" query sql --results "$results" --format markdown \

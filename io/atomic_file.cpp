@@ -20,14 +20,15 @@ namespace {
 
 constexpr std::string_view kPartialMarker = ".partial-";
 
-/// fsync a file or folder by name, so that a rename that follows survives a crash with the data in place.
-void fsync_path(const fs::path& path, int flags) {
+/// fsync a file or folder by name, so that a rename that follows survives a crash with the data in place. Errors
+/// name `shown`: the file the user knows (never a partial file's internal name).
+void fsync_path(const fs::path& path, int flags, const fs::path& shown) {
     const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-    KASCADE_CHECK(fd >= 0, "cannot open \"{}\" to sync it: {}", path.string(), std::strerror(errno));
+    KASCADE_CHECK(fd >= 0, "cannot open \"{}\" to sync it: {}", shown.string(), std::strerror(errno));
     const int rc = ::fsync(fd);
     const int err = errno;
     ::close(fd);
-    KASCADE_CHECK(rc == 0, "cannot sync \"{}\": {}", path.string(), std::strerror(err));
+    KASCADE_CHECK(rc == 0, "cannot sync \"{}\": {}", shown.string(), std::strerror(err));
 }
 
 }  // namespace
@@ -77,13 +78,13 @@ void AtomicFile::write(const void* data, std::size_t n) {
     KASCADE_ASSERT(!committed_);
     if (fd_ < 0) {
         fd_ = ::open(partial_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        KASCADE_CHECK(fd_ >= 0, "cannot create file \"{}\": {}", partial_path_.string(), std::strerror(errno));
+        KASCADE_CHECK(fd_ >= 0, "cannot create file \"{}\": {}", final_path_.string(), std::strerror(errno));
     }
     const auto* p = static_cast<const std::uint8_t*>(data);
     while (n > 0) {
         const ssize_t written = ::write(fd_, p, n);
         if (written < 0 && errno == EINTR) continue;
-        KASCADE_CHECK(written > 0, "cannot write file \"{}\": {}", partial_path_.string(), std::strerror(errno));
+        KASCADE_CHECK(written > 0, "cannot write file \"{}\": {}", final_path_.string(), std::strerror(errno));
         p += written;
         n -= static_cast<std::size_t>(written);
     }
@@ -92,22 +93,22 @@ void AtomicFile::write(const void* data, std::size_t n) {
 void AtomicFile::commit() {
     KASCADE_ASSERT(!committed_);
     if (fd_ >= 0) {
-        KASCADE_CHECK(::fsync(fd_) == 0, "cannot sync file \"{}\": {}", partial_path_.string(), std::strerror(errno));
+        KASCADE_CHECK(::fsync(fd_) == 0, "cannot sync file \"{}\": {}", final_path_.string(), std::strerror(errno));
         const int rc = ::close(fd_);
         fd_ = -1;
-        KASCADE_CHECK(rc == 0, "cannot close file \"{}\": {}", partial_path_.string(), std::strerror(errno));
+        KASCADE_CHECK(rc == 0, "cannot close file \"{}\": {}", final_path_.string(), std::strerror(errno));
     } else {
-        fsync_path(partial_path_, O_RDONLY);  // written by a library, or an empty file never written to
+        fsync_path(partial_path_, O_RDONLY, final_path_);  // written by a library, or an empty file never written to
     }
     std::error_code ec;
     fs::rename(partial_path_, final_path_, ec);
-    KASCADE_CHECK(!ec, "cannot rename \"{}\" to \"{}\": {}", partial_path_.string(), final_path_.string(),
-                  ec.message());
+    KASCADE_CHECK(!ec, "cannot rename the new file onto \"{}\": {}", final_path_.string(), ec.message());
     committed_ = true;
     // rename() does nothing when both names are links to one file (copy_file_atomic of a file another process
     // linked meanwhile): the partial name is then still there.
     fs::remove(partial_path_, ec);
-    fsync_path(final_path_.has_parent_path() ? final_path_.parent_path() : fs::path("."), O_RDONLY | O_DIRECTORY);
+    const fs::path folder = final_path_.has_parent_path() ? final_path_.parent_path() : fs::path(".");
+    fsync_path(folder, O_RDONLY | O_DIRECTORY, folder);
 }
 
 void write_file_atomic(const fs::path& path, std::string_view contents) {
@@ -124,8 +125,7 @@ void copy_file_atomic(const fs::path& from, const fs::path& to) {
     fs::create_hard_link(from, file.partial_path(), ec);
     if (ec) {
         fs::copy_file(from, file.partial_path(), fs::copy_options::overwrite_existing, ec);
-        KASCADE_CHECK(!ec, "cannot copy \"{}\" to \"{}\": {}", from.string(), file.partial_path().string(),
-                      ec.message());
+        KASCADE_CHECK(!ec, "cannot copy \"{}\" to \"{}\": {}", from.string(), to.string(), ec.message());
     }
     file.commit();
 }

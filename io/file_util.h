@@ -9,10 +9,18 @@
 
 namespace kascade {
 
-/// Reads a whole file; throws kascade::Error naming the path and the OS reason if it cannot.
+/// Every file kascade reads is opened through read_file, MappedFile or check_regular_file, which refuse what is not
+/// a regular file: a FIFO would block the reader until a writer comes and a device (/dev/zero) never ends, so
+/// either would hang the command or grow its memory without bound.
+///
+/// Throws kascade::Error if `path` is missing or not a regular file ("cannot read \"x\": it is a FIFO (named
+/// pipe), expected a regular file"), without opening anything that is not one.
+void check_regular_file(const std::filesystem::path& path);
+
+/// Reads a whole regular file; throws kascade::Error naming the path and the OS reason if it cannot.
 std::string read_file(const std::filesystem::path& path);
 
-/// A read-only memory map of a whole file. Movable, not copyable.
+/// A read-only memory map of a whole regular file. Movable, not copyable.
 class MappedFile {
   public:
     MappedFile() = default;

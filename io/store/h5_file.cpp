@@ -185,13 +185,14 @@ void read_scalar_attr(hid_t obj, std::string_view attr, H5DType dtype, void* out
     h5_check(H5Aread(a.get(), memory_type(dtype), out), "cannot read {}", what);
 }
 
-hid_t create_file(const fs::path& partial) {
+/// Creates `partial`; errors name `shown`, the file being written, never the partial file's internal name.
+hid_t create_file(const fs::path& partial, const fs::path& shown) {
     silence_hdf5();
     IdGuard fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
     // STRONG: closing the file closes every object still open in it, so commit() really finishes the file.
-    h5_check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), "{}: cannot set close degree", partial.string());
+    h5_check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), "{}: cannot set close degree", shown.string());
     const hid_t file = H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
-    h5_check(file, "cannot create HDF5 file \"{}\"", partial.string());
+    h5_check(file, "cannot create HDF5 file \"{}\"", shown.string());
     return file;
 }
 
@@ -199,6 +200,7 @@ hid_t open_file(const fs::path& path) {
     silence_hdf5();
     KASCADE_CHECK(::access(path.c_str(), R_OK) == 0, "cannot open HDF5 file \"{}\": {}", path.string(),
                   std::strerror(errno));
+    check_regular_file(path);
     const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     h5_check(file, "cannot open HDF5 file \"{}\"", path.string());
     return file;
@@ -559,8 +561,8 @@ ArtifactHeader read_artifact_header(const H5Group& root) {
 
 H5ArtifactWriter::H5ArtifactWriter(fs::path final_path, std::int64_t format_version)
     : file_(std::move(final_path)),
-      file_id_(create_file(file_.partial_path())),
-      root_(open_root(file_id_, file_.partial_path()), file_.partial_path().string(), "/") {
+      file_id_(create_file(file_.partial_path(), file_.final_path())),
+      root_(open_root(file_id_, file_.final_path()), file_.final_path().string(), "/") {
     try {
         root_.set_attr("format", kArtifactFormat);
         root_.set_attr("format_version", format_version);
@@ -584,11 +586,11 @@ H5ArtifactWriter::~H5ArtifactWriter() {
 
 void H5ArtifactWriter::commit() {
     KASCADE_ASSERT(!committed_ && file_id_ >= 0);
-    h5_check(H5Fflush(file_id_, H5F_SCOPE_GLOBAL), "cannot write HDF5 file \"{}\"", partial_path().string());
+    h5_check(H5Fflush(file_id_, H5F_SCOPE_GLOBAL), "cannot write HDF5 file \"{}\"", final_path().string());
     root_ = H5Group(-1, root_.file(), "/");
     const herr_t closed = H5Fclose(file_id_);
     file_id_ = -1;
-    h5_check(closed, "cannot close HDF5 file \"{}\"", partial_path().string());
+    h5_check(closed, "cannot close HDF5 file \"{}\"", final_path().string());
     file_.commit();
     committed_ = true;
 }

@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "base/error.h"
+#include "io/file_util.h"
 #include "io/store/record_sql.h"
 #include "io/store/schema.h"
 
@@ -42,6 +43,7 @@ ResultsDb::ResultsDb(const fs::path& results_dir, DbAccess access)
         KASCADE_CHECK(fs::exists(db_file_),
                       "no results database at \"{}\" (run a stage or a sweep first, or pass --results DIR)",
                       db_file_.string());
+        check_regular_file(db_file_);  // SQLite would wait forever on a FIFO
         guarded(db_file_, "cannot open the results database",
                 [&] { db_ = std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READONLY, kBusyTimeoutMs); });
         const int version = schema_version();
@@ -65,6 +67,7 @@ ResultsDb::ResultsDb(const fs::path& results_dir, DbAccess access)
     // SQLite would only say "unable to open database file"; check ourselves to give the OS reason.
     KASCADE_CHECK(::access(results_dir_.c_str(), W_OK | X_OK) == 0, "results directory \"{}\" is not writable: {}",
                   results_dir_.string(), std::strerror(errno));
+    if (fs::exists(db_file_, ec)) check_regular_file(db_file_);
     guarded(db_file_, "cannot open the results database", [&] {
         db_ =
             std::make_unique<SQLite::Database>(db_file_, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, kBusyTimeoutMs);
@@ -239,6 +242,15 @@ std::optional<CaptureRecord> ResultsDb::find_capture(std::string_view artifact_k
 std::optional<SimilarityRecord> ResultsDb::find_similarity(std::string_view artifact_key) {
     return guarded(db_file_, "reading similarities", [&] {
         return select_one<SimilarityRecord>(*db_, "WHERE artifact_key = ?", std::string(artifact_key));
+    });
+}
+
+bool ResultsDb::record_artifact_checksum(std::string_view key, const std::string& checksum) {
+    return guarded(db_file_, fmt::format("recording the checksum of artifact {}", key), [&] {
+        SQLite::Statement st(*db_, "UPDATE artifacts SET checksum = ? WHERE key = ? AND checksum IS NULL");
+        st.bind(1, checksum);
+        st.bind(2, std::string(key));
+        return st.exec() > 0;
     });
 }
 

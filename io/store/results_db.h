@@ -96,6 +96,9 @@ class ResultsDb {
     std::optional<SimilarityRecord> find_similarity(std::string_view artifact_key);
     /// All artifacts, optionally of one stage, oldest first.
     std::vector<ArtifactRecord> list_artifacts(std::string_view stage = {});
+    /// Records the checksum of an artifact stored without one (schema version < 5), once its file was verified by
+    /// other means; a row that has a checksum keeps it. Returns whether the row changed.
+    bool record_artifact_checksum(std::string_view key, const std::string& checksum);
 
     /// Inserts a schedule with its layers and returns its id; if a schedule with the same key exists, returns
     /// its id and writes nothing. Checks the layers (one per layer 0..n_layers-1, reuse layers point at an

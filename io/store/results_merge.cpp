@@ -2,9 +2,14 @@
 #include "io/store/results_merge.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
+#include <fmt/ranges.h>
+
 #include "io/atomic_file.h"
+#include "io/file_util.h"
+#include "io/store/h5_file.h"
 #include "io/store/record_sql.h"
 
 namespace kascade {
@@ -26,7 +31,48 @@ struct SourceRows {
     std::vector<TaskRunRecord> task_runs;
 };
 
-SourceRows read_source(SQLite::Database& db) {
+/// Refuses a source whose rows refer to rows it does not have (a damaged or hand-edited database): merging it would
+/// break the destination's references. Checked here, not by the schema's foreign keys, which only a database that
+/// kept its schema intact declares.
+void check_links(const SourceRows& s, const fs::path& db_file) {
+    std::set<std::int64_t> models, texts, schedules;
+    for (const ModelRecord& m : s.models) models.insert(m.id);
+    for (const TextRecord& t : s.texts) texts.insert(t.id);
+    for (const ScheduleRecord& r : s.schedules) schedules.insert(r.id);
+    std::set<std::string> artifacts;
+    for (const ArtifactRecord& a : s.artifacts) artifacts.insert(a.key);
+    auto check = [&](bool holds, std::string_view row, const std::string& key, std::string_view what) {
+        KASCADE_CHECK(holds, "{}: not a consistent results database: {} {} refers to {} it does not have",
+                      db_file.string(), row, key, what);
+    };
+    for (const ArtifactRecord& a : s.artifacts) check(models.count(a.model_id), "artifact", a.key, "a model");
+    for (const auto& [key, c] : s.captures) {
+        check(artifacts.count(key), "capture", key, "an artifact row");
+        check(models.count(c.model_id) && texts.count(c.text_id), "capture", key, "a model or text");
+    }
+    for (const auto& [key, sim] : s.similarities) {
+        check(artifacts.count(key), "similarity", key, "an artifact row");
+        check(s.captures.count(sim.capture_key), "similarity", key, "capture " + sim.capture_key);
+    }
+    for (const ScheduleRecord& r : s.schedules) {
+        check(models.count(r.model_id), "schedule", r.key, "a model");
+        if (r.similarity_key)
+            check(s.similarities.count(*r.similarity_key), "schedule", r.key, "similarity " + *r.similarity_key);
+    }
+    for (const RunRecord& r : s.runs) {
+        check(models.count(r.model_id) && texts.count(r.text_id), "run", r.key, "a model or text");
+        if (r.schedule_id)
+            check(schedules.count(*r.schedule_id), "run", r.key, fmt::format("schedule id {}", *r.schedule_id));
+    }
+    for (const TaskRunRecord& r : s.task_runs) {
+        check(models.count(r.model_id) && (!r.text_id || texts.count(*r.text_id)), "task run", r.key,
+              "a model or text");
+        if (r.schedule_id)
+            check(schedules.count(*r.schedule_id), "task run", r.key, fmt::format("schedule id {}", *r.schedule_id));
+    }
+}
+
+SourceRows read_source(SQLite::Database& db, const fs::path& db_file) {
     SourceRows s;
     s.models = select_records<ModelRecord>(db, "ORDER BY id");
     s.texts = select_records<TextRecord>(db, "ORDER BY id");
@@ -37,6 +83,7 @@ SourceRows read_source(SQLite::Database& db) {
     s.schedules = select_records<ScheduleRecord>(db, "ORDER BY id");
     s.runs = select_records<RunRecord>(db, "ORDER BY id");
     s.task_runs = select_records<TaskRunRecord>(db, "ORDER BY id");
+    check_links(s, db_file);
     return s;
 }
 
@@ -77,6 +124,159 @@ std::int64_t id_by_key(SQLite::Database& db, std::string_view table, std::string
     return st.getColumn(0).getInt64();
 }
 
+/// The one path an artifact may have, artifacts/<stage>/<key>.h5 (what every stage writes); anything else (a path
+/// leaving the results folder, another artifact's file) is refused.
+bool canonical_artifact_path(const ArtifactRecord& a) {
+    const bool plain_key = !a.key.empty() && std::all_of(a.key.begin(), a.key.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+    });
+    const bool known_stage = a.stage == "capture" || a.stage == "similarity" || a.stage == "schedule";
+    return plain_key && known_stage && a.path == fmt::format("artifacts/{}/{}.h5", a.stage, a.key);
+}
+
+/// The XXH3 of a file, or the reason it cannot be read.
+std::optional<std::string> file_checksum(const fs::path& file, std::string& problem) {
+    try {
+        return hash_file_hex(file);
+    } catch (const Error& e) {
+        problem = e.what();
+        return std::nullopt;
+    }
+}
+
+/// The checksum of the source's file of artifact `a`, verified against its row; or, in `problem`, why it cannot be
+/// taken. A row stored before checksums is vouched for by the file's size and root attributes instead.
+std::optional<std::string> verified_source_checksum(const fs::path& source_dir, const ArtifactRecord& a,
+                                                    std::string& problem) {
+    if (!canonical_artifact_path(a)) {
+        problem = fmt::format(
+            "{}: the {} artifact {} has path \"{}\", not artifacts/{}/{}.h5; refusing a file outside "
+            "its place in the results folder",
+            (source_dir / ResultsDb::kFileName).string(), a.stage, a.key, a.path, a.stage, a.key);
+        return std::nullopt;
+    }
+    const fs::path from = source_dir / a.path;
+    std::error_code ec;
+    const fs::file_status status = fs::symlink_status(from, ec);  // a link is not the file its row recorded
+    if (!fs::exists(status)) {
+        problem = fmt::format("{}: missing in the shard (its {} artifact {} is recorded, the file is not)",
+                              from.string(), a.stage, a.key);
+        return std::nullopt;
+    }
+    if (!fs::is_regular_file(status)) {
+        problem = fmt::format("{}: not a regular file (the {} artifact {})", from.string(), a.stage, a.key);
+        return std::nullopt;
+    }
+    const std::optional<std::string> found = file_checksum(from, problem);
+    if (!found) return std::nullopt;
+    if (a.checksum) {
+        if (*found == *a.checksum) return found;
+        problem = fmt::format("{}: damaged: its checksum is {}, the shard recorded {} for its {} artifact {}",
+                              from.string(), *found, *a.checksum, a.stage, a.key);
+        return std::nullopt;
+    }
+    const std::uintmax_t bytes = fs::file_size(from, ec);
+    if (ec || bytes != static_cast<std::uintmax_t>(a.bytes)) {
+        problem = fmt::format(
+            "{}: damaged: {} bytes, the shard recorded {} for its {} artifact {} (stored without a "
+            "checksum)",
+            from.string(), ec ? 0 : bytes, a.bytes, a.stage, a.key);
+        return std::nullopt;
+    }
+    try {
+        const H5ArtifactReader reader(from, a.format_version, a.format_version, a.stage, a.key);
+    } catch (const Error& e) {
+        problem = fmt::format("{} (stored without a checksum)", e.what());
+        return std::nullopt;
+    }
+    return found;
+}
+
+/// The artifact files a merge takes: their verified checksums, by key, and why the others cannot be taken.
+struct FilePlan {
+    std::map<std::string, std::string> checksums;
+    std::vector<std::string> problems;
+};
+
+FilePlan plan_files(const std::vector<ArtifactRecord>& artifacts, const fs::path& source_dir, const fs::path& dest_dir,
+                    SQLite::Database* dest, std::set<std::string>& taken) {
+    FilePlan plan;
+    for (const ArtifactRecord& a : artifacts) {
+        if (taken.count(a.key) || (dest != nullptr && exists_by_key(*dest, ArtifactRecord::table, "key", a.key)))
+            continue;  // the destination has it, or an earlier source of this merge gives it
+        std::string problem;
+        const std::optional<std::string> checksum = verified_source_checksum(source_dir, a, problem);
+        if (checksum) {
+            // A file already where this one goes must be this one (a copy an interrupted merge left); anything
+            // else belongs to someone else and is neither replaced nor registered.
+            const fs::path to = dest_dir / a.path;
+            std::error_code ec;
+            if (fs::exists(fs::symlink_status(to, ec))) {
+                std::string unreadable;
+                const std::optional<std::string> there =
+                    fs::is_regular_file(to, ec) ? file_checksum(to, unreadable) : std::nullopt;
+                if (there != checksum) {
+                    problem = fmt::format(
+                        "{}: already exists and is not the shard's {} artifact {} (checksum {}, the shard's file {}); "
+                        "move it away and merge again",
+                        to.string(), a.stage, a.key, there.value_or("unreadable"), *checksum);
+                }
+            }
+        }
+        if (!problem.empty()) {
+            plan.problems.push_back(problem);
+            continue;
+        }
+        plan.checksums.emplace(a.key, *checksum);
+        taken.insert(a.key);
+    }
+    return plan;
+}
+
+/// The selected artifacts of a source, captures before similarities before schedules.
+std::vector<ArtifactRecord> selected_artifacts(const SourceRows& rows, const std::set<std::string>* keys) {
+    std::set<std::string> wanted;
+    if (keys != nullptr) wanted = close_over_inputs(rows, *keys);
+    std::vector<ArtifactRecord> artifacts;
+    for (const ArtifactRecord& a : rows.artifacts) {
+        if (keys == nullptr || wanted.count(a.key)) artifacts.push_back(a);
+    }
+    std::stable_sort(artifacts.begin(), artifacts.end(), [](const ArtifactRecord& a, const ArtifactRecord& b) {
+        return stage_order(a.stage) < stage_order(b.stage);
+    });
+    return artifacts;
+}
+
+/// Files copied by one merge_results call, removed again unless it commits.
+class CopiedFiles {
+  public:
+    CopiedFiles() = default;
+    CopiedFiles(const CopiedFiles&) = delete;
+    CopiedFiles& operator=(const CopiedFiles&) = delete;
+    ~CopiedFiles() {
+        std::error_code ignored;
+        for (const fs::path& file : files_) fs::remove(file, ignored);
+    }
+    void add(const fs::path& file) { files_.push_back(file); }
+    void keep() { files_.clear(); }
+
+  private:
+    std::vector<fs::path> files_;
+};
+
+/// Copies (or links) a verified source file to `to` and hashes what arrived: a copy that differs from what was
+/// verified is removed and refused.
+void copy_verified(const fs::path& from, const fs::path& to, const std::string& checksum, CopiedFiles& copied) {
+    copy_file_atomic(from, to);
+    copied.add(to);
+    std::error_code ec;
+    if (fs::equivalent(from, to, ec)) return;  // a hard link: the very bytes verified
+    std::string problem;
+    const std::optional<std::string> arrived = file_checksum(to, problem);
+    KASCADE_CHECK(arrived == checksum, "{}: the copy of {} has checksum {}, the file {} ({}); nothing was merged",
+                  to.string(), from.string(), arrived.value_or("unreadable"), checksum, problem);
+}
+
 /// Inserts every row of R that dest does not have (a conflict on a unique column = has it); returns the count.
 template <class R>
 std::int64_t insert_missing(SQLite::Database& dest, const std::vector<R>& rows, std::string_view conflict) {
@@ -93,29 +293,56 @@ std::int64_t insert_missing(SQLite::Database& dest, const std::vector<R>& rows, 
 
 }  // namespace
 
+std::vector<std::string> check_merge_files(ResultsDb& source, const fs::path& dest_dir, ResultsDb* dest,
+                                           std::set<std::string>& taken, const std::set<std::string>* keys) {
+    const std::string what = fmt::format("checking the files of {}", source.db_file().string());
+    KASCADE_CHECK(source.schema_version() >= 1, "{}: {} holds no results yet", what, source.db_file().string());
+    const SourceRows rows =
+        guarded(source.db_file(), what, [&] { return read_source(source.database(), source.db_file()); });
+    const std::vector<ArtifactRecord> artifacts = selected_artifacts(rows, keys);
+    SQLite::Database* dst = dest != nullptr ? &dest->database() : nullptr;
+    return guarded(dest != nullptr ? dest->db_file() : dest_dir / ResultsDb::kFileName, what,
+                   [&] { return plan_files(artifacts, source.results_dir(), dest_dir, dst, taken); })
+        .problems;
+}
+
 MergeCounts merge_results(ResultsDb& source, ResultsDb& dest, const std::set<std::string>* keys) {
     const std::string what = fmt::format("merging {} into {}", source.db_file().string(), dest.db_file().string());
     KASCADE_CHECK(source.schema_version() >= 1, "{}: {} holds no results yet", what, source.db_file().string());
     SQLite::Database& src = source.database();
     SQLite::Database& dst = dest.database();
-    const SourceRows rows = guarded(source.db_file(), what, [&] { return read_source(src); });
+    const SourceRows rows = guarded(source.db_file(), what, [&] { return read_source(src, source.db_file()); });
     std::set<std::string> wanted;
     if (keys != nullptr) wanted = close_over_inputs(rows, *keys);
     auto selected = [&](const std::string& key) { return keys == nullptr || wanted.count(key) > 0; };
 
     MergeCounts counts;
-    // Files first: a row is only ever written once its file is in place.
-    std::vector<ArtifactRecord> artifacts;
-    for (const ArtifactRecord& a : rows.artifacts) {
-        if (selected(a.key)) artifacts.push_back(a);
-    }
-    std::stable_sort(artifacts.begin(), artifacts.end(), [](const ArtifactRecord& a, const ArtifactRecord& b) {
-        return stage_order(a.stage) < stage_order(b.stage);
+    // Files first, each verified: a row is only ever written once its verified file is in place.
+    const std::vector<ArtifactRecord> artifacts = selected_artifacts(rows, keys);
+    std::set<std::string> taken;
+    const FilePlan plan = guarded(dest.db_file(), what, [&] {
+        return plan_files(artifacts, source.results_dir(), dest.results_dir(), &dst, taken);
     });
+    KASCADE_CHECK(plan.problems.empty(), "{}: {} artifact file{} cannot be taken, nothing was merged: {}", what,
+                  plan.problems.size(), plan.problems.size() == 1 ? "" : "s", fmt::join(plan.problems, "; "));
+    CopiedFiles copied;
     for (const ArtifactRecord& a : artifacts) {
         const fs::path from = source.results_dir() / a.path, to = dest.results_dir() / a.path;
-        if (!fs::exists(from) || fs::exists(to)) continue;
-        copy_file_atomic(from, to);
+        std::error_code ec;
+        if (const auto it = plan.checksums.find(a.key); it != plan.checksums.end()) {
+            if (fs::exists(fs::symlink_status(to, ec))) continue;  // verified: the very file
+            copy_verified(from, to, it->second, copied);
+            ++counts.files;
+            continue;
+        }
+        // The destination has the row: its file, if gone, comes back from a source file that verifies as the same.
+        if (fs::exists(fs::symlink_status(to, ec))) continue;
+        const std::optional<ArtifactRecord> there =
+            guarded(dest.db_file(), what, [&] { return select_one<ArtifactRecord>(dst, "WHERE key = ?", a.key); });
+        std::string problem;
+        const std::optional<std::string> checksum = verified_source_checksum(source.results_dir(), a, problem);
+        if (!there || !checksum || there->path != a.path || (there->checksum && there->checksum != checksum)) continue;
+        copy_verified(from, to, *checksum, copied);
         ++counts.files;
     }
 
@@ -144,10 +371,13 @@ MergeCounts merge_results(ResultsDb& source, ResultsDb& dest, const std::set<std
         }
 
         for (ArtifactRecord a : artifacts) {
-            if (exists_by_key(dst, ArtifactRecord::table, "key", a.key)) {
+            const auto verified = plan.checksums.find(a.key);
+            if (verified == plan.checksums.end() || exists_by_key(dst, ArtifactRecord::table, "key", a.key)) {
                 ++counts.skipped;
                 continue;
             }
+            if (!a.checksum) ++counts.checksums;
+            a.checksum = verified->second;  // rows stored before checksums get the one their file was verified by
             a.model_id = dest_model(a.model_id);
             insert_record(dst, a);
             ++counts.artifacts;
@@ -255,7 +485,59 @@ MergeCounts merge_results(ResultsDb& source, ResultsDb& dest, const std::set<std
         }
         tx.commit();
     });
+    copied.keep();
     return counts;
+}
+
+ShardsMerge merge_shards(const std::vector<fs::path>& shards, const fs::path& into_dir) {
+    // Every shard is opened (and its schema checked) and every file it would add verified before anything is written.
+    std::vector<std::unique_ptr<ResultsDb>> sources;
+    for (const fs::path& shard : shards) {
+        std::error_code ec;
+        KASCADE_CHECK(fs::is_regular_file(shard / ResultsDb::kFileName, ec),
+                      "shard \"{}\" has no {}: not a results folder", shard.string(), ResultsDb::kFileName);
+        sources.push_back(std::make_unique<ResultsDb>(shard, DbAccess::ReadOnly));
+    }
+    const fs::path db_file = into_dir / ResultsDb::kFileName;
+    std::error_code ec;
+    const bool had_dir = fs::exists(into_dir, ec), had_db = fs::exists(db_file, ec);
+    ShardsMerge out;
+    {
+        std::unique_ptr<ResultsDb> existing;
+        if (had_db) existing = std::make_unique<ResultsDb>(into_dir, DbAccess::ReadOnly);
+        std::set<std::string> taken;
+        for (const auto& source : sources) {
+            std::vector<std::string> problems = check_merge_files(*source, into_dir, existing.get(), taken);
+            out.problems.insert(out.problems.end(), problems.begin(), problems.end());
+        }
+    }
+    if (!out.problems.empty()) return out;
+
+    std::unique_ptr<ResultsDb> into;
+    try {
+        into = std::make_unique<ResultsDb>(into_dir);
+        for (const auto& source : sources) out.counts.push_back(merge_results(*source, *into));
+    } catch (...) {
+        // What this call created goes again while it holds nothing (another process may have started using it).
+        bool empty = false;
+        try {
+            empty = into == nullptr || !into->has_rows();
+        } catch (const std::exception&) {
+        }
+        into.reset();
+        if (!had_db && empty) {
+            for (const char* suffix : {"", "-wal", "-shm"})
+                fs::remove(into_dir / (std::string(ResultsDb::kFileName) + suffix), ec);
+        }
+        if (!had_dir) {
+            for (const char* stage : {"capture", "similarity", "schedule"})
+                fs::remove(into_dir / "artifacts" / stage, ec);
+            fs::remove(into_dir / "artifacts", ec);
+            fs::remove(into_dir, ec);
+        }
+        throw;
+    }
+    return out;
 }
 
 }  // namespace kascade

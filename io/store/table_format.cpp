@@ -4,7 +4,9 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 
@@ -105,22 +107,101 @@ std::vector<bool> numeric_columns(const QueryResult& r) {
     return numeric;
 }
 
-// Terminal/markdown text of a cell: 6 significant digits for REAL, "-" for NULL, line breaks made visible.
+/// The length of the valid UTF-8 sequence at s[i] and its code point; 0 if the bytes there are not valid UTF-8.
+std::size_t utf8_sequence(std::string_view s, std::size_t i, std::uint32_t& code) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    const unsigned char lead = byte(i);
+    std::size_t n = 0;
+    std::uint32_t min = 0;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        n = 2, code = lead & 0x1Fu, min = 0x80;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        n = 3, code = lead & 0x0Fu, min = 0x800;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        n = 4, code = lead & 0x07u, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (i + n > s.size()) return 0;
+    for (std::size_t k = 1; k < n; ++k) {
+        if ((byte(i + k) & 0xC0) != 0x80) return 0;
+        code = code << 6 | (byte(i + k) & 0x3Fu);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+    return n;
+}
+
+/// Code points that change how a terminal or an editor shows the text around them: C1 controls (U+0080..U+009F,
+/// CSI among them), line and paragraph separators, and the bidirectional overrides and isolates.
+bool is_invisible_control(std::uint32_t code) {
+    return (code >= 0x80 && code <= 0x9F) || code == 0x2028 || code == 0x2029 || (code >= 0x202A && code <= 0x202E) ||
+           (code >= 0x2066 && code <= 0x2069);
+}
+
+/// A text value as it is shown in a terminal table or markdown: every byte kept, and nothing a terminal would act
+/// on. Backslash, tab, CR and LF become \\, \t, \r, \n; other control bytes (NUL, ESC, DEL, ...) and bytes that
+/// are not UTF-8 become \xNN; C1 controls, line separators and bidirectional controls become \uNNNN.
+std::string escape_for_display(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c == '\\') {
+            out += "\\\\";
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (c < 0x20 || c == 0x7F) {
+            out += fmt::format("\\x{:02x}", c);
+        } else if (c < 0x80) {
+            out += static_cast<char>(c);
+        } else {
+            std::uint32_t code = 0;
+            const std::size_t n = utf8_sequence(s, i, code);
+            if (n == 0) {
+                out += fmt::format("\\x{:02x}", c);
+            } else {
+                if (is_invisible_control(code))
+                    out += fmt::format("\\u{:04x}", code);
+                else
+                    out.append(s.substr(i, n));
+                i += n;
+                continue;
+            }
+        }
+        ++i;
+    }
+    return out;
+}
+
+/// JSON text (valid UTF-8, control bytes below 0x20 already escaped) with DEL, C1 controls, line separators and
+/// bidirectional controls escaped too (\uNNNN), so that it shows on a terminal as it is.
+std::string escape_json_controls(const std::string& json) {
+    std::string out;
+    out.reserve(json.size());
+    for (std::size_t i = 0; i < json.size();) {
+        const unsigned char c = static_cast<unsigned char>(json[i]);
+        std::uint32_t code = c;
+        const std::size_t n = c < 0x80 ? 1 : utf8_sequence(json, i, code);
+        if (n > 0 && (code == 0x7F || is_invisible_control(code))) {
+            out += fmt::format("\\u{:04x}", code);
+        } else {
+            out.append(json, i, std::max<std::size_t>(n, 1));
+        }
+        i += std::max<std::size_t>(n, 1);
+    }
+    return out;
+}
+
+// Terminal/markdown text of a cell: 6 significant digits for REAL, "-" for NULL, text escaped for display.
 std::string display_text(const QueryValue& v) {
     if (std::holds_alternative<std::monostate>(v)) return "-";
     if (const auto* i = std::get_if<std::int64_t>(&v)) return fmt::format("{}", *i);
     if (const auto* d = std::get_if<double>(&v)) return fmt::format("{:.6g}", *d);
-    std::string out;
-    for (char ch : std::get<std::string>(v)) {
-        if (ch == '\n') {
-            out += "\\n";
-        } else if (ch == '\r' || ch == '\t') {
-            out += ' ';
-        } else {
-            out += ch;
-        }
-    }
-    return out;
+    return escape_for_display(std::get<std::string>(v));
 }
 
 // Display width in a terminal: UTF-8 code points (continuation bytes 10xxxxxx do not count).
@@ -146,7 +227,8 @@ struct Grid {
 
 Grid make_grid(const QueryResult& r, const std::function<std::string(std::string)>& escape) {
     Grid g;
-    g.cells.push_back(r.columns);
+    std::vector<std::string>& header = g.cells.emplace_back();
+    for (const std::string& name : r.columns) header.push_back(escape(escape_for_display(name)));
     for (const auto& row : r.rows) {
         std::vector<std::string>& line = g.cells.emplace_back();
         for (const auto& v : row) line.push_back(escape(display_text(v)));
@@ -207,30 +289,44 @@ std::string format_markdown(const QueryResult& r) {
     return out;
 }
 
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+/// One RFC 4180 field: quoted (quotes doubled) when it holds a comma, a quote, CR, LF or any other control byte.
+/// NUL cannot be carried (CSV readers stop or fail there): refused, naming where it is.
+std::string csv_field(const std::string& s, const std::function<std::string()>& where) {
+    KASCADE_CHECK(s.find('\0') == std::string::npos,
+                  "{} holds a NUL byte, which CSV cannot carry; use --format json (it escapes it as \\u0000)", where());
+    const bool quote = std::any_of(s.begin(), s.end(), [](char ch) {
+        const unsigned char c = static_cast<unsigned char>(ch);
+        return c == ',' || c == '"' || c < 0x20 || c == 0x7F;
+    });
+    if (!quote) return s;
     std::string quoted = "\"";
     for (char ch : s) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     return quoted + "\"";
 }
 
+/// RFC 4180: a header record, then one record per row, every record ending in CRLF.
 std::string format_csv(const QueryResult& r) {
     std::string out;
-    auto emit = [&](const auto& cells, auto&& text_of) {
-        for (std::size_t c = 0; c < cells.size(); ++c) {
+    for (std::size_t c = 0; c < r.columns.size(); ++c) {
+        if (c > 0) out += ',';
+        out += csv_field(r.columns[c], [&] { return fmt::format("the name of column {}", c + 1); });
+    }
+    out += "\r\n";
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+        for (std::size_t c = 0; c < r.rows[i].size(); ++c) {
             if (c > 0) out += ',';
-            out += csv_field(text_of(cells[c]));
+            const QueryValue& v = r.rows[i][c];
+            std::string text;
+            if (const auto* n = std::get_if<std::int64_t>(&v)) {
+                text = fmt::format("{}", *n);
+            } else if (const auto* d = std::get_if<double>(&v)) {
+                text = fmt::format("{}", *d);  // shortest round-trip
+            } else if (const auto* t = std::get_if<std::string>(&v)) {
+                text = *t;
+            }
+            out += csv_field(text, [&] { return fmt::format("row {}, column {}", i + 1, r.columns[c]); });
         }
-        out += '\n';
-    };
-    emit(r.columns, [](const std::string& s) { return s; });
-    for (const auto& row : r.rows) {
-        emit(row, [](const QueryValue& v) -> std::string {
-            if (std::holds_alternative<std::monostate>(v)) return "";
-            if (const auto* i = std::get_if<std::int64_t>(&v)) return fmt::format("{}", *i);
-            if (const auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);  // shortest round-trip
-            return std::get<std::string>(v);
-        });
+        out += "\r\n";
     }
     return out;
 }
@@ -260,7 +356,7 @@ std::string format_json(const QueryResult& r) {
             }
         }
         out += i == 0 ? "\n" : ",\n";
-        out += obj.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        out += escape_json_controls(obj.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     }
     out += r.rows.empty() ? "]\n" : "\n]\n";
     return out;
@@ -372,6 +468,14 @@ std::string format_result(const QueryResult& result, OutputFormat format) {
             return format_markdown(result);
     }
     KASCADE_ASSERT(false);
+}
+
+void write_result(std::FILE* out, const QueryResult& result, OutputFormat format) {
+    const std::string text = format_result(result, format);
+    // fwrite, not fputs: the text's length, never its first NUL, decides what is written.
+    const std::size_t written = std::fwrite(text.data(), 1, text.size(), out);
+    KASCADE_CHECK(written == text.size() && std::fflush(out) == 0, "cannot write the output ({} of {} bytes): {}",
+                  written, text.size(), std::strerror(errno));
 }
 
 // ---- kascade query runs ----

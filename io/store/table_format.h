@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -54,15 +55,22 @@ enum class OutputFormat { Table, Csv, Json, Markdown };
 /// Parses "table", "csv", "json" or "markdown" (also "md"); throws naming the choices otherwise.
 OutputFormat parse_output_format(std::string_view name);
 
-/// Formats a result:
-///  - Table: aligned columns for a terminal, numbers right-aligned, REAL with 6 significant digits, NULL as "-".
-///  - Csv: header line, RFC 4180 quoting (fields with , " CR or LF are quoted, quotes doubled), NULL as empty,
-///    REAL with full (round-trip) precision; lines end in "\n".
+/// Formats a result; every format carries every row and every byte of every value, or refuses:
+///  - Table: aligned columns for a terminal, numbers right-aligned, REAL with 6 significant digits, NULL as "-";
+///    text escaped so that nothing reaches the terminal raw: \\ \t \r \n, other control bytes (NUL, ESC, DEL)
+///    and bytes that are not UTF-8 as \xNN, C1 controls, line separators and bidirectional controls as \uNNNN.
+///  - Csv: RFC 4180: a header record, records ending in CRLF, fields holding , " or any control byte quoted
+///    (quotes doubled), NULL as empty, REAL with full (round-trip) precision. A value or column name holding a NUL
+///    byte is refused (kascade::Error naming its row and column).
 ///  - Json: an array of objects keyed by column name in column order, one per line; NULL and non-finite REAL as
-///    null; a repeated column name gets a suffix "_2", "_3", ...
-///  - Markdown: a GitHub table, numeric columns right-aligned, like Table for values, "|" escaped.
-/// Every format except Json ends with "\n"; Json ends with "]\n".
+///    null; control characters escaped (\u0000, and DEL, C1 and bidirectional controls too); text that is not
+///    UTF-8 has U+FFFD in place of its bad bytes; a repeated column name gets a suffix "_2", "_3", ...
+///  - Markdown: a GitHub table, numeric columns right-aligned, escaped like Table, "|" escaped.
+/// Table and Markdown end with "\n", Csv with "\r\n", Json with "]\n".
 std::string format_result(const QueryResult& result, OutputFormat format);
+
+/// Writes format_result(result, format) to `out` whole (a NUL in it does not end it); throws if it cannot.
+void write_result(std::FILE* out, const QueryResult& result, OutputFormat format);
 
 /// `kascade query runs`: which columns of runs_flat, which rows, which order.
 struct RunsQuery {

@@ -160,4 +160,30 @@ void convert_from_f32(DType dtype, const float* src, std::uint8_t* dst, std::siz
     }
 }
 
+std::size_t first_non_finite(DType dtype, const std::uint8_t* src, std::size_t n) {
+    // An IEEE value is NaN or infinite exactly when its exponent bits are all ones.
+    const std::size_t size = dtype_size(dtype);
+    const std::uint32_t mask = dtype == DType::F32 ? 0x7F800000u : dtype == DType::BF16 ? 0x7F80u : 0x7C00u;
+    auto bits = [&](std::size_t i) {
+        std::uint32_t v = 0;
+        std::memcpy(&v, src + i * size, size);  // little-endian, as the files store them
+        return v;
+    };
+    // Chunks scanned in parallel; the first chunk holding a non-finite value gives the answer.
+    constexpr std::size_t kChunk = std::size_t{1} << 16;
+    const std::size_t n_chunks = (n + kChunk - 1) / kChunk;
+    std::size_t first = n;
+#pragma omp parallel for schedule(dynamic) reduction(min : first) if (n_chunks > 1)
+    for (std::size_t c = 0; c < n_chunks; ++c) {
+        const std::size_t end = std::min(n, (c + 1) * kChunk);
+        for (std::size_t i = c * kChunk; i < end; ++i) {
+            if ((bits(i) & mask) == mask) {
+                first = std::min(first, i);
+                break;
+            }
+        }
+    }
+    return first;
+}
+
 }  // namespace kascade

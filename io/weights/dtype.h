@@ -30,6 +30,10 @@ std::uint16_t f32_to_f16(float value);
 /// (size n). Runs in parallel (OpenMP) for large n.
 void convert_to_f32(DType dtype, const std::uint8_t* src, float* dst, std::size_t n);
 
+/// The index of the first NaN or infinity among `n` little-endian elements of `dtype` at `src` (any alignment), or
+/// n if every element is finite. Reads the bits only (exponent all ones), in parallel (OpenMP) for large n.
+std::size_t first_non_finite(DType dtype, const std::uint8_t* src, std::size_t n);
+
 /// One convert_to_f32 call of a batch.
 struct F32Conversion {
     DType dtype = DType::F32;

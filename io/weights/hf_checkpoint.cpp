@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "io/weights/dtype.h"
 #include "io/weights/safetensors.h"
 #include "io/weights/weight_storage.h"
 
@@ -54,6 +55,11 @@ class TensorFetcher {
         KASCADE_CHECK(tensor->shape == expected_shape, "{}: tensor {} has shape {}, {} implies {}",
                       tensor->file->string(), name, shape_string(tensor->shape), config_name_,
                       shape_string(expected_shape));
+        // A NaN or infinity in a weight is refused here, wherever it sits: the attention kernels would turn a
+        // non-finite score into a finite probability and a broken checkpoint would give a plausible perplexity.
+        const std::size_t bad = first_non_finite(tensor->dtype, tensor->data, tensor->numel());
+        KASCADE_CHECK(bad == tensor->numel(), "{}: tensor {} holds a non-finite value (NaN or infinity) at element {}",
+                      tensor->file->string(), name, bad);
         return *tensor;
     }
 

@@ -116,6 +116,47 @@ class ConfigReader {
     const json& root_;
 };
 
+// config.json fields that change the forward pass of some Hugging Face model but that kascade does not implement:
+// each is refused unless absent, null, or the value kascade computes with (`implemented`; null: refused whenever
+// set). The fields kascade implements are the ones load_hf_config reads; every other field (architectures,
+// torch_dtype, initializer_range, use_cache, attention_dropout, pretraining_tp, ...) leaves the forward pass as it is.
+struct UnimplementedField {
+    const char* name;
+    json implemented;
+    const char* what;  ///< what it would change, for the message
+};
+
+const std::vector<UnimplementedField>& unimplemented_fields() {
+    static const std::vector<UnimplementedField> fields = {
+        {"hidden_act", "silu", "the MLP activation (SwiGLU with SiLU)"},
+        {"hidden_activation", nullptr, "Gemma's MLP activation"},
+        {"mlp_bias", false, "MLP biases"},
+        {"partial_rotary_factor", 1.0, "RoPE on part of each head"},
+        {"use_qk_norm", false, "Llama 4's q/k normalisation"},
+        {"no_rope_layers", nullptr, "layers without RoPE"},
+        {"final_logit_softcapping", nullptr, "Gemma 2's logit soft-capping"},
+        {"attn_logit_softcapping", nullptr, "Gemma 2's attention soft-capping"},
+        {"query_pre_attn_scalar", nullptr, "Gemma 2's attention scale"},
+        {"embedding_multiplier", nullptr, "Granite's embedding scale"},
+        {"attention_multiplier", nullptr, "Granite's attention scale"},
+        {"residual_multiplier", nullptr, "Granite's residual scale"},
+        {"logits_scaling", nullptr, "Granite's logit scale"},
+        {"num_local_experts", nullptr, "a mixture of experts"},
+        {"num_experts", nullptr, "a mixture of experts"},
+    };
+    return fields;
+}
+
+void refuse_unimplemented_fields(const ConfigReader& r) {
+    for (const UnimplementedField& f : unimplemented_fields()) {
+        const json* value = r.find(f.name);
+        if (value == nullptr || (!f.implemented.is_null() && *value == f.implemented)) continue;
+        if (f.implemented.is_null()) KASCADE_FAIL("{}: field \"{}\" is not supported ({})", r.file(), f.name, f.what);
+        KASCADE_FAIL("{}: field \"{}\" = {} is not supported (supported: {}; {})", r.file(), f.name, value->dump(),
+                     f.implemented.dump(), f.what);
+    }
+}
+
 // rope_scaling (or transformers 5's rope_parameters): the type and the fields it uses, as Hugging Face's
 // modeling_rope_utils reads them. Unknown types are refused: a different frequency scheme silently gives other logits.
 RopeScaling parse_rope_scaling(const ConfigReader& r, const json& object, const char* name) {
@@ -257,8 +298,7 @@ ModelConfig load_hf_config(const std::filesystem::path& config_json) {
     c.rms_norm_eps = r.positive_float("rms_norm_eps");
     // Qwen2's attention always has q/k/v biases; Llama's has them (on o_proj too) only with attention_bias.
     c.attention_bias = r.boolean("attention_bias", is_qwen2);
-    KASCADE_CHECK(!r.boolean("mlp_bias", false), "{}: field \"mlp_bias\" = true is not supported (MLP biases)",
-                  r.file());
+    refuse_unimplemented_fields(r);
     if (const json* scaling = r.find("rope_scaling")) {
         c.rope_scaling = parse_rope_scaling(r, *scaling, "rope_scaling");
     } else if (rope_parameters != nullptr) {

@@ -133,9 +133,20 @@ ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path, const Lo
         p += n * sizeof(float);
         return start;
     };
-    auto vector = [&](std::uint64_t n) { return placement.vector(DType::F32, skip(n), n); };
-    auto matrix = [&](std::uint64_t rows, std::uint64_t cols) {
-        return placement.matrix(DType::F32, skip(rows * cols), static_cast<int>(rows), static_cast<int>(cols));
+    // Each section is checked for NaN and infinity (as the safetensors loader checks each tensor), named as
+    // llama2.c's export names it.
+    auto take = [&](const char* section, std::uint64_t n) {
+        const std::uint8_t* data = skip(n);
+        const std::size_t bad = first_non_finite(DType::F32, data, n);
+        KASCADE_CHECK(bad == n, "{}: section {} holds a non-finite value (NaN or infinity) at element {}", name,
+                      section, bad);
+        return data;
+    };
+    auto vector = [&](const char* section, std::uint64_t n) {
+        return placement.vector(DType::F32, take(section, n), n);
+    };
+    auto matrix = [&](const char* section, std::uint64_t rows, std::uint64_t cols) {
+        return placement.matrix(DType::F32, take(section, rows * cols), static_cast<int>(rows), static_cast<int>(cols));
     };
     ModelWeights w;
     w.config = config;
@@ -143,19 +154,19 @@ ModelWeights load_llama2c_checkpoint(const std::filesystem::path& path, const Lo
     w.format = "llama2c";
     w.weights_dtype = options.weights_dtype;
     w.layers.resize(config.n_layers);
-    w.embed = matrix(vocab, dim);
-    for (auto& layer : w.layers) layer.attn_norm = vector(dim);
-    for (auto& layer : w.layers) layer.wq = matrix(q_rows, dim);
-    for (auto& layer : w.layers) layer.wk = matrix(kv_rows, dim);
-    for (auto& layer : w.layers) layer.wv = matrix(kv_rows, dim);
-    for (auto& layer : w.layers) layer.wo = matrix(dim, q_rows);
-    for (auto& layer : w.layers) layer.mlp_norm = vector(dim);
-    for (auto& layer : w.layers) layer.w_gate = matrix(hidden, dim);
-    for (auto& layer : w.layers) layer.w_down = matrix(dim, hidden);
-    for (auto& layer : w.layers) layer.w_up = matrix(hidden, dim);
-    w.final_norm = vector(dim);
+    w.embed = matrix("token_embedding_table", vocab, dim);
+    for (auto& layer : w.layers) layer.attn_norm = vector("rms_att_weight", dim);
+    for (auto& layer : w.layers) layer.wq = matrix("wq", q_rows, dim);
+    for (auto& layer : w.layers) layer.wk = matrix("wk", kv_rows, dim);
+    for (auto& layer : w.layers) layer.wv = matrix("wv", kv_rows, dim);
+    for (auto& layer : w.layers) layer.wo = matrix("wo", dim, q_rows);
+    for (auto& layer : w.layers) layer.mlp_norm = vector("rms_ffn_weight", dim);
+    for (auto& layer : w.layers) layer.w_gate = matrix("w1", hidden, dim);
+    for (auto& layer : w.layers) layer.w_down = matrix("w2", dim, hidden);
+    for (auto& layer : w.layers) layer.w_up = matrix("w3", hidden, dim);
+    w.final_norm = vector("rms_final_weight", dim);
     skip(2 * freq);
-    w.lm_head = config.tie_word_embeddings ? w.embed : matrix(vocab, dim);
+    w.lm_head = config.tie_word_embeddings ? w.embed : matrix("wcls", vocab, dim);
     placement.finish();
     w.storage = storage;
     return w;

@@ -87,7 +87,9 @@ void write_random_checkpoint(const std::filesystem::path& config_json, const std
     }
     add("model.norm.weight", {dim}, 1, 0.1f);
     if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, dim}, 0, w);
-    std::filesystem::create_directories(out_dir);
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    KASCADE_CHECK(!ec, "cannot create folder \"{}\": {}", out_dir.string(), ec.message());
     write_safetensors(out_dir / "model.safetensors", tensors);
     write_file_atomic(out_dir / "config.json", config.dump(2) + "\n");
 }

@@ -5,7 +5,21 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/error.h"
+
 namespace kascade::cli {
+
+/// A mistake in the command line itself (an option out of range, options that do not go together): printed like
+/// every error, "kascade: error: ...", but main() exits with 2, as for the usage errors CLI11 finds.
+class UsageError : public Error {
+  public:
+    explicit UsageError(const std::string& message) : Error(message) {}
+};
+
+#define KASCADE_USAGE_CHECK(cond, ...)                                           \
+    do {                                                                         \
+        if (!(cond)) throw ::kascade::cli::UsageError(fmt::format(__VA_ARGS__)); \
+    } while (0)
 
 /// Options shared by the experiment subcommands, set on the root app (and accepted after the subcommand name).
 struct CommonOptions {

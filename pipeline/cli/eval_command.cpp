@@ -78,21 +78,22 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
         cmd->add_option("--page-size", args->params.quest_page, "quest: keys per page")->capture_default_str(), 1);
     cmd->add_flag("--force", args->force, "re-run even if an identical run is stored");
     cmd->callback([args, schedule, method, ctx, prompt_tokens, decode_tokens, page_size, &common] {
-        KASCADE_CHECK(schedule->count() + method->count() == 1, "eval needs --schedule ID or --method NAME");
+        KASCADE_USAGE_CHECK(schedule->count() + method->count() == 1, "eval needs --schedule ID or --method NAME");
         EvalParams p = args->params;
         p.method = schedule->count() ? EvalMethod::Kascade : parse_eval_method(args->method, "--method");
         if (schedule->count()) p.schedule_id = args->schedule_id;
         p.phase = parse_eval_phase(args->phase, "--phase");
         // Options of the other phase or method would be ignored: refuse them rather than run something else.
         if (p.phase == EvalPhase::Decode) {
-            KASCADE_CHECK(ctx->count() == 0,
-                          "--ctx applies to --phase prefill; a decode window is --prompt-tokens + --decode-tokens");
+            KASCADE_USAGE_CHECK(
+                ctx->count() == 0,
+                "--ctx applies to --phase prefill; a decode window is --prompt-tokens + --decode-tokens");
         } else {
-            KASCADE_CHECK(prompt_tokens->count() + decode_tokens->count() == 0,
-                          "--prompt-tokens and --decode-tokens apply to --phase decode");
+            KASCADE_USAGE_CHECK(prompt_tokens->count() + decode_tokens->count() == 0,
+                                "--prompt-tokens and --decode-tokens apply to --phase decode");
         }
-        KASCADE_CHECK(page_size->count() == 0 || p.method == EvalMethod::Quest,
-                      "--page-size applies to --method quest");
+        KASCADE_USAGE_CHECK(page_size->count() == 0 || p.method == EvalMethod::Quest,
+                            "--page-size applies to --method quest");
         const TopKRule rule = args->topk.rule();
         if (args->topk.given()) p.topk = rule;
         p.granularity = args->topk.key_granularity();

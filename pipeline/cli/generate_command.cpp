@@ -41,27 +41,28 @@ ResolvedEval resolve_generate_method(const GenerateArgs& args, const std::string
     EvalParams p;
     p.phase = EvalPhase::Decode;
     p.method = args.has_schedule ? EvalMethod::Kascade : parse_eval_method(args.method, "--method");
-    KASCADE_CHECK(args.has_schedule || p.method != EvalMethod::Kascade,
-                  "--method kascade needs --schedule ID (see `kascade status`)");
+    KASCADE_USAGE_CHECK(args.has_schedule || p.method != EvalMethod::Kascade,
+                        "--method kascade needs --schedule ID (see `kascade status`)");
     const TopKRule rule = args.topk.rule();
     if (args.topk.given()) p.topk = rule;
     p.granularity = args.topk.key_granularity();
     if (!args.pooling.empty()) p.pooling = parse_pooling(args.pooling, "--pooling");
     p.tile = args.tile;
     p.quest_page = args.page_size;
-    KASCADE_CHECK(!args.page_size_given || p.method == EvalMethod::Quest, "--page-size applies to --method quest");
+    KASCADE_USAGE_CHECK(!args.page_size_given || p.method == EvalMethod::Quest,
+                        "--page-size applies to --method quest");
     if (p.method == EvalMethod::Kascade) {
         p.schedule_id = args.schedule_id;
         ResultsDb db(results_dir, DbAccess::ReadOnly);
-        return resolve_method(&db, model_content_hash(args.model.model), args.model.model, p, max_positions);
+        return resolve_method(&db, model_content_hash(args.model.model), args.model.model, p, max_positions,
+                              "prompt + -n");
     }
-    KASCADE_CHECK(p.method == EvalMethod::Dense || args.topk.given(),
-                  "--method {} needs a key budget: --topk-tiles N or --topk-pct P", args.method);
-    return resolve_method(nullptr, "", args.model.model, p, max_positions);
+    KASCADE_USAGE_CHECK(p.method == EvalMethod::Dense || args.topk.given(),
+                        "--method {} needs a key budget: --topk-tiles N or --topk-pct P", args.method);
+    return resolve_method(nullptr, "", args.model.model, p, max_positions, "prompt + -n");
 }
 
 void run_generate(const GenerateArgs& args, const std::string& results_dir) {
-    KASCADE_CHECK(args.steps > 0, "invalid -n {} (must be > 0)", args.steps);
     const ModelWeights weights = load_model(args.model.model, args.model.load_options());
     const auto tokenizer = load_tokenizer_for(args.model);
     const ModelConfig& c = weights.config;
@@ -77,11 +78,13 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
         tokenizer->encode(args.prompt_file.empty() ? args.prompt : read_text_file(args.prompt_file));
     sequence.insert(sequence.end(), prompt.begin(), prompt.end());
     KASCADE_CHECK(!sequence.empty(), "nothing to start from: the sequence starts without BOS and the prompt is empty");
-    const int max_positions = static_cast<int>(sequence.size()) + args.steps;
+    // In 64 bits: -n may be anything up to INT_MAX, and the sum must not wrap around past this check.
+    const int64_t positions = static_cast<int64_t>(sequence.size()) + args.steps;
     KASCADE_CHECK(
-        max_positions <= c.max_seq_len,
+        positions <= c.max_seq_len,
         "prompt ({} tokens) + -n {} = {} positions exceeds the model's context of {} (max_position_embeddings)",
-        sequence.size(), args.steps, max_positions, c.max_seq_len);
+        sequence.size(), args.steps, positions, c.max_seq_len);
+    const int max_positions = static_cast<int>(positions);
 
     const ResolvedEval method = resolve_generate_method(args, results_dir, max_positions);
     MethodPolicy decode = make_method_policy(method, c.n_layers);
@@ -144,7 +147,9 @@ void register_generate_command(CLI::App& app, const CommonOptions& common) {
     auto* prompt = cmd->add_option("--prompt,-p", args->prompt, "text to continue (default: start from BOS)");
     cmd->add_option("--prompt-file", args->prompt_file, "a file whose text to continue (long prompts)")
         ->excludes(prompt);
-    cmd->add_option("-n,--steps", args->steps, "tokens to generate after BOS and the prompt")->capture_default_str();
+    check_range(cmd->add_option("-n,--steps", args->steps, "tokens to generate after BOS and the prompt")
+                    ->capture_default_str(),
+                ValueRange{1, std::numeric_limits<int>::max()}, "-n");
     cmd->add_flag("--greedy", args->greedy, "always take the most likely token (same as --temperature 0)");
     cmd->add_option("--temperature", args->sampler.temperature, "sampling temperature (0: greedy)")
         ->capture_default_str();

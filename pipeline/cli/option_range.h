@@ -10,23 +10,24 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "base/error.h"
+#include "pipeline/cli/commands.h"
 #include "pipeline/stages/param_ranges.h"
 
 namespace kascade::cli {
 
 /// Refuses, while parsing, a value of `option` that is not a number in `range`: "--ctx 0 is out of range (must be
-/// >= 2)". Throws kascade::Error, so the usual one-line error follows. The ranges of stage parameters are those of
-/// pipeline/stages/param_ranges.h, which the sweep file reader checks too.
-inline CLI::Option* check_range(CLI::Option* option, const ValueRange& range) {
-    const std::string name = option->get_name();
+/// >= 2)". Throws UsageError, so the usual one-line error follows (exit code 2). The ranges of stage parameters are
+/// those of pipeline/stages/param_ranges.h, which the sweep file reader checks too. `shown` names the option in
+/// messages (default: its long name).
+inline CLI::Option* check_range(CLI::Option* option, const ValueRange& range, const std::string& shown = "") {
+    const std::string name = shown.empty() ? option->get_name() : shown;
     option->each([name, range](const std::string& text) {
         char* end = nullptr;
         errno = 0;
         const double value = std::strtod(text.c_str(), &end);
-        KASCADE_CHECK(!text.empty() && end == text.c_str() + text.size() && errno != ERANGE,
-                      "{} {} is not a number (must be {})", name, text, range.text());
-        KASCADE_CHECK(range.contains(value), "{} {} is out of range (must be {})", name, text, range.text());
+        KASCADE_USAGE_CHECK(!text.empty() && end == text.c_str() + text.size() && errno != ERANGE,
+                            "{} {} is not a number (must be {})", name, text, range.text());
+        KASCADE_USAGE_CHECK(range.contains(value), "{} {} is out of range (must be {})", name, text, range.text());
     });
     return option;
 }

@@ -36,7 +36,7 @@ std::filesystem::path db_file(const CommonOptions& common) {
 }
 
 void print(const QueryResult& result, const std::string& format) {
-    std::fputs(format_result(result, parse_output_format(format)).c_str(), stdout);
+    write_result(stdout, result, parse_output_format(format));
 }
 
 std::string quote_sql(int64_t v) {

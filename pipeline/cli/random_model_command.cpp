@@ -5,6 +5,8 @@
 #include "base/error.h"
 #include "io/weights/random_checkpoint.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/cli/option_range.h"
+#include "pipeline/cli/output_guard.h"
 
 namespace kascade::cli {
 
@@ -14,6 +16,7 @@ struct RandomModelArgs {
     std::string out;
     RandomCheckpointOptions options;
     std::string dtype = "bf16";
+    bool force = false;
 };
 }  // namespace
 
@@ -27,15 +30,17 @@ void register_random_model_command(CLI::App& app) {
         "  kascade random-model --config models/configs/llama-3.2-1b/config.json --out /tmp/llama32-1b-random");
     cmd->add_option("--config", args->config, "a Hugging Face config.json of a supported family")->required();
     cmd->add_option("--out", args->out, "folder to write config.json and model.safetensors into")->required();
-    cmd->add_option("--layers", args->options.layers, "number of layers to write (default: the config's)")
-        ->check(CLI::PositiveNumber);
+    check_range(cmd->add_option("--layers", args->options.layers, "number of layers to write (default: the config's)"),
+                1, std::numeric_limits<int>::max());
     cmd->add_option("--seed", args->options.seed, "random seed")->capture_default_str();
     cmd->add_option("--dtype", args->dtype, "stored dtype: bf16, f16 or f32")->capture_default_str();
+    cmd->add_flag("--force", args->force, "replace a config.json or model.safetensors already in --out");
     cmd->callback([args] {
         const std::string& d = args->dtype;
         KASCADE_CHECK(d == "bf16" || d == "f16" || d == "f32",
                       "--dtype \"{}\" is not supported (expected bf16, f16 or f32)", d);
         args->options.dtype = d == "bf16" ? DType::BF16 : d == "f16" ? DType::F16 : DType::F32;
+        check_may_write_files("--out", args->out, {"config.json", "model.safetensors"}, args->force);
         write_random_checkpoint(args->config, args->out, args->options);
         std::printf("%s\n", args->out.c_str());
     });

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/cli/output_guard.h"
 #include "pipeline/report/report.h"
 #include "pipeline/stages/sweep.h"
 
@@ -21,6 +22,7 @@ struct ReportArgs {
     std::string task_where;
     std::string sweep;
     std::string out;
+    bool force = false;
 };
 
 /// What a sweep file asks for (what of it is stored), as conditions on content keys: its evals' runs (runs_flat
@@ -80,6 +82,8 @@ void register_report_command(CLI::App& app, const CommonOptions& common) {
     task_where->excludes(sweep);
     cmd->add_option("--out", args->out,
                     "report folder (default: <results>/report, or <results>/reports/<sweep name> with --sweep)");
+    cmd->add_flag("--force", args->force,
+                  "replace the report folder even if it holds files kascade report did not write (they are deleted)");
     cmd->callback([args, &common] {
         ReportOptions options;
         options.results_dir = common.results_dir;
@@ -95,6 +99,11 @@ void register_report_command(CLI::App& app, const CommonOptions& common) {
             options.title = spec.file.filename().string();
         }
         options.out_dir = args->out.empty() ? default_report_dir(common.results_dir, name) : fs::path(args->out);
+        const fs::path folder = options.out_dir.lexically_normal();
+        check_may_replace_report(
+            folder.has_filename() ? folder : folder.parent_path(),
+            fmt::format("{} \"{}\"", args->out.empty() ? "report folder" : "--out", options.out_dir.string()),
+            "pass --force", args->force);
         const ReportSummary summary = write_report(options);
         std::printf("report: %s (%d runs, %d task runs, %d figures as PNG and SVG)\n", summary.html.c_str(),
                     summary.n_runs, summary.n_task_runs, summary.n_figures);

@@ -25,7 +25,8 @@ std::vector<int> parse_anchor_list(const std::string& s) {
         const std::string item = s.substr(begin, end - begin);
         char* rest = nullptr;
         const long v = std::strtol(item.c_str(), &rest, 10);
-        KASCADE_CHECK(!item.empty() && *rest == '\0', "invalid --anchor-list '{}': expected layers like 0,2,8", s);
+        KASCADE_USAGE_CHECK(!item.empty() && *rest == '\0', "invalid --anchor-list '{}': expected layers like 0,2,8",
+                            s);
         anchors.push_back(static_cast<int>(v));
         begin = end + 1;
     }

@@ -29,7 +29,7 @@ void register_similarity_command(CLI::App& app, const CommonOptions& common) {
     args->topk.add_to(*cmd);
     cmd->add_flag("--force", args->force, "recompute even if the artifact exists");
     cmd->callback([args, &common] {
-        KASCADE_CHECK(args->topk.given(), "similarity needs --topk-tiles N or --topk-pct P");
+        KASCADE_USAGE_CHECK(args->topk.given(), "similarity needs --topk-tiles N or --topk-pct P");
         Workspace ws(common.results_dir);
         const StageResult r =
             run_similarity(ws, args->capture, args->topk.rule(),

@@ -22,7 +22,8 @@ namespace {
 /// checked against its row, so a truncated, damaged or replaced file is reported rather than found by the next
 /// stage.
 std::string artifact_state(const std::filesystem::path& results_dir, const ArtifactRecord& artifact,
-                           const std::string& model_state) {
+                           const std::string& model_state, bool& file_ok) {
+    file_ok = false;
     const std::filesystem::path file = results_dir / artifact.path;
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) return "stale: file missing";
@@ -35,6 +36,7 @@ std::string artifact_state(const std::filesystem::path& results_dir, const Artif
     } catch (const Error& e) {
         return fmt::format("bad: {}", e.what());
     }
+    file_ok = true;
     return model_state;
 }
 
@@ -100,8 +102,14 @@ QueryResult sweep_status(ResultsDb& db) {
 
 void register_status_command(CLI::App& app, const CommonOptions& common) {
     CLI::App* cmd = app.add_subcommand("status", "List artifacts, schedules and runs, and which are stale");
-    cmd->footer("Example:\n  kascade status --results results");
-    cmd->callback([&common] {
+    cmd->footer(
+        "Every artifact file is checked against its row (checksum, size, root attributes). Artifacts stored by an\n"
+        "older kascade have no checksum: --verify records one for each whose size and attributes check out (the only\n"
+        "way status writes to the database).\n"
+        "Example:\n  kascade status --results results [--verify]");
+    auto verify = std::make_shared<bool>(false);
+    cmd->add_flag("--verify", *verify, "record a checksum for every good artifact stored without one");
+    cmd->callback([&common, verify] {
         // Read-only: status on a mistyped --results is an error, never a new empty results folder.
         const std::filesystem::path results_dir = common.results_dir;
         ResultsDb db(results_dir, DbAccess::ReadOnly);
@@ -121,12 +129,29 @@ void register_status_command(CLI::App& app, const CommonOptions& common) {
 
         QueryResult artifacts;
         artifacts.columns = {"stage", "key", "params", "created_at", "state"};
+        std::vector<std::pair<std::string, std::string>> checksums;  // (key, checksum) of verified files without one
+        int64_t without_checksum = 0;
         for (const ArtifactRecord& a : db.list_artifacts()) {
+            bool file_ok = false;
             artifacts.rows.push_back({a.stage, a.key, a.params_json, a.created_at,
-                                      artifact_state(results_dir, a, state_of_model(a.model_id))});
+                                      artifact_state(results_dir, a, state_of_model(a.model_id), file_ok)});
+            if (a.checksum) continue;
+            ++without_checksum;
+            if (*verify && file_ok) checksums.emplace_back(a.key, hash_file_hex(results_dir / a.path));
         }
         std::printf("artifacts (%zu) in %s\n", artifacts.rows.size(), (results_dir / "artifacts").c_str());
-        std::fputs(format_result(artifacts, OutputFormat::Table).c_str(), stdout);
+        write_result(stdout, artifacts, OutputFormat::Table);
+        if (!checksums.empty()) {
+            ResultsDb writable(results_dir);
+            int64_t recorded = 0;
+            for (const auto& [key, checksum] : checksums) recorded += writable.record_artifact_checksum(key, checksum);
+            std::printf("recorded the checksum of %ld artifacts stored without one\n", static_cast<long>(recorded));
+        } else if (without_checksum > 0 && !*verify) {
+            std::printf(
+                "%ld artifacts were stored without a checksum (by an older kascade): kascade status --verify "
+                "records one for each good file\n",
+                static_cast<long>(without_checksum));
+        }
 
         QueryResult schedules;
         schedules.columns = {"id",       "policy",  "threshold", "max_reuse_dist", "n_anchors",
@@ -140,11 +165,11 @@ void register_status_command(CLI::App& app, const CommonOptions& common) {
                                       s.n_reuse_layers, s.similarity_key.value_or("")});
         }
         std::printf("\nschedules (%zu)\n", schedules.rows.size());
-        std::fputs(format_result(schedules, OutputFormat::Table).c_str(), stdout);
+        write_result(stdout, schedules, OutputFormat::Table);
 
         const QueryResult sweeps = sweep_status(db);
         std::printf("\nsweeps (%zu): pending = queued + running on Slurm + not yet run\n", sweeps.rows.size());
-        std::fputs(format_result(sweeps, OutputFormat::Table).c_str(), stdout);
+        write_result(stdout, sweeps, OutputFormat::Table);
 
         const std::vector<RunRecord> runs = db.list_runs();
         std::map<std::string, int> by_method;

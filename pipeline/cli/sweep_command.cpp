@@ -6,6 +6,7 @@
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/option_range.h"
+#include "pipeline/cli/output_guard.h"
 #include "pipeline/report/report.h"
 #include "pipeline/stages/sweep.h"
 #include "pipeline/stages/sweep_slurm.h"
@@ -46,13 +47,13 @@ void print_result_tables(const std::string& results_dir, const SweepReport& repo
         RunsQuery query;
         query.where = ids_condition("id", report.run_ids);
         std::printf("\n");
-        std::fputs(format_result(query_runs(db, query), OutputFormat::Table).c_str(), stdout);
+        write_result(stdout, query_runs(db, query), OutputFormat::Table);
     }
     if (!report.task_run_ids.empty()) {
         std::printf("\n");
         const QueryResult tasks =
             query_task_scores(db, ids_condition("task_run_id", report.task_run_ids), /*by_depth=*/false);
-        std::fputs(format_result(tasks, OutputFormat::Table).c_str(), stdout);
+        write_result(stdout, tasks, OutputFormat::Table);
     }
 }
 
@@ -66,9 +67,13 @@ void write_sweep_report(const std::string& results_dir, const SweepSpec& spec, c
         options.task_where = ids_condition("task_run_id", report.task_run_ids);
         options.out_dir = default_report_dir(results_dir, spec.file.stem().string());
         options.title = spec.file.filename().string();
+        check_may_replace_report(
+            options.out_dir, fmt::format("report folder \"{}\"", options.out_dir.string()),
+            fmt::format("run `kascade report --sweep {} --results {} --force`", spec.file.string(), results_dir),
+            false);
         const ReportSummary r = write_report(options);
         std::printf("\nreport: %s\n", r.html.c_str());
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // kascade's errors, and file system failures no check anticipated
         std::fprintf(stderr, "kascade: warning: no report written: %s\n", e.what());
     }
 }
@@ -93,13 +98,14 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_flag("--dry-run", args->dry_run,
                   "list the jobs and which are already stored; compute nothing (with --slurm: write the batch "
                   "scripts, submit nothing)");
-    cmd->add_option("--jobs,-j", args->jobs,
-                    "worker processes, each taking the next job whose inputs exist; the "
-                    "OpenMP threads are divided among them")
-        ->check(CLI::Range(1, 1024));
-    cmd->add_option("--job-index", args->job_index,
-                    "run only this job of the plan (its index, as a Slurm array task id); its inputs must be stored")
-        ->check(CLI::NonNegativeNumber);
+    check_range(cmd->add_option("--jobs,-j", args->jobs,
+                                "worker processes, each taking the next job whose inputs exist; the "
+                                "OpenMP threads are divided among them"),
+                1, 1024);
+    check_range(cmd->add_option("--job-index", args->job_index,
+                                "run only this job of the plan (its index, as a Slurm array task id); its inputs must "
+                                "be stored"),
+                0, std::numeric_limits<int>::max());
     cmd->add_option("--sweep-key", args->sweep_key,
                     "refuse to run unless the plan's key is this one (the sweep as it was submitted)");
     cmd->add_option("--shard-dir", args->shard_dir,
@@ -126,8 +132,8 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
     cmd->callback([args, &common] {
         SweepSpec spec = load_sweep_spec(args->file);
         if (args->slurm) {
-            KASCADE_CHECK(args->job_index < 0 && args->jobs == 1 && !args->force,
-                          "--slurm cannot be combined with --job-index, --jobs or --force");
+            KASCADE_USAGE_CHECK(args->job_index < 0 && args->jobs == 1 && !args->force,
+                                "--slurm cannot be combined with --job-index, --jobs or --force");
             SlurmSubmitOptions options;
             options.settings = spec.slurm;
             if (!args->partition.empty()) options.settings.partition = args->partition;
@@ -141,8 +147,8 @@ void register_sweep_command(CLI::App& app, const CommonOptions& common) {
             submit_sweep_to_slurm(common.results_dir, spec, options, stdout);
             return;
         }
-        KASCADE_CHECK(args->shard_dir.empty() || args->job_index >= 0 || args->worker,
-                      "--shard-dir needs --job-index or --slurm");
+        KASCADE_USAGE_CHECK(args->shard_dir.empty() || args->job_index >= 0 || args->worker,
+                            "--shard-dir needs --job-index or --slurm");
         SweepOptions options;
         options.dry_run = args->dry_run;
         options.workers = args->jobs;

@@ -108,7 +108,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
                   "print the prompt of the first sample (first length and depth) and its expected answer; run nothing");
     cmd->add_flag("--json", args->json, "print one JSON object: run_ids, score, by_length (length -> score), ...");
     cmd->callback([args, schedule, method, depth_pcts, page_size, &common] {
-        KASCADE_CHECK(schedule->count() + method->count() == 1, "task needs --schedule ID or --method NAME");
+        KASCADE_USAGE_CHECK(schedule->count() + method->count() == 1, "task needs --schedule ID or --method NAME");
         TaskParams p;
         p.task = parse_task_kind(args->task, "--task");
         p.lengths = args->lengths;
@@ -121,10 +121,10 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         EvalParams& m = p.method;
         m.method = schedule->count() ? EvalMethod::Kascade : parse_eval_method(args->method, "--method");
         if (schedule->count()) m.schedule_id = args->schedule_id;
-        KASCADE_CHECK(m.method == EvalMethod::Dense || m.method == EvalMethod::Kascade || args->topk.given(),
-                      "--method {} needs a key budget: --topk-tiles N or --topk-pct P", args->method);
-        KASCADE_CHECK(page_size->count() == 0 || m.method == EvalMethod::Quest,
-                      "--page-size applies to --method quest");
+        KASCADE_USAGE_CHECK(m.method == EvalMethod::Dense || m.method == EvalMethod::Kascade || args->topk.given(),
+                            "--method {} needs a key budget: --topk-tiles N or --topk-pct P", args->method);
+        KASCADE_USAGE_CHECK(page_size->count() == 0 || m.method == EvalMethod::Quest,
+                            "--page-size applies to --method quest");
         const TopKRule rule = args->topk.rule();
         if (args->topk.given()) m.topk = rule;
         m.granularity = args->topk.key_granularity();

@@ -32,7 +32,7 @@ void register_tokenize_command(CLI::App& app) {
     text_file->excludes(text);
     cmd->add_flag("--json", args->json, "print {\"tokens\": [...], \"count\": N} instead of one id per line");
     cmd->callback([args, text_file, text] {
-        KASCADE_CHECK(text_file->count() + text->count() == 1, "tokenize needs --text FILE or --string S");
+        KASCADE_USAGE_CHECK(text_file->count() + text->count() == 1, "tokenize needs --text FILE or --string S");
         const auto tokenizer = load_tokenizer(args->tokenizer);
         const std::string input = text_file->count() ? read_text_file(args->text_file) : args->text;
         const std::vector<int32_t> ids = tokenizer->encode(input);

@@ -50,8 +50,8 @@ struct TopKOptions {
     }
     bool given() const { return tiles > 0 || pct > 0; }
     TopKRule rule() const {
-        KASCADE_CHECK(given() || (k_rule_option->count() == 0 && round_k_option->count() == 0),
-                      "--k-rule and --round-k need --topk-tiles N or --topk-pct P");
+        KASCADE_USAGE_CHECK(given() || (k_rule_option->count() == 0 && round_k_option->count() == 0),
+                            "--k-rule and --round-k need --topk-tiles N or --topk-pct P");
         return TopKRule{tiles, pct, k_min, parse_k_rule(k_rule, "--k-rule"), round_k};
     }
     std::optional<KeyGranularity> key_granularity() const {

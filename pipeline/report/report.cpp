@@ -99,9 +99,11 @@ std::string runs_table(const ReportData& data, const std::set<std::int64_t>& run
             setting += ", calibrated on " + short_name(r.calib_text_path);
         if (!r.metric.empty() && (r.metric != "recall" || r.aggregation != "mean"))
             setting += ", " + r.metric + " " + r.aggregation;
-        const std::string topk = r.topk_tiles ? fmt::format("{} tiles", *r.topk_tiles)
-                                 : r.topk_pct ? fmt::format("{:g}% (k_min {})", *r.topk_pct, r.k_min.value_or(0))
-                                              : "";
+        const std::string topk = r.topk_tiles && r.page_size
+                                     ? fmt::format("{} pages of {}", *r.topk_tiles, *r.page_size)
+                                 : r.topk_tiles ? fmt::format("{} tiles", *r.topk_tiles)
+                                 : r.topk_pct   ? fmt::format("{:g}% (k_min {})", *r.topk_pct, r.k_min.value_or(0))
+                                                : "";
         const std::string id =
             runs_with_figure.count(r.id) ? fmt::format("<a href=\"#run-{0}\">{0}</a>", r.id) : std::to_string(r.id);
         out += fmt::format(

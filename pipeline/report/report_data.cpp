@@ -29,7 +29,8 @@ using namespace report_rows;
 void load_runs(QueryDb& db, ReportData& data) {
     const std::string sql =
         "SELECT id, method, policy, threshold, max_reuse_dist, n_anchors, anchor_list, metric, aggregation, "
-        "head_map, tile, topk_tiles, topk_pct, k_min, key_granularity, k_rule, round_k, pooling, ctx, phase, "
+        "head_map, tile, topk_tiles, topk_pct, k_min, key_granularity, k_rule, round_k, pooling, page_size, ctx, "
+        "phase, "
         "prompt_tokens, decode_tokens, token_offset, "
         "n_tokens, ppl_dense, ppl_sparse, "
         "degradation_pct, density, tokens_per_s, model_path, model_hash, text_path, text_hash, schedule_id, "
@@ -57,6 +58,7 @@ void load_runs(QueryDb& db, ReportData& data) {
         run.k_rule = text(r["k_rule"]);
         run.round_k = opt_int(r["round_k"]);
         run.pooling = text(r["pooling"]);
+        run.page_size = opt_int(r["page_size"]);
         run.ctx = opt_int(r["ctx"]).value_or(0);
         run.phase = text(r["phase"]);
         run.prompt_tokens = opt_int(r["prompt_tokens"]);

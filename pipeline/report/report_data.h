@@ -34,6 +34,7 @@ struct ReportRun {
     std::optional<std::int64_t> max_reuse_dist, n_anchors;
     std::string anchor_list, metric, aggregation, head_map;
     std::optional<std::int64_t> tile, topk_tiles, k_min;
+    std::optional<std::int64_t> page_size;  ///< quest: keys per page (its topk_tiles counts pages; tile is NULL)
     std::optional<double> topk_pct;
     std::string key_granularity, k_rule, pooling;  ///< sparse runs: the selection variant; else empty
     std::optional<std::int64_t> round_k;

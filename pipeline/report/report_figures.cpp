@@ -39,7 +39,8 @@ std::string text_name(const std::string& path) {
 }
 
 std::string topk_text(const std::optional<std::int64_t>& tiles, const std::optional<double>& pct,
-                      const std::optional<std::int64_t>& k_min) {
+                      const std::optional<std::int64_t>& k_min, const std::optional<std::int64_t>& page_size = {}) {
+    if (tiles && page_size) return fmt::format("top-k {} pages of {}", *tiles, *page_size);
     if (tiles) return fmt::format("top-k {} tiles", *tiles);
     if (pct) return fmt::format("top-k {}% (k_min {})", report_num(*pct), k_min.value_or(0));
     return "no top-k";
@@ -116,18 +117,22 @@ std::string setting_key(const ReportRun& r) {
     return full;
 }
 
-/// "top-k 4, 8, 12 tiles" / "top-k 2.5, 5 % (k_min 128)" over the sparse runs of a figure.
+/// "top-k 4, 8, 12 tiles" / "top-k 2.5, 5 % (k_min 128)" / "quest 2, 4 pages of 16" over the sparse runs of a
+/// figure: Quest's pages are never counted as tiles.
 std::string budget_summary(const std::vector<const ReportRun*>& runs) {
-    std::set<std::int64_t> tiles, k_mins;
+    std::set<std::int64_t> tiles, pages, page_sizes, k_mins;
     std::set<double> pcts;
     for (const ReportRun* r : runs) {
         if (r->method == "dense") continue;
-        if (r->topk_tiles) tiles.insert(*r->topk_tiles);
+        if (r->topk_tiles) (r->page_size ? pages : tiles).insert(*r->topk_tiles);
+        if (r->topk_tiles && r->page_size) page_sizes.insert(*r->page_size);
         if (r->topk_pct) pcts.insert(*r->topk_pct);
         if (r->topk_pct && r->k_min) k_mins.insert(*r->k_min);
     }
     std::vector<std::string> parts;
     if (!tiles.empty()) parts.push_back(fmt::format("top-k {} tiles", distinct_list(tiles)));
+    if (!pages.empty())
+        parts.push_back(fmt::format("quest {} pages of {}", distinct_list(pages), distinct_list(page_sizes)));
     if (!pcts.empty())
         parts.push_back(fmt::format("top-k {} % (k_min {})", distinct_list(pcts), distinct_list(k_mins)));
     return parts.empty() ? "dense only" : fmt::format("{}", fmt::join(parts, "; "));
@@ -154,11 +159,12 @@ std::vector<ReportFigure> pareto_figures(const ReportData& data) {
     for (const auto& [panel, runs] : panels) {
         std::map<std::string, std::vector<const ReportRun*>> series;
         std::set<std::string> commits;
-        std::set<std::int64_t> tiles;
+        std::set<std::int64_t> tiles, page_sizes;
         for (const ReportRun* r : runs) {
             series[method_series(*r)].push_back(r);
             commits.insert(r->git_commit);
             if (r->tile && r->method != "dense") tiles.insert(*r->tile);
+            if (r->page_size) page_sizes.insert(*r->page_size);
         }
         std::string points, front, plot;
         size_t index = 0;
@@ -188,10 +194,12 @@ std::vector<ReportFigure> pareto_figures(const ReportData& data) {
         }
         const ReportRun& first = *runs.front();
         const std::string model = short_name(first.model_path), text = text_name(first.text_path);
-        const std::string title = fmt::format(
-            "Perplexity cost vs attention kept: {} on {}, {}\n{} runs; {}; tile {}; test tokens [{}, {})", model, text,
-            context_label(first), runs.size(), budget_summary(runs), tiles.empty() ? "-" : distinct_list(tiles),
-            first.token_offset, first.token_offset + first.n_tokens);
+        std::string blocks = tiles.empty() ? "" : "tile " + distinct_list(tiles);
+        if (!page_sizes.empty()) blocks += (blocks.empty() ? "" : ", ") + ("page " + distinct_list(page_sizes));
+        const std::string title =
+            fmt::format("Perplexity cost vs attention kept: {} on {}, {}\n{} runs; {}; {}; test tokens [{}, {})", model,
+                        text, context_label(first), runs.size(), budget_summary(runs),
+                        blocks.empty() ? "tile -" : blocks, first.token_offset, first.token_offset + first.n_tokens);
         ReportFigure f;
         f.section = ReportSection::Pareto;
         f.heading = fmt::format("{} on {}, {}", model, text, context_label(first));
@@ -222,7 +230,8 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
     for (const ReportRun& r : data.runs) {
         const auto range = std::make_tuple(r.model_hash, r.text_hash, context_label(r), r.token_offset, r.n_tokens);
         if (std::isfinite(r.ppl_dense)) dense_ppl[range] = r.ppl_dense;
-        if (r.method == "dense" || !std::isfinite(r.ppl_sparse) || (!r.topk_tiles && !r.topk_pct)) continue;
+        if (r.method == "dense" || !std::isfinite(r.ppl_sparse)) continue;
+        if (!r.topk_pct && !report_budget_keys(r.topk_tiles, r.tile, r.page_size)) continue;
         panels[{r.model_hash, r.text_hash, context_label(r), r.token_offset, r.n_tokens, r.topk_pct.has_value()}]
             .push_back(&r);
     }
@@ -233,7 +242,10 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
         std::map<std::string, std::vector<std::pair<double, const ReportRun*>>> curves;
         std::set<std::string> commits;
         for (const ReportRun* r : runs) {
-            const double x = pct ? *r->topk_pct : static_cast<double>(*r->topk_tiles * r->tile.value_or(1));
+            // One unit for every method: % of the keys, or keys (tiles x tile size, Quest's pages x page size).
+            const double x =
+                pct ? *r->topk_pct
+                    : static_cast<double>(report_budget_keys(r->topk_tiles, r->tile, r->page_size).value_or(0));
             curves[setting_key(*r)].emplace_back(x, r);
             commits.insert(r->git_commit);
         }
@@ -267,7 +279,9 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
         ReportFigure f;
         f.section = ReportSection::TopK;
         f.heading = fmt::format("{} on {}, {}, budget in {}", model, text, context_label(first),
-                                pct ? "% of the causal keys" : "keys per query tile");
+                                pct                       ? "% of the causal keys"
+                                : first.phase == "decode" ? "keys per decode step"
+                                                          : "keys per query tile");
         f.caption =
             "Test perplexity of each method and schedule setting as its top-k budget grows; the black line "
             "is dense attention on the same tokens.";
@@ -279,8 +293,8 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
                       fmt::format("set title {}\n", gnuplot_string(title)) +
                       fmt::format("set xlabel {}\n",
                                   gnuplot_string(pct ? "top-k budget (% of the keys a query tile's last query sees)"
-                                                     : "top-k budget (keys per query tile = tiles x tile size, "
-                                                       "tokens)")) +
+                                                     : "top-k budget (keys per query tile or decode step: tiles x "
+                                                       "tile size, Quest pages x page size)")) +
                       "set ylabel \"perplexity on the test tokens (exp nats/token)\"\n"
                       "set key inside right top opaque box lc rgb \"#cccccc\"\n"
                       "set offsets graph 0.03, graph 0.03, graph 0.08, graph 0.08\n" +
@@ -540,15 +554,17 @@ std::vector<ReportFigure> run_figures(const ReportData& data) {
         std::string setting = method_series(r);
         if (r.method == "kascade")
             setting = "kascade " + policy_text(r.policy, r.threshold, r.max_reuse_dist, r.n_anchors, r.anchor_list);
+        const std::string budget = topk_text(r.topk_tiles, r.topk_pct, r.k_min, r.page_size);
+        // Quest has pages (named in its budget), no tile.
+        const std::string tile = r.tile ? fmt::format(", tile {}", *r.tile) : "";
         const std::string title = fmt::format(
-            "run {}: {}, {}, tile {}; ppl {:.4f} vs dense {:.4f} ({:+.2f}%), density {:.3f}\n{} on {}, ctx {}, test "
+            "run {}: {}, {}{}; ppl {:.4f} vs dense {:.4f} ({:+.2f}%), density {:.3f}\n{} on {}, ctx {}, test "
             "tokens [{}, {})",
-            r.id, setting, topk_text(r.topk_tiles, r.topk_pct, r.k_min), r.tile.value_or(0), r.ppl_sparse, r.ppl_dense,
-            r.degradation_pct, r.density, short_name(r.model_path), text_name(r.text_path), r.ctx, r.token_offset,
-            r.token_offset + r.n_tokens);
+            r.id, setting, budget, tile, r.ppl_sparse, r.ppl_dense, r.degradation_pct, r.density,
+            short_name(r.model_path), text_name(r.text_path), r.ctx, r.token_offset, r.token_offset + r.n_tokens);
         ReportFigure f;
         f.section = ReportSection::Runs;
-        f.heading = fmt::format("run {}: {}, {}", r.id, setting, topk_text(r.topk_tiles, r.topk_pct, r.k_min));
+        f.heading = fmt::format("run {}: {}, {}", r.id, setting, budget);
         f.caption =
             "Top: attended / causal query-key pairs per layer, coloured by role (grey dense, orange anchor, "
             "blue reuse, red streaming). Bottom: relative error of the layer's attention output against "

@@ -27,6 +27,16 @@ std::string report_commit_label(const std::set<std::string>& commits) {
                        gnuplot_string(text));
 }
 
+std::optional<std::int64_t> report_budget_keys(const std::optional<std::int64_t>& topk_tiles,
+                                               const std::optional<std::int64_t>& tile,
+                                               const std::optional<std::int64_t>& page_size) {
+    if (!topk_tiles) return std::nullopt;
+    // Quest's budget counts pages; every other method's counts tiles. A run has one or the other (never both).
+    const std::optional<std::int64_t> block = page_size ? page_size : tile;
+    if (!block) return std::nullopt;
+    return *topk_tiles * *block;
+}
+
 SeriesStyle report_series_style(const std::string& series, size_t fallback_index) {
     static const std::map<std::string, SeriesStyle> known = {
         {"dense", {"#000000", 5}},        {"kascade (threshold)", {"#1f77b4", 7}},

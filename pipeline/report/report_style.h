@@ -3,6 +3,8 @@
 // heatmap palette.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -22,6 +24,13 @@ struct SeriesStyle {
 /// One colour and marker per method everywhere in a report, so that figures can be compared at a glance; a series
 /// not known here gets the fallback_index-th of a few extra styles.
 SeriesStyle report_series_style(const std::string& series, size_t fallback_index);
+
+/// A count budget in the one unit every budget axis and budget label of a report uses: keys per query tile (prefill)
+/// or per decode step, and KV head. A top-k tile holds `tile` keys (at token granularity, n tiles = n·tile individual
+/// keys), a Quest page `page_size` keys. nullopt where the budget is not a count (a percentage; dense).
+std::optional<std::int64_t> report_budget_keys(const std::optional<std::int64_t>& topk_tiles,
+                                               const std::optional<std::int64_t>& tile,
+                                               const std::optional<std::int64_t>& page_size);
 
 /// Grid, border and key of the line and point plots.
 extern const std::string kReportPlotHeader;

@@ -32,7 +32,8 @@ bool panel_order(const ReportTaskRun* a, const ReportTaskRun* b) {
     const auto key = [](const ReportTaskRun* r) {
         return std::make_tuple(r->method != "dense", r->method, r->policy, r->n_anchors.value_or(0),
                                r->threshold.value_or(0), r->anchor_list, r->topk_pct.value_or(0),
-                               r->topk_tiles.value_or(0), r->prefill != "sparse", r->id);
+                               report_budget_keys(r->topk_tiles, r->tile, r->page_size).value_or(0),
+                               r->prefill != "sparse", r->id);
     };
     return key(a) < key(b);
 }
@@ -100,13 +101,14 @@ std::string task_series(const ReportTaskRun& r) {
     return r.method;
 }
 
-/// A point's own label beside it: what distinguishes it within its series ("K=2 10%", "8 tiles").
+/// A point's own label beside it: what distinguishes it within its series ("K=2 10%", "128 keys"). Count budgets are
+/// in keys for every method (Quest's pages x page size, the others' tiles x tile), so labels side by side compare.
 std::string point_label(const ReportTaskRun& r) {
     std::string budget;
     if (r.topk_pct)
         budget = fmt::format("{:g}%", *r.topk_pct);
-    else if (r.topk_tiles)
-        budget = fmt::format("{} {}", *r.topk_tiles, r.page_size ? "pages" : "tiles");
+    else if (const auto keys = report_budget_keys(r.topk_tiles, r.tile, r.page_size))
+        budget = fmt::format("{} keys", *keys);
     std::string setting;
     if (r.method == "kascade" && r.policy == "dp") setting = fmt::format("K={}", r.n_anchors.value_or(0));
     if (r.method == "kascade" && r.policy == "threshold") setting = fmt::format("t={:g}", r.threshold.value_or(0));

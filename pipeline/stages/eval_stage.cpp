@@ -70,7 +70,8 @@ EvalParams dense_params_of(const ResolvedEval& r) {
 }  // namespace
 
 ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const std::string& model_path,
-                            const EvalParams& params, int ctx) {
+                            const EvalParams& params, int ctx, std::string_view ctx_name) {
+    if (ctx_name.empty()) ctx_name = params.phase == EvalPhase::Decode ? "prompt-tokens + decode-tokens" : "ctx";
     ResolvedEval r;
     r.params = params;
     r.ctx = ctx;
@@ -86,8 +87,7 @@ ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const 
     if (params.pooling) r.pooling = *params.pooling;
     if (params.method != EvalMethod::Dense) {
         check_topk_rule(r.topk);
-        KASCADE_CHECK(r.tile >= 1 && r.tile <= ctx, "invalid tile={} (must be in [1, {}={}])", r.tile,
-                      params.phase == EvalPhase::Decode ? "prompt-tokens + decode-tokens" : "ctx", ctx);
+        KASCADE_CHECK(r.tile >= 1 && r.tile <= ctx, "invalid tile={} (must be in [1, {}={}])", r.tile, ctx_name, ctx);
     }
     if (params.method == EvalMethod::Quest) {
         KASCADE_CHECK(params.quest_page >= 1 && params.quest_page <= ctx, "invalid page-size={} (must be in [1, {}])",
@@ -96,7 +96,7 @@ ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const 
     return r;
 }
 
-ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedText& text, const EvalParams& params) {
+void check_eval_params(const LoadedModel& model, const EvalParams& params) {
     KASCADE_CHECK(params.n_tokens >= 0, "invalid eval-tokens={} (must be >= 0)", params.n_tokens);
     const bool decode = params.phase == EvalPhase::Decode;
     KASCADE_CHECK(decode || params.method != EvalMethod::Quest,
@@ -110,6 +110,11 @@ ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedT
                       "(max_position_embeddings)",
                       params.prompt_tokens, params.decode_tokens, max_positions);
     }
+}
+
+ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedText& text, const EvalParams& params) {
+    check_eval_params(model, params);
+    const bool decode = params.phase == EvalPhase::Decode;
     const int ctx = decode ? params.prompt_tokens + params.decode_tokens : params.ctx;
     ResolvedEval r = resolve_method(&ws.db(), model.model_hash, model.path.string(), params, ctx);
     r.token_offset = params.token_offset.value_or(0);

@@ -64,9 +64,14 @@ struct ResolvedEval {
 
 /// The method part of step 1 (no test tokens): defaults from the schedule (read from `db`, checked to belong to the
 /// model of model_hash; db may be null for other methods), the top-k rule, tile <= ctx. What `kascade generate`
-/// samples with.
+/// samples with. `ctx_name` says what ctx is in the caller's own options, for the messages (default: ctx, or
+/// prompt-tokens + decode-tokens in decode).
 ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const std::string& model_path,
-                            const EvalParams& params, int ctx);
+                            const EvalParams& params, int ctx, std::string_view ctx_name = {});
+
+/// The checks of step 1 that need the model but no results folder: token counts, the decode window within the
+/// model's context, quest only in decode. A sweep's dry run runs them too (check_sweep_inputs).
+void check_eval_params(const LoadedModel& model, const EvalParams& params);
 
 /// Step 1: fills in defaults, checks everything a user gave (an error names the option, value and expectation) and
 /// computes the content key. Reads the database, computes nothing.

@@ -244,20 +244,33 @@ SweepReport run_one_job(const fs::path& results_dir, const SweepSpec& spec, Swee
     }
     const bool sharded = !options.shard_dir.empty();
     const fs::path work_dir = sharded ? job_shard_dir(options.shard_dir, plan, index) : results_dir;
-    Workspace ws(work_dir);
-    record_sweep(ws.db(), spec, plan);
+    // A shard holds everything its job reads: each input comes from the shard of the job that made it (in this
+    // submission) or from the results folder (made before). Every input file is verified before the shard is made,
+    // so a missing or damaged one fails the task, naming it, and leaves no shard behind.
+    std::vector<std::pair<std::unique_ptr<ResultsDb>, std::set<std::string>>> imports;
     if (sharded) {
-        // A shard holds everything its job reads: each input comes from the shard of the job that made it (in
-        // this submission) or from the results folder (made before).
         for (int dep : job.depends_on) {
             const fs::path dep_shard = job_shard_dir(options.shard_dir, plan, dep);
             const fs::path source = fs::exists(dep_shard / ResultsDb::kFileName) ? dep_shard : results_dir;
             if (!fs::exists(source / ResultsDb::kFileName)) continue;
-            ResultsDb from(source, DbAccess::ReadOnly);
-            const std::set<std::string> keys = {plan.jobs[dep].key};
-            merge_results(from, ws.db(), &keys);
+            imports.emplace_back(std::make_unique<ResultsDb>(source, DbAccess::ReadOnly),
+                                 std::set<std::string>{plan.jobs[dep].key});
         }
+        std::unique_ptr<ResultsDb> existing;
+        if (fs::exists(work_dir / ResultsDb::kFileName))
+            existing = std::make_unique<ResultsDb>(work_dir, DbAccess::ReadOnly);
+        std::set<std::string> taken;
+        std::vector<std::string> problems;
+        for (auto& [from, keys] : imports) {
+            for (std::string& p : check_merge_files(*from, work_dir, existing.get(), taken, &keys))
+                problems.push_back(std::move(p));
+        }
+        KASCADE_CHECK(problems.empty(), "job {} ({} {}) cannot import its inputs into {}: {}", index, job.stage,
+                      job.label, work_dir.string(), fmt::join(problems, "; "));
     }
+    Workspace ws(work_dir);
+    record_sweep(ws.db(), spec, plan);
+    for (auto& [from, keys] : imports) merge_results(*from, ws.db(), &keys);
     for (int dep : job.depends_on) {
         const SweepJob& input = plan.jobs[dep];
         KASCADE_CHECK(job_output_stored(ws.db(), input.stage, input.key, input.task_grid),
@@ -328,6 +341,21 @@ void check_sweep_inputs(const SweepSpec& spec, const LoadedModel& model, const L
                   "{}: test.offset = {}{} + test.tokens = {} runs past the end of text \"{}\" ({} tokens)", file,
                   spec.test_offset, spec.test_offset_given ? "" : " (after the calibration range)", spec.test_tokens,
                   text.path.string(), n_text);
+    if (spec.perplexity) {
+        // The eval stage's own checks of what its runs take from the file (the decode window within the model's
+        // context, ...), so that a sweep whose evals would all fail is refused before anything is written.
+        EvalParams eval;
+        eval.method = EvalMethod::Dense;
+        eval.n_tokens = spec.test_tokens;
+        eval.phase = spec.phase;
+        eval.prompt_tokens = spec.prompt_tokens;
+        eval.decode_tokens = spec.decode_tokens;
+        try {
+            check_eval_params(model, eval);
+        } catch (const Error& e) {
+            KASCADE_FAIL("{}: [test] {}", file, e.what());
+        }
+    }
     // A capture uses whole windows of ctx - 1 text tokens after a BOS (ctx without one).
     const bool has_bos = sequence_start_token(c, model.tokenizer.get()) >= 0;
     for (int ctx : spec.ctx) {

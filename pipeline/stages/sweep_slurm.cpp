@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -65,14 +66,92 @@ std::string shell_word(const std::string& s) {
     return q + "'";
 }
 
+/// Quotes one argument of an #SBATCH line for sbatch's own parser (not a shell): a word of plain characters as it
+/// is (unless always_quote: paths), anything else in double quotes, with backslash before '"' and '\\'. Quoted, spaces
+/// and '#' (which would start a comment) are part of the argument.
+std::string sbatch_word(const std::string& s, bool always_quote = false) {
+    const bool plain = !always_quote && !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) ||
+               std::string_view("-_.,:=+/@%").find(c) != std::string_view::npos;
+    });
+    if (plain) return s;
+    std::string q = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') q += '\\';
+        q += c;
+    }
+    return q + "\"";
+}
+
+/// A path in an sbatch file name pattern: '%' is Slurm's replacement character, "%%" a literal one.
+std::string slurm_pattern_path(const fs::path& path) {
+    std::string out;
+    for (char c : path.string()) out += c == '%' ? std::string("%%") : std::string(1, c);
+    return out;
+}
+
+/// `s` with control characters written as \n, \t, \xNN: what an error message shows of a refused value.
+std::string visible(const std::string& s) {
+    std::string out;
+    for (unsigned char c : s) {
+        if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c < 0x20 || c == 0x7f) {
+            out += fmt::format("\\x{:02x}", c);
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
+/// Every value written into a batch script passes here: a control character (a newline above all) would end the
+/// #SBATCH or shell line it is on and start another, so it is refused, naming the field.
+void check_script_field(std::string_view field, const std::string& value) {
+    const auto bad = std::find_if(value.begin(), value.end(), [](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return c < 0x20 || c == 0x7f;
+    });
+    KASCADE_CHECK(bad == value.end(),
+                  "{} \"{}\" contains a control character ({}); it would be written into a Slurm batch script, "
+                  "where it would end the line",
+                  field, visible(value), visible(std::string(1, *bad)));
+}
+
+/// The fields of the submission that go into its scripts, checked before anything is written.
+void check_script_fields(const SlurmSettings& s, const SweepSpec& spec, const fs::path& sweep_file,
+                         const fs::path& results_dir, const fs::path& shard_dir) {
+    check_script_field("--partition ([slurm] partition)", s.partition);
+    check_script_field("--time ([slurm] time)", s.time);
+    check_script_field("--mem ([slurm] mem)", s.mem);
+    for (const std::string& arg : s.sbatch_args) check_script_field("--sbatch-arg ([slurm] sbatch_args)", arg);
+    check_script_field("the sweep file's path", sweep_file.string());
+    check_script_field("--results", results_dir.string());
+    check_script_field("--shard-dir", shard_dir.string());
+    for (const auto& [name, value] : spec.environment) {
+        const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                                std::all_of(name.begin(), name.end(), [](char c) {
+                                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                                });
+        KASCADE_CHECK(identifier,
+                      "{}: ${{{}}} is not a variable name a batch script can export (letters, digits and _)",
+                      spec.file.string(), visible(name));
+        check_script_field(fmt::format("{}: the value of ${{{}}}", spec.file.string(), name), value);
+    }
+}
+
 /// The #SBATCH lines every script of the submission shares.
 std::string resource_lines(const SlurmSettings& s) {
     std::string lines;
-    if (!s.partition.empty()) lines += "#SBATCH --partition=" + s.partition + "\n";
-    if (!s.time.empty()) lines += "#SBATCH --time=" + s.time + "\n";
+    if (!s.partition.empty()) lines += "#SBATCH --partition=" + sbatch_word(s.partition) + "\n";
+    if (!s.time.empty()) lines += "#SBATCH --time=" + sbatch_word(s.time) + "\n";
     if (s.cpus_per_task > 0) lines += fmt::format("#SBATCH --cpus-per-task={}\n", s.cpus_per_task);
-    if (!s.mem.empty()) lines += "#SBATCH --mem=" + s.mem + "\n";
-    for (const std::string& arg : s.sbatch_args) lines += "#SBATCH " + arg + "\n";
+    if (!s.mem.empty()) lines += "#SBATCH --mem=" + sbatch_word(s.mem) + "\n";
+    for (const std::string& arg : s.sbatch_args) lines += "#SBATCH " + sbatch_word(arg) + "\n";
     return lines;
 }
 
@@ -138,6 +217,7 @@ SlurmSubmission submit_sweep_to_slurm(const fs::path& results_dir_arg, const Swe
     const fs::path sweep_file = fs::absolute(spec.file).lexically_normal();
     const fs::path shard_dir =
         options.shard_dir.empty() ? fs::path() : fs::absolute(options.shard_dir).lexically_normal();
+    check_script_fields(options.settings, spec, sweep_file, results_dir, shard_dir);
     SweepPlan plan = plan_sweep(spec);
     check_sweep_inputs(spec, plan);
     if (!shard_dir.empty() && !options.dry_run) merge_earlier_shards(results_dir, shard_dir / plan.key, log);
@@ -163,6 +243,7 @@ SlurmSubmission submit_sweep_to_slurm(const fs::path& results_dir_arg, const Swe
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     KASCADE_CHECK(!ec, "cannot find this executable for the batch scripts: {}", ec.message());
+    check_script_field("the path of the kascade executable", exe.string());
     fs::create_directories(submission.folder / "logs", ec);
     KASCADE_CHECK(!ec, "cannot create \"{}\": {}", (submission.folder / "logs").string(), ec.message());
     const std::string resources = resource_lines(options.settings);
@@ -184,7 +265,8 @@ SlurmSubmission submit_sweep_to_slurm(const fs::path& results_dir_arg, const Swe
         text += fmt::format("#SBATCH --job-name=kascade-{}-L{}\n", short_key, array.level);
         text += "#SBATCH --array=" + slurm_array_ranges(array.jobs) +
                 (options.settings.array_throttle > 0 ? fmt::format("%{}", options.settings.array_throttle) : "") + "\n";
-        text += "#SBATCH --output=" + (submission.folder / "logs" / "%A_%a.out").string() + "\n";
+        text += "#SBATCH --output=" + sbatch_word(slurm_pattern_path(submission.folder / "logs") + "/%A_%a.out", true) +
+                "\n";
         text += resources;
         text += "set -euo pipefail\n" + environment;
         text += "export OMP_NUM_THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n";
@@ -202,7 +284,9 @@ SlurmSubmission submit_sweep_to_slurm(const fs::path& results_dir_arg, const Swe
         std::string text = header;
         text += "# After the last array: merge every task's shard into the results folder (idempotent).\n";
         text += fmt::format("#SBATCH --job-name=kascade-{}-merge\n", short_key);
-        text += "#SBATCH --output=" + (submission.folder / "logs" / "merge_%j.out").string() + "\n";
+        text +=
+            "#SBATCH --output=" + sbatch_word(slurm_pattern_path(submission.folder / "logs") + "/merge_%j.out", true) +
+            "\n";
         text += resources;
         text += "set -euo pipefail\nshopt -s nullglob\n";
         text += "shards=(" + shell_word((shard_dir / plan.key).string()) + "/job-*)\n";

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "io/closest_match.h"
+#include "io/file_util.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/stages/eval_stage.h"
 
@@ -56,6 +57,14 @@ class TableReader {
         KASCADE_CHECK(*v <= kMax, "{}: {}.{} = {} is out of range (must be at most {})", file_.string(), where_, key,
                       *v, kMax);
         return *v;
+    }
+
+    /// integer() for a parameter held in an int: a value beyond it is refused, never cut to its low bits.
+    int int_integer(const std::string& key, int fallback, const ValueRange& range) {
+        const int64_t v = integer(key, fallback, range);
+        KASCADE_CHECK(v <= std::numeric_limits<int>::max(), "{}: {}.{} = {} is out of range (must be at most {})",
+                      file_.string(), where_, key, v, std::numeric_limits<int>::max());
+        return static_cast<int>(v);
     }
 
     /// A number or a list of numbers; with `integers`, each an integer that fits an int.
@@ -206,15 +215,14 @@ SweepTaskSpec read_task_table(const fs::path& file, const toml::table* table,
     if (t.has("depth_pcts")) {
         task.depths_pct = t.numbers("depth_pcts", {}, param_range::kDepthPct, false);
     } else {
-        task.depths_pct = evenly_spaced_depths(static_cast<int>(t.integer("depths", 1, param_range::kDepthCount)));
+        task.depths_pct = evenly_spaced_depths(t.int_integer("depths", 1, param_range::kDepthCount));
     }
-    task.samples = static_cast<int>(t.integer("samples", TaskParams{}.samples, param_range::kTaskSamples));
+    task.samples = t.int_integer("samples", TaskParams{}.samples, param_range::kTaskSamples);
     task.seed =
         static_cast<uint64_t>(t.integer("seed", static_cast<int64_t>(TaskParams{}.seed), param_range::kTaskSeed));
     const std::string haystack = t.string("haystack", "");
     if (!haystack.empty()) task.haystack = resolve_path(file, "task.haystack", haystack, environment);
-    if (t.has("max_new_tokens"))
-        task.max_new_tokens = static_cast<int>(t.integer("max_new_tokens", 0, param_range::kMaxNewTokens));
+    if (t.has("max_new_tokens")) task.max_new_tokens = t.int_integer("max_new_tokens", 0, param_range::kMaxNewTokens);
     for (const std::string& name :
          t.choices("prefill", {std::string(task_prefill_name(TaskParams{}.prefill))}, task_prefill_names()))
         task.prefills.push_back(parse_task_prefill(name, "task.prefill"));
@@ -225,9 +233,10 @@ SweepTaskSpec read_task_table(const fs::path& file, const toml::table* table,
 
 SweepSpec load_sweep_spec(const fs::path& file) {
     KASCADE_CHECK(fs::exists(file), "sweep file \"{}\" does not exist", file.string());
+    const std::string contents = read_file(file);  // refuses a FIFO or a device, which parse_file would read forever
     toml::table root;
     try {
-        root = toml::parse_file(file.string());
+        root = toml::parse(contents, file.string());
     } catch (const toml::parse_error& e) {
         KASCADE_FAIL("{}:{}:{}: invalid TOML: {}", file.string(), e.source().begin.line, e.source().begin.column,
                      e.description());
@@ -263,10 +272,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     const bool decode = spec.phase == EvalPhase::Decode;
     KASCADE_CHECK(decode || (!test.has("prompt_tokens") && !test.has("decode_tokens")),
                   "{}: test.prompt_tokens and test.decode_tokens apply to phase = \"decode\" only", file.string());
-    spec.prompt_tokens =
-        static_cast<int>(test.integer("prompt_tokens", EvalParams{}.prompt_tokens, param_range::kPromptTokens));
-    spec.decode_tokens =
-        static_cast<int>(test.integer("decode_tokens", EvalParams{}.decode_tokens, param_range::kDecodeTokens));
+    spec.prompt_tokens = test.int_integer("prompt_tokens", EvalParams{}.prompt_tokens, param_range::kPromptTokens);
+    spec.decode_tokens = test.int_integer("decode_tokens", EvalParams{}.decode_tokens, param_range::kDecodeTokens);
 
     TableReader grid(file, "grid", subtable(root, file, "grid", true),
                      {"ctx", "tile", "topk_tiles", "topk_pct", "k_min", "k_rule", "round_k", "key_granularity",
@@ -382,16 +389,15 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                   file.string());
     KASCADE_CHECK(has_quest || !baselines.has("quest_page"),
                   "{}: baselines.quest_page applies to the quest method only", file.string());
-    spec.quest_page =
-        static_cast<int>(baselines.integer("quest_page", EvalParams{}.quest_page, param_range::kQuestPage));
+    spec.quest_page = baselines.int_integer("quest_page", EvalParams{}.quest_page, param_range::kQuestPage);
 
     TableReader slurm(file, "slurm", subtable(root, file, "slurm", false),
                       {"partition", "time", "cpus_per_task", "mem", "array_throttle", "sbatch_args"});
     spec.slurm.partition = slurm.string("partition", "");
     spec.slurm.time = slurm.string("time", "");
-    spec.slurm.cpus_per_task = static_cast<int>(slurm.integer("cpus_per_task", 0, kCpusPerTaskRange));
+    spec.slurm.cpus_per_task = slurm.int_integer("cpus_per_task", 0, kCpusPerTaskRange);
     spec.slurm.mem = slurm.string("mem", "");
-    spec.slurm.array_throttle = static_cast<int>(slurm.integer("array_throttle", 0, kArrayThrottleRange));
+    spec.slurm.array_throttle = slurm.int_integer("array_throttle", 0, kArrayThrottleRange);
     spec.slurm.sbatch_args = slurm.strings("sbatch_args");
 
     const int64_t calib_end = spec.calib_offset + spec.calib_tokens;

@@ -182,7 +182,8 @@ ResolvedTask resolve_task(ResultsDb* db, const LoadedModel& model, const TaskPar
     method.phase = EvalPhase::Decode;
     KASCADE_CHECK(db != nullptr || params.method.method != EvalMethod::Kascade,
                   "method kascade needs the results folder of its schedule");
-    r.method = resolve_method(db, model.model_hash, model.path.string(), method, max_length + r.max_new_tokens);
+    r.method = resolve_method(db, model.model_hash, model.path.string(), method, max_length + r.max_new_tokens,
+                              "longest length + max-new-tokens");
 
     if (params.haystack.empty()) {
         r.haystack = haystack_sentences(kFillerHaystack, "filler");

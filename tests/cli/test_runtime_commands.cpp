@@ -194,20 +194,67 @@ TEST_F(DamagedHfModel, ConfigWithFewerLayersThanTheWeights) {
     EXPECT_NE(r.err.find("num_hidden_layers = 4"), std::string::npos) << r.err;
 }
 
-TEST_F(DamagedHfModel, NanWeightsStopPerplexity) {
-    // Every value of the final norm weight NaN: the logits are NaN, and the perplexity must be an error, not "nan".
+TEST_F(DamagedHfModel, NonFiniteWeightsAreRefusedWhereverTheySit) {
+    // Issue 25, class 2. One value of one tensor set to NaN or infinity: a NaN in the final norm gave NaN logits
+    // (caught), but one in a query projection was absorbed by the attention softmax into a plausible perplexity.
+    // Every weight is refused at load, the tensor and the element named, in the safetensors and llama2.c loaders.
+    const std::string original = read_all(dir_ / "model.safetensors");
     const nlohmann::json h = nlohmann::json::parse(safetensors_header());
-    const auto offsets = h["model.norm.weight"]["data_offsets"];
-    std::string all = read_all(dir_ / "model.safetensors");
-    const size_t begin = 8 + safetensors_header().size() + offsets[0].get<size_t>();
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    for (size_t i = begin; i < 8 + safetensors_header().size() + offsets[1].get<size_t>(); i += 4) {
-        std::memcpy(all.data() + i, &nan, 4);
+    const size_t data_begin = 8 + safetensors_header().size();
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    struct Case {
+        std::string tensor;
+        size_t element;
+        float value;
+    };
+    for (const Case& c : {Case{"model.layers.2.self_attn.q_proj.weight", 17, nan},
+                          Case{"model.layers.4.mlp.down_proj.weight", 0, -inf}, Case{"model.norm.weight", 63, nan}}) {
+        std::string all = original;
+        std::memcpy(all.data() + data_begin + h[c.tensor]["data_offsets"][0].get<size_t>() + 4 * c.element, &c.value,
+                    4);
+        std::ofstream(dir_ / "model.safetensors", std::ios::binary | std::ios::trunc) << all;
+        const auto r = run_perplexity();
+        expect_one_line_error(r, "tensor " + c.tensor + " holds a non-finite value (NaN or infinity) at element " +
+                                     std::to_string(c.element));
+        EXPECT_NE(r.err.find((dir_ / "model.safetensors").string()), std::string::npos) << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out;
     }
-    std::ofstream(dir_ / "model.safetensors", std::ios::binary | std::ios::trunc) << all;
-    const auto r = run_perplexity();
-    expect_one_line_error(r, "non-finite logits");
-    EXPECT_TRUE(r.out.empty()) << r.out;
+
+    // llama2.c: a NaN in layer 0's wq (the first of the wq section) of a copy of stories260K.bin.
+    std::string bin = read_all(kBin);
+    const size_t wq_begin = 28 + 4 * (512 * 64 + 5 * 64);  // header, token_embedding_table, rms_att_weight
+    std::memcpy(bin.data() + wq_begin + 4 * 5, &nan, 4);
+    const fs::path copy = dir_ / "stories260K-nan.bin";
+    std::ofstream(copy, std::ios::binary) << bin;
+    const auto r =
+        run_kascade("perplexity --model " + shell_quote(copy) + " --tokenizer " + shell_quote(dir_ / "tok512.bin") +
+                    " --text " + shell_quote(kWiki) + " --max-tokens 600");
+    expect_one_line_error(r, "section wq holds a non-finite value (NaN or infinity) at element 5");
+}
+
+TEST_F(DamagedHfModel, ConfigFieldsThatChangeTheForwardPassAreReadOrRefused) {
+    // Issue 25, class 2: a config.json field kascade does not implement must not be ignored. hidden_act "gelu" was
+    // accepted and the model run with SiLU.
+    const nlohmann::json original = nlohmann::json::parse(read_all(kHfDir / "config.json"));
+    const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+        {{{"hidden_act", "gelu"}}, "field \"hidden_act\" = \"gelu\" is not supported (supported: \"silu\""},
+        {{{"final_logit_softcapping", 30.0}}, "field \"final_logit_softcapping\" is not supported"},
+        {{{"num_local_experts", 8}}, "field \"num_local_experts\" is not supported"},
+        {{{"partial_rotary_factor", 0.5}}, "field \"partial_rotary_factor\" = 0.5 is not supported (supported: 1"},
+    };
+    for (const auto& [fields, expected] : cases) {
+        nlohmann::json config = original;
+        config.update(fields);
+        std::ofstream(dir_ / "config.json", std::ios::trunc) << config.dump();
+        const auto r = run_perplexity();
+        expect_one_line_error(r, expected);
+        EXPECT_NE(r.err.find((dir_ / "config.json").string()), std::string::npos) << r.err;
+    }
+    // The values kascade implements are accepted when written out (and null means "the default").
+    nlohmann::json config = original;
+    config.update({{"hidden_act", "silu"}, {"partial_rotary_factor", 1.0}, {"final_logit_softcapping", nullptr}});
+    std::ofstream(dir_ / "config.json", std::ios::trunc) << config.dump();
+    EXPECT_EQ(run_perplexity().exit_code, 0);
 }
 
 TEST(BadInput, UnknownCommandIsNamedWithTheClosestOne) {

@@ -30,6 +30,9 @@ bool fuzz_llama2c_checkpoint(FuzzInput input);
 bool fuzz_sweep_toml(FuzzInput input);
 /// An HDF5 artifact (H5ArtifactReader, read_artifact_header), then every group and dataset in it.
 bool fuzz_h5_artifact(FuzzInput input);
+/// A shard's kascade.db, merged (merge_shards, as `kascade merge`) into a fresh folder: refused without a trace,
+/// or every artifact row merged with its verified file.
+bool fuzz_merge_shard(FuzzInput input);
 
 struct FuzzTarget {
     std::string_view name;  ///< the folder of its seeds (corpus/<name>) and regression inputs (regressions/<name>)
@@ -45,6 +48,7 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"llama2c_checkpoint", fuzz_llama2c_checkpoint},
     {"sweep_toml", fuzz_sweep_toml},
     {"h5_artifact", fuzz_h5_artifact},
+    {"merge_shard", fuzz_merge_shard},
 };
 
 }  // namespace kascade::fuzz

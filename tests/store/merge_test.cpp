@@ -6,6 +6,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
+#include "io/file_util.h"
 #include "io/store/results_merge.h"
 #include "io/store/schema.h"
 #include "store/store_test_util.h"
@@ -21,12 +22,21 @@ std::string read_all(const fs::path& p) {
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-/// The artifact files sample_store's rows point at, with recognisable contents.
-void write_sample_files(const fs::path& dir) {
+/// The artifact files sample_store's rows point at, with recognisable contents; the rows get their size and
+/// checksum, as a stage records them (a merge verifies every file it takes against its row).
+void write_sample_files(ResultsDb& db) {
+    const fs::path dir = db.results_dir();
     fs::create_directories(dir / "artifacts/capture");
     fs::create_directories(dir / "artifacts/similarity");
     std::ofstream(dir / "artifacts/capture/cap-1.h5") << "capture bytes";
     std::ofstream(dir / "artifacts/similarity/sim-1.h5") << "similarity bytes";
+    for (const ArtifactRecord& a : db.list_artifacts()) {
+        SQLite::Statement st(db.database(), "UPDATE artifacts SET bytes = ?, checksum = ? WHERE key = ?");
+        st.bind(1, static_cast<std::int64_t>(fs::file_size(dir / a.path)));
+        st.bind(2, hash_file_hex(dir / a.path));
+        st.bind(3, a.key);
+        st.exec();
+    }
 }
 
 /// Every row of every results table, ids replaced by the keys they stand for, as one comparable value.
@@ -69,7 +79,7 @@ class MergeTest : public ::testing::Test {
         test::fill_sample_store(a);
         a.record_sweep(SweepRecord{"sweep-a", "a.toml", 1, ""},
                        {SweepJobRecord{"sweep-a", 0, "eval", "run-1", "x", "[]", std::nullopt}});
-        write_sample_files(dir_ / "a");
+        write_sample_files(a);
         ResultsDb b(dir_ / "b");
         const test::SampleIds ids = test::fill_sample_store(b);
         RunRecord other = test::sample_run(ids.model, ids.text, std::nullopt);
@@ -78,7 +88,7 @@ class MergeTest : public ::testing::Test {
         other.machine = "node-17";
         b.insert_run(other, test::sample_metrics(), test::sample_run_layers());
         b.insert_kernel_bench({0, "dense_prefill", "{}", 2, 1.5, 40.0, std::nullopt, 1.0, "abc", "node-17", "t0"});
-        write_sample_files(dir_ / "b");
+        write_sample_files(b);
     }
     TempDir dir_{"merge"};
 };

@@ -43,10 +43,10 @@ TEST_F(QueryFormat, Table) {
 
 TEST_F(QueryFormat, Csv) {
     EXPECT_EQ(format_result(small(), OutputFormat::Csv),
-              "name,n,x,note\n"
-              "alpha,1,0.5,\n"
-              "\"b, \"\"quoted\"\"\",22,1234.56789,\"line1\nline2\"\n"
-              "γ,-3,,x|y\n");
+              "name,n,x,note\r\n"
+              "alpha,1,0.5,\r\n"
+              "\"b, \"\"quoted\"\"\",22,1234.56789,\"line1\nline2\"\r\n"
+              "γ,-3,,x|y\r\n");
 }
 
 TEST_F(QueryFormat, Json) {
@@ -72,7 +72,7 @@ TEST_F(QueryFormat, EmptyResultAndRepeatedColumnNames) {
     const QueryResult none = db.select("SELECT n, n FROM t WHERE n > 100");
     EXPECT_EQ(format_result(none, OutputFormat::Table), "n  n\n-  -\n");
     EXPECT_EQ(format_result(none, OutputFormat::Json), "[]\n");
-    EXPECT_EQ(format_result(none, OutputFormat::Csv), "n,n\n");
+    EXPECT_EQ(format_result(none, OutputFormat::Csv), "n,n\r\n");
     EXPECT_EQ(format_result(db.select("SELECT n, n FROM t WHERE n = 1"), OutputFormat::Json),
               "[\n{\"n\":1,\"n_2\":1}\n]\n");
 }
