@@ -1,0 +1,110 @@
+// tests/pipeline/test_content_keys_pinned.cpp: the content keys of fixed inputs, written down as literals.
+//
+// A stored result is found by its content key alone (artifacts/<stage>/<key>.h5, runs.run_key, task_runs.task_key):
+// a change in how any key is hashed or which fields go into it, made by accident, would orphan every result users
+// have stored, and every sweep would silently recompute. These literals were computed once, when the key layout was
+// last changed on purpose; a test failing here means either an accidental change (fix the code) or a deliberate one
+// (bump the stage's format version, say why in the commit, and write the new literals down).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include "pipeline/stages/capture_stage.h"
+#include "pipeline/stages/content_key.h"
+#include "pipeline/stages/eval_stage.h"
+#include "pipeline/stages/schedule_stage.h"
+#include "pipeline/stages/similarity_stage.h"
+#include "pipeline/stages/task_stage.h"
+
+namespace kascade {
+namespace {
+
+// Hashes of a model, tokenizer and text as the loaders compute them (XXH3-64 hex); any fixed strings do.
+const std::string kModelHash = "0c9b5a18d38a945f";
+const std::string kTokenizerHash = "1d2e3f4a5b6c7d8e";
+const std::string kTextHash = "9a8b7c6d5e4f3a2b";
+
+TEST(PinnedContentKeys, ContentKeyIsXxh3OfTheCanonicalJson) {
+    // content_key hashes {"format_version","inputs","params","stage"} dumped with sorted keys and no spaces: the
+    // canonical text written by hand here, hashed with xxhash directly.
+    const std::string canonical =
+        R"({"format_version":2,"inputs":{"a":"x","b":1},"params":{"ctx":512},"stage":"capture"})";
+    EXPECT_EQ(content_key("capture", 2, {{"b", 1}, {"a", "x"}}, {{"ctx", 512}}),
+              fmt::format("{:016x}", XXH3_64bits(canonical.data(), canonical.size())));
+}
+
+TEST(PinnedContentKeys, CaptureSimilarityScheduleKeys) {
+    CaptureParams capture;
+    capture.token_offset = 0;
+    capture.n_tokens = 8192;
+    capture.ctx = 512;
+    capture.tile = 16;
+    const std::string capture_k = capture_key(kModelHash, kTokenizerHash, kTextHash, capture);
+    EXPECT_EQ(capture_k, "60eab869fb97b2ab");
+
+    TopKRule topk;
+    topk.pct = 10;
+    topk.k_min_tokens = 64;
+    const std::string similarity_k = similarity_key(capture_k, topk, KeyGranularity::Token);
+    EXPECT_EQ(similarity_k, "4e018a6db5fc0bfb");
+
+    ScheduleParams dp;
+    dp.policy = SchedulePolicy::Dp;
+    dp.n_anchors = 2;
+    EXPECT_EQ(schedule_key(similarity_k, dp), "dd17897a6cc88a4a");
+    ScheduleParams threshold;
+    threshold.policy = SchedulePolicy::Threshold;
+    threshold.threshold = 0.8;
+    EXPECT_EQ(schedule_key(similarity_k, threshold), "33a300b2f4ba0392");
+}
+
+TEST(PinnedContentKeys, EvalKeys) {
+    EvalKeyInputs dense;
+    dense.model_hash = kModelHash;
+    dense.tokenizer_hash = kTokenizerHash;
+    dense.text_hash = kTextHash;
+    dense.ctx = 512;
+    dense.token_offset = 8192;
+    dense.n_tokens = 2048;
+    EXPECT_EQ(eval_key(dense), "7c33c35c4353baab");
+
+    EvalKeyInputs kascade = dense;
+    kascade.method = EvalMethod::Kascade;
+    kascade.tile = 16;
+    kascade.topk.pct = 10;
+    kascade.topk.k_min_tokens = 64;
+    kascade.schedule_key = "00112233aabbccdd";
+    EXPECT_EQ(eval_key(kascade), "298a404f0e3f9191");
+
+    EvalKeyInputs quest = dense;
+    quest.method = EvalMethod::Quest;
+    quest.phase = EvalPhase::Decode;
+    quest.prompt_tokens = 256;
+    quest.decode_tokens = 256;
+    quest.topk.tiles = 4;
+    quest.quest_page = 16;
+    EXPECT_EQ(eval_key(quest), "d3b9e1b94bc8a7af");
+}
+
+TEST(PinnedContentKeys, TaskKeys) {
+    TaskKeyInputs dense;
+    dense.model_hash = kModelHash;
+    dense.tokenizer_hash = kTokenizerHash;
+    dense.task = TaskKind::Passkey;
+    dense.seed = 1;
+    dense.max_new_tokens = 8;
+    dense.prefill = TaskPrefill::Dense;
+    EXPECT_EQ(task_key(dense), "aeaa2783a08ab1a5");
+
+    TaskKeyInputs streaming = dense;
+    streaming.method = EvalMethod::Streaming;
+    streaming.prefill = TaskPrefill::Sparse;
+    streaming.tile = 16;
+    streaming.topk.pct = 25;
+    streaming.topk.k_min_tokens = 32;
+    streaming.haystack_hash = kTextHash;
+    EXPECT_EQ(task_key(streaming), "f60842519e998380");
+}
+
+}  // namespace
+}  // namespace kascade
