@@ -18,17 +18,7 @@ namespace {
 CommandResult run_kascade_limited(const std::string& args, const fs::path& err_file, int seconds = 20) {
     const std::string command = "timeout -s KILL " + std::to_string(seconds) + " " + shell_quote(KASCADE_BIN) + " " +
                                 args + " </dev/null 2>" + shell_quote(err_file);
-    CommandResult result;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[4096];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-    const int status = ::pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::ifstream err(err_file);
-    result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
-    return result;
+    return run_shell(command, err_file);
 }
 
 struct SpecialFileCase {

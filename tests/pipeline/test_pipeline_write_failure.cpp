@@ -14,19 +14,7 @@ CommandResult run_kascade_with_file_limit(const std::string& args, int limit_kib
     // POSIX sh counts ulimit -f in 512-byte blocks.
     const std::string command = "trap '' XFSZ; ulimit -f " + std::to_string(limit_kib * 2) + "; exec " +
                                 shell_quote(KASCADE_BIN) + " " + args + " </dev/null 2>" + shell_quote(err_file);
-    CommandResult result;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[4096];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-    const int status = ::pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::ifstream err(err_file);
-    std::stringstream ss;
-    ss << err.rdbuf();
-    result.err = ss.str();
-    return result;
+    return run_shell(command, err_file);
 }
 
 TEST(WriteFailure, FullDiskDuringCaptureLeavesNoPartialFileAndNoRow) {

@@ -31,22 +31,6 @@ std::string other_sweep_toml() {
            "[baselines]\nmethods = [\"dense\", \"oracle\"]\n";
 }
 
-/// Starts `sh -c command` and returns its pid.
-pid_t start_shell(const std::string& command) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
-        ::_exit(127);
-    }
-    return pid;
-}
-
-int wait_exit_code(pid_t pid) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 std::string read_text(const fs::path& path) {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});

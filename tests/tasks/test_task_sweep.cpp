@@ -54,21 +54,6 @@ std::string task_command_options(const std::vector<std::string>& row) {
     return row[1] == "quest" ? args + " --page-size " + row[7] : args + " --tile " + row[4];
 }
 
-pid_t start_shell(const std::string& command) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
-        ::_exit(127);
-    }
-    return pid;
-}
-
-int wait_exit_code(pid_t pid) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 class TaskSweep : public ::testing::Test {
   protected:
     TempDir dir_{"task_sweep"};
