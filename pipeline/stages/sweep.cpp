@@ -55,14 +55,8 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, in
         for (TaskPrefill requested : t.prefills) {
             SweepJob j;
             j.stage = "task";
+            j.task = t.params(kind);
             TaskParams& p = j.task;
-            p.task = kind;
-            p.seed = t.seed;
-            p.lengths = t.lengths;
-            p.depths_pct = t.depths_pct;
-            p.samples = t.samples;
-            p.haystack = t.haystack;
-            p.max_new_tokens = t.max_new_tokens;
             p.prefill = effective_task_prefill(method, requested);
             p.method.method = method;
             if (method != EvalMethod::Dense) {
@@ -387,17 +381,8 @@ void check_sweep_inputs(const SweepSpec& spec, const LoadedModel& model, const L
         // Each task's prompts must fit the model's context with their answer, and the shortest must hold the
         // instruction, needles and question: the task stage's own checks, run once per task before any job.
         for (TaskKind kind : spec.task->tasks) {
-            TaskParams p;
-            p.task = kind;
-            p.seed = spec.task->seed;
-            p.lengths = spec.task->lengths;
-            p.depths_pct = spec.task->depths_pct;
-            p.samples = spec.task->samples;
-            p.haystack = spec.task->haystack;
-            p.max_new_tokens = spec.task->max_new_tokens;
-            p.method.method = EvalMethod::Dense;  // the checks of the prompts, whatever the method
             try {
-                resolve_task(nullptr, model, p);
+                resolve_task(nullptr, model, spec.task->params(kind));  // the prompts' checks, whatever the method
             } catch (const Error& e) {
                 KASCADE_FAIL("{}: [task] {}: {}", file, task_kind_name(kind), e.what());
             }

@@ -425,4 +425,17 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     return spec;
 }
 
+TaskParams SweepTaskSpec::params(TaskKind kind) const {
+    TaskParams p;
+    p.task = kind;
+    p.seed = seed;
+    p.lengths = lengths;
+    p.depths_pct = depths_pct;
+    p.samples = samples;
+    p.haystack = haystack;
+    p.max_new_tokens = max_new_tokens;
+    p.method.method = EvalMethod::Dense;  // EvalParams's default is kascade
+    return p;
+}
+
 }  // namespace kascade

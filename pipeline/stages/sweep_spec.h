@@ -49,6 +49,9 @@ struct SweepTaskSpec {
     std::string haystack;               ///< task.haystack; empty: the filler sentences
     std::optional<int> max_new_tokens;  ///< empty: each task's default
     std::vector<TaskPrefill> prefills;  ///< task.prefill (default: TaskParams's)
+
+    /// The task run of `kind` this table describes, before a method is chosen (dense, the default prefill).
+    TaskParams params(TaskKind kind) const;
 };
 
 struct SweepSpec {

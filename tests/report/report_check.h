@@ -124,7 +124,7 @@ inline std::optional<fs::path> find_on_path(const std::string& name) {
 }
 
 /// Runs a shell command line, returning its exit code (output to the given log file).
-inline int run_shell(const std::string& command, const fs::path& log) {
+inline int run_shell_logged(const std::string& command, const fs::path& log) {
     const int status = std::system((command + " >" + shell_quote(log.string()) + " 2>&1 </dev/null").c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -141,7 +141,7 @@ inline int chromium_screenshot(const fs::path& chromium, const fs::path& html, c
         shell_quote((scratch / "chromium-profile").string()) + " --window-size=" + std::to_string(width) + "," +
         std::to_string(height) + " --screenshot=" + shell_quote(shot.string()) + " " +
         shell_quote("file://" + html.string());
-    return run_shell(command, log);
+    return run_shell_logged(command, log);
 }
 
 /// The number of pixels of a PNG with exactly this colour (0xRRGGBB, opaque); -1 if the file does not decode.
