@@ -102,8 +102,11 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
         std::fputs(tokenizer->decode_piece(i == 0 ? -1 : sequence[i - 1], sequence[i]).c_str(), stdout);
     }
     // Prefill the prompt densely in one pass, then decode one token at a time through the method.
+    const double prefill_start = omp_get_wtime();
     model.forward(sequence, cache, prefill, hidden.data());
     model.lm_head(hidden.data() + (sequence.size() - 1) * c.dim, 1, logits.data());
+    const double prefill_seconds = omp_get_wtime() - prefill_start;
+    const size_t prompt_tokens = sequence.size();
     const double start = omp_get_wtime();
     int generated = 0;
     while (generated < args.steps) {
@@ -118,16 +121,18 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
         model.forward(std::span<const int32_t>(&token, 1), cache, *decode.policy, hidden.data());
         model.lm_head(hidden.data(), 1, logits.data());
     }
-    std::fputs("\n", stdout);
     const double seconds = omp_get_wtime() - start;
+    std::fputs("\n", stdout);
+    std::fflush(stdout);  // the text before the summary line, where both go to one terminal
     // The first token comes from the prefill; the others from decode steps, which is what is timed.
     LayerDensity density;
     for (const LayerDensity& d : decode.layer_density()) density.add(d);
-    std::fprintf(
-        stderr,
-        "kascade: generated %d tokens, %d decode steps in %.3f s (%.1f decode tokens/s; %s, key density %.4f)\n",
-        generated, std::max(generated - 1, 0), seconds, seconds > 0 ? std::max(generated - 1, 0) / seconds : 0.0,
-        std::string(eval_method_name(method.params.method)).c_str(), density.ratio());
+    std::fprintf(stderr,
+                 "kascade: prefilled %zu prompt tokens in %.3f s (%.1f prefill tokens/s); generated %d tokens, %d "
+                 "decode steps in %.3f s (%.1f decode tokens/s; %s, key density %.4f)\n",
+                 prompt_tokens, prefill_seconds, prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0.0, generated,
+                 std::max(generated - 1, 0), seconds, seconds > 0 ? std::max(generated - 1, 0) / seconds : 0.0,
+                 std::string(eval_method_name(method.params.method)).c_str(), density.ratio());
 }
 }  // namespace
 

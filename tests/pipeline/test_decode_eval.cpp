@@ -128,6 +128,8 @@ TEST_F(DecodeEval, GenerateWithEachBaselineAtAFullBudgetWritesTheDenseGreedyText
             run_kascade("generate" + model_args() + " --method " + method + kFullBudget + " -n 256 --greedy");
         ASSERT_EQ(r.exit_code, 0) << r.err;
         EXPECT_EQ(r.out, read_file(kGreedyReference)) << method;
+        // One summary line with both figures: the prompt's prefill, then the decode steps.
+        EXPECT_NE(r.err.find("prefill tokens/s); generated 256 tokens, 255 decode steps"), std::string::npos) << r.err;
         EXPECT_NE(r.err.find("decode tokens/s"), std::string::npos) << r.err;
     }
 }
