@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "io/file_util.h"
 #include "io/tokenizer/byte_level.h"
+#include "io/tokenizer/tokenizer_config.h"
 
 namespace kascade {
 
@@ -77,15 +77,6 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
     }
     out.append(text.substr(last));
     return out;
-}
-
-/// A tokenizer_config.json special token: a string, or an object with "content".
-std::string special_token_content(const json& value) {
-    if (value.is_string()) return value.get<std::string>();
-    if (value.is_object() && value.contains("content") && value["content"].is_string()) {
-        return value["content"].get<std::string>();
-    }
-    return {};
 }
 
 }  // namespace
@@ -274,30 +265,12 @@ int32_t HfTokenizer::token_id(std::string_view token) const {
 
 void HfTokenizer::read_tokenizer_config(const std::filesystem::path& tokenizer_path) {
     std::string bos, eos;
-    const std::filesystem::path config_path = tokenizer_path.parent_path() / "tokenizer_config.json";
-    const std::string config_name = config_path.string();
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(config_path, ec)) {
-        json config;
-        try {
-            config = json::parse(read_file(config_path));
-        } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large for a double
-            KASCADE_FAIL("{}: not valid JSON: {}", config_name, e.what());
-        }
-        KASCADE_CHECK(config.is_object(), "{}: expected a JSON object at the top level, found {}", config_name,
-                      config.type_name());
-        bos = special_token_content(field_or_null(config, "bos_token"));
-        eos = special_token_content(field_or_null(config, "eos_token"));
-        // null is what transformers writes for "not set", like an absent field.
-        auto flag = [&](const char* key) -> std::optional<bool> {
-            const json& value = field_or_null(config, key);
-            if (value.is_null()) return std::nullopt;
-            KASCADE_CHECK(value.is_boolean(), "{}: {} = {} must be true, false or null", config_name, key,
-                          value.dump());
-            return value.get<bool>();
-        };
-        adds_bos_token_ = flag("add_bos_token");
-        adds_eos_token_ = flag("add_eos_token");
+    if (const std::optional<TokenizerConfig> config = kascade::read_tokenizer_config(tokenizer_path)) {
+        bos = config->bos_token;
+        eos = config->eos_token;
+        adds_bos_token_ = config->add_bos_token;
+        adds_eos_token_ = config->add_eos_token;
+        config_file_ = config->path;
     }
     auto first_known = [this](std::initializer_list<std::string_view> names) {
         for (const std::string_view name : names) {

@@ -47,6 +47,7 @@ class HfTokenizer final : public Tokenizer {
     int eos_id() const override { return eos_id_; }
     std::optional<bool> adds_bos_token() const override { return adds_bos_token_; }
     std::optional<bool> adds_eos_token() const override { return adds_eos_token_; }
+    std::filesystem::path config_file() const override { return config_file_; }
     std::string_view kind() const override;
 
     /// The id of a vocabulary or added token string (as stored in the JSON), or -1.
@@ -85,6 +86,7 @@ class HfTokenizer final : public Tokenizer {
     int32_t eos_id_ = -1;
     std::optional<bool> adds_bos_token_;
     std::optional<bool> adds_eos_token_;
+    std::filesystem::path config_file_;
 };
 
 }  // namespace kascade

@@ -39,14 +39,21 @@ class Tokenizer {
     virtual std::optional<bool> adds_bos_token() const { return std::nullopt; }
     virtual std::optional<bool> adds_eos_token() const { return std::nullopt; }
 
-    virtual std::string_view kind() const = 0;  ///< "llama2c-bin", "hf-bpe-bytelevel", "hf-bpe-sentencepiece"
+    /// The tokenizer_config.json read beside the tokenizer file, empty if none was: it is part of what the tokenizer
+    /// is (BOS, and for a tiktoken file EOS and the special tokens), so content hashes must cover it too.
+    virtual std::filesystem::path config_file() const { return {}; }
+
+    /// "llama2c-bin", "hf-bpe-bytelevel", "hf-bpe-sentencepiece", "tiktoken-llama3" (a rank file read as Llama 3's
+    /// tokenizer.model), "sentencepiece-model" (a SentencePiece tokenizer.model)
+    virtual std::string_view kind() const = 0;
 };
 
-/// Loads a llama2.c tokenizer.bin or a Hugging Face tokenizer.json (chosen by content, not by name).
+/// Loads a llama2.c tokenizer.bin, a Hugging Face tokenizer.json or a tokenizer.model (a tiktoken rank file, as Meta
+/// ships for Llama 3, or a SentencePiece model, as for Llama 2 and Mistral), chosen by content, not by name.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path);
 
-/// The tokenizer that sits next to a model: for a directory, tokenizer.json then any tokenizer*.bin / tok*.bin in
-/// it; for a file, the same names in its folder. Returns an empty path if there is none.
+/// The tokenizer that sits next to a model: for a directory, tokenizer.json, then tokenizer.model, then any
+/// tokenizer*.bin / tok*.bin in it; for a file, the same names in its folder. Returns an empty path if there is none.
 std::filesystem::path find_tokenizer_for_model(const std::filesystem::path& model_path);
 
 }  // namespace kascade

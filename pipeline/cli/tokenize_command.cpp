@@ -26,7 +26,9 @@ void register_tokenize_command(CLI::App& app) {
         "Examples:\n"
         "  kascade tokenize --tokenizer models/stories260K/tok512.bin --string \"Once upon a time\"\n"
         "  kascade tokenize --tokenizer models/smollm2-135m-tokenizer/tokenizer.json --text story.txt --json");
-    cmd->add_option("--tokenizer,-t", args->tokenizer, "tokenizer.json or llama2.c tokenizer.bin")->required();
+    cmd->add_option("--tokenizer,-t", args->tokenizer,
+                    "tokenizer.json, tokenizer.model (tiktoken or SentencePiece) or llama2.c tokenizer.bin")
+        ->required();
     auto* text_file = cmd->add_option("--text", args->text_file, "text file to tokenize");
     auto* text = cmd->add_option("--string,-s", args->text, "text to tokenize");
     text_file->excludes(text);

@@ -303,7 +303,8 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
     KASCADE_CHECK(fs::exists(spec.model), "{}: model.path \"{}\" does not exist", spec.file.string(), spec.model);
     KASCADE_CHECK(!tokenizer.empty() && fs::exists(tokenizer),
                   "{}: no tokenizer for model \"{}\" (set model.tokenizer)", spec.file.string(), spec.model);
-    Hashes hashes{model_content_hash(spec.model), hash_file_hex(tokenizer), hash_hex(read_text_file(spec.text)), ""};
+    Hashes hashes{model_content_hash(spec.model), tokenizer_content_hash(tokenizer, *load_tokenizer(tokenizer)),
+                  hash_hex(read_text_file(spec.text)), ""};
     if (spec.task && !spec.task->haystack.empty()) {
         KASCADE_CHECK(fs::exists(spec.task->haystack), "{}: task.haystack \"{}\" does not exist", spec.file.string(),
                       spec.task->haystack);

@@ -60,26 +60,29 @@ std::string model_content_hash(const fs::path& path) {
     return hash_hex(hashes);
 }
 
+std::string tokenizer_content_hash(const fs::path& tokenizer_path, const Tokenizer& tokenizer) {
+    // The tokenizer_config.json the tokenizer read is part of what the tokenizer is: a change to it must not reuse
+    // captures and runs made under the old rule.
+    const fs::path config = tokenizer.config_file();
+    return config.empty() ? hash_file_hex(tokenizer_path)
+                          : hash_hex(hash_file_hex(tokenizer_path) + hash_file_hex(config));
+}
+
 std::unique_ptr<LoadedModel> load_model_and_tokenizer(const fs::path& path, const fs::path& tokenizer_path) {
     auto m = std::make_unique<LoadedModel>();
     m->path = path;
     m->weights = load_model(path);
     m->tokenizer_path = tokenizer_path.empty() ? find_tokenizer_for_model(path) : tokenizer_path;
     KASCADE_CHECK(!m->tokenizer_path.empty(),
-                  "no tokenizer found next to model \"{}\" (looked for tokenizer.json, tokenizer*.bin, tok*.bin); "
-                  "give one with --tokenizer",
+                  "no tokenizer found next to model \"{}\" (looked for tokenizer.json, tokenizer.model, "
+                  "tokenizer*.bin, tok*.bin); give one with --tokenizer",
                   path.string());
     m->tokenizer = load_tokenizer(m->tokenizer_path);
     KASCADE_CHECK(m->tokenizer->vocab_size() <= m->weights.config.vocab_size,
                   "tokenizer \"{}\" has {} tokens but model \"{}\" only {}: they do not belong together",
                   m->tokenizer_path.string(), m->tokenizer->vocab_size(), path.string(), m->weights.config.vocab_size);
     m->model_hash = model_content_hash(path);
-    // tokenizer_config.json beside a tokenizer.json decides whether sequences start with BOS, so it is part of what
-    // the tokenizer is: a change to it must not reuse captures and runs made under the old rule.
-    const fs::path tokenizer_config = m->tokenizer_path.parent_path() / "tokenizer_config.json";
-    m->tokenizer_hash = m->tokenizer_path.extension() == ".json" && fs::exists(tokenizer_config)
-                            ? hash_hex(hash_file_hex(m->tokenizer_path) + hash_file_hex(tokenizer_config))
-                            : hash_file_hex(m->tokenizer_path);
+    m->tokenizer_hash = tokenizer_content_hash(m->tokenizer_path, *m->tokenizer);
     const ModelConfig& c = m->weights.config;
     ModelRecord& record = m->record;
     record.hash = m->model_hash;

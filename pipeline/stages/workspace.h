@@ -92,4 +92,9 @@ std::unique_ptr<LoadedText> load_corpus_text(const std::filesystem::path& path, 
 /// Content hash of a model: the file itself, or every regular file of a model directory, in name order.
 std::string model_content_hash(const std::filesystem::path& path);
 
+/// Content hash of a tokenizer: its file, and the tokenizer_config.json it read (which decides BOS, and for a
+/// tiktoken tokenizer.model EOS and the special tokens). The one definition: `kascade` commands and a sweep's plan
+/// must give the same keys.
+std::string tokenizer_content_hash(const std::filesystem::path& tokenizer_path, const Tokenizer& tokenizer);
+
 }  // namespace kascade

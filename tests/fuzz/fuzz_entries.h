@@ -24,6 +24,8 @@ bool fuzz_hf_config(FuzzInput input);
 bool fuzz_tokenizer_json(FuzzInput input);
 /// A llama2.c tokenizer.bin (load_tokenizer), then encoding and decoding with it.
 bool fuzz_tokenizer_bin(FuzzInput input);
+/// A tiktoken rank file, Llama 3's tokenizer.model (TiktokenTokenizer), then encoding and decoding with it.
+bool fuzz_tokenizer_tiktoken(FuzzInput input);
 /// A llama2.c checkpoint .bin (load_model): header and weight layout; then every weight is read.
 bool fuzz_llama2c_checkpoint(FuzzInput input);
 /// A sweep file (load_sweep_spec), with the model and text paths it names existing.
@@ -45,6 +47,7 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"hf_config", fuzz_hf_config},
     {"tokenizer_json", fuzz_tokenizer_json},
     {"tokenizer_bin", fuzz_tokenizer_bin},
+    {"tokenizer_tiktoken", fuzz_tokenizer_tiktoken},
     {"llama2c_checkpoint", fuzz_llama2c_checkpoint},
     {"sweep_toml", fuzz_sweep_toml},
     {"h5_artifact", fuzz_h5_artifact},

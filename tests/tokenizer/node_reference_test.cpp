@@ -38,34 +38,12 @@ std::vector<int32_t> reference_ids(const std::filesystem::path& tokenizer_json, 
     return nlohmann::json::parse(read_file(out_file)).get<std::vector<int32_t>>();
 }
 
-void expect_same_ids(const std::vector<int32_t>& ours, const std::vector<int32_t>& reference, const Tokenizer& tok,
-                     const std::string& what) {
-    std::size_t first_diff = 0;
-    while (first_diff < ours.size() && first_diff < reference.size() && ours[first_diff] == reference[first_diff]) {
-        ++first_diff;
-    }
-    if (first_diff == ours.size() && first_diff == reference.size()) return;
-    const std::size_t from = first_diff > 5 ? first_diff - 5 : 0;
-    auto context = [&](const std::vector<int32_t>& ids) {
-        const std::size_t to = std::min(ids.size(), first_diff + 5);
-        std::string s;
-        for (std::size_t i = from; i < to; ++i)
-            s += std::to_string(ids[i]) + " '" + tok.decode_piece(-1, ids[i]) + "' ";
-        return s;
-    };
-    ADD_FAILURE() << what << ": ids differ at index " << first_diff << " (ours " << ours.size() << " ids, reference "
-                  << reference.size() << ")\n  ours:      " << context(ours) << "\n  reference: " << context(reference);
-}
-
 class NodeReferenceTest : public ::testing::Test {
   protected:
     void SetUp() override {
         const std::string missing = node_reference_missing();
         if (missing.empty()) return;
-        const char* required = std::getenv("KASCADE_REQUIRE_NODE_REFERENCE");
-        if (required && std::string(required) == "1") {
-            FAIL() << "KASCADE_REQUIRE_NODE_REFERENCE=1 but " << missing;
-        }
+        if (test::references_required()) FAIL() << "KASCADE_REQUIRE_NODE_REFERENCE=1 but " << missing;
         GTEST_SKIP() << "JavaScript reference tokenizer unavailable: " << missing;
     }
 };
@@ -78,7 +56,7 @@ TEST_F(NodeReferenceTest, SmolLm2MatchesOnRealText) {
         const std::string text = test::head_lines(read_file(path), 100 * 1024);
         total += text.size();
         const std::vector<int32_t> reference = reference_ids(test::kSmolLm2Json, text, dir);
-        expect_same_ids(tok->encode(text), reference, *tok, path.filename().string());
+        test::expect_same_ids(tok->encode(text), reference, *tok, path.filename().string());
     }
     std::printf("compared %zu bytes of text with the JavaScript reference\n", total);
 }
@@ -93,7 +71,7 @@ TEST_F(NodeReferenceTest, SmolLm2MatchesOnEdgeCases) {
         "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user 2024-01-15: it's 3.14159, they'll "
         "re-run   it\t\tnow!!<|endoftext|>\n\n  \n日本語のテキスト, Grüße, naïve café — “quotes” … "
         "\xf0\x9f\x98\x80\xf0\x9f\x91\x8d x<|endoftext|<|im_end|>   ";
-    expect_same_ids(tok->encode(text), reference_ids(test::kSmolLm2Json, text, dir), *tok, "edge cases");
+    test::expect_same_ids(tok->encode(text), reference_ids(test::kSmolLm2Json, text, dir), *tok, "edge cases");
 }
 
 TEST_F(NodeReferenceTest, Llama2MatchesOnRealText) {
@@ -105,7 +83,7 @@ TEST_F(NodeReferenceTest, Llama2MatchesOnRealText) {
     for (const auto& path : {test::kWikiTest, test::kMobyDick}) {
         const std::string text = test::head_lines(read_file(path), 192 * 1024);
         const std::vector<int32_t> reference = reference_ids(test::kLlama2Json, text, dir);
-        expect_same_ids(tok->encode(text), reference, *tok, path.filename().string());
+        test::expect_same_ids(tok->encode(text), reference, *tok, path.filename().string());
     }
 }
 
@@ -117,7 +95,7 @@ TEST_F(NodeReferenceTest, Llama2MatchesOnEdgeCases) {
     const std::string text =
         "  <s>hello</s> world<s> x  y\n\n  \xe2\x96\x81 tab\tend <unk>日本語 Grüße naïve café — “quotes” … "
         "\xf0\x9f\x98\x80 ½ ² ٣ e\xcc\x81 \xef\xac\x81 \xe4\xb8\x80\xe4\xb8\x81\xe4\xb8\x82  ";
-    expect_same_ids(tok->encode(text), reference_ids(test::kLlama2Json, text, dir), *tok, "edge cases");
+    test::expect_same_ids(tok->encode(text), reference_ids(test::kLlama2Json, text, dir), *tok, "edge cases");
 }
 
 /// SmolLM2's tokenizer.json with `normalizer` in place of its null normalizer, written to `dir`.
@@ -143,7 +121,7 @@ TEST_F(NodeReferenceTest, UnicodeNormalizersMatch) {
             dir, {{"type", "Sequence"}, {"normalizers", nlohmann::json::array({{{"type", form}}})}});
         const auto tok = load_tokenizer(path);
         const std::string input = form.starts_with("NFK") ? text + compatibility_digits : text;
-        expect_same_ids(tok->encode(input), reference_ids(path, input, dir), *tok, form);
+        test::expect_same_ids(tok->encode(input), reference_ids(path, input, dir), *tok, form);
     }
 }
 

@@ -1,0 +1,87 @@
+// io/tokenizer/tokenizer_config.cpp: reading tokenizer_config.json.
+#include "io/tokenizer/tokenizer_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "io/file_util.h"
+
+namespace kascade {
+
+namespace {
+
+using nlohmann::json;
+
+const json& field_or_null(const json& object, const char* key) {
+    static const json null_value;
+    return object.contains(key) ? object[key] : null_value;
+}
+
+/// A special token: a string, or an object with "content" (what transformers writes for an AddedToken).
+std::string special_token_content(const json& value) {
+    if (value.is_string()) return value.get<std::string>();
+    if (value.is_object() && value.contains("content") && value["content"].is_string()) {
+        return value["content"].get<std::string>();
+    }
+    return {};
+}
+
+std::vector<std::pair<int32_t, std::string>> read_added_tokens(const json& decoder, const std::string& name) {
+    std::vector<std::pair<int32_t, std::string>> tokens;
+    if (decoder.is_null()) return tokens;
+    KASCADE_CHECK(decoder.is_object(), "{}: added_tokens_decoder must be an object mapping ids to tokens, found {}",
+                  name, decoder.type_name());
+    for (const auto& [key, value] : decoder.items()) {
+        int32_t id = -1;
+        const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+        // Only the canonical spelling, so that "07" and "7" cannot name one id twice.
+        KASCADE_CHECK(ec == std::errc() && end == key.data() + key.size() && id >= 0 && key == std::to_string(id),
+                      "{}: added_tokens_decoder key '{}' is not a token id (expected a non-negative integer without "
+                      "leading zeros)",
+                      name, key);
+        const std::string content = special_token_content(value);
+        KASCADE_CHECK(!content.empty(),
+                      "{}: added_tokens_decoder['{}'] must be an object with a non-empty string 'content', found {}",
+                      name, key, value.dump());
+        tokens.emplace_back(id, content);
+    }
+    std::sort(tokens.begin(), tokens.end());
+    return tokens;
+}
+
+}  // namespace
+
+std::optional<TokenizerConfig> read_tokenizer_config(const std::filesystem::path& tokenizer_path,
+                                                     bool with_added_tokens) {
+    TokenizerConfig result;
+    result.path = tokenizer_path.parent_path() / "tokenizer_config.json";
+    const std::string name = result.path.string();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(result.path, ec)) return std::nullopt;
+    json config;
+    try {
+        config = json::parse(read_file(result.path));
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large for a double
+        KASCADE_FAIL("{}: not valid JSON: {}", name, e.what());
+    }
+    KASCADE_CHECK(config.is_object(), "{}: expected a JSON object at the top level, found {}", name,
+                  config.type_name());
+    result.bos_token = special_token_content(field_or_null(config, "bos_token"));
+    result.eos_token = special_token_content(field_or_null(config, "eos_token"));
+    auto flag = [&](const char* key) -> std::optional<bool> {
+        const json& value = field_or_null(config, key);
+        if (value.is_null()) return std::nullopt;
+        KASCADE_CHECK(value.is_boolean(), "{}: {} = {} must be true, false or null", name, key, value.dump());
+        return value.get<bool>();
+    };
+    result.add_bos_token = flag("add_bos_token");
+    result.add_eos_token = flag("add_eos_token");
+    if (with_added_tokens) result.added_tokens = read_added_tokens(field_or_null(config, "added_tokens_decoder"), name);
+    return result;
+}
+
+}  // namespace kascade
