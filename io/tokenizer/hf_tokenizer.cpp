@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "io/tokenizer/byte_level.h"
+#include "io/tokenizer/sentencepiece_pieces.h"
 #include "io/tokenizer/tokenizer_config.h"
 
 namespace kascade {
@@ -16,8 +17,6 @@ namespace kascade {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::string_view kMetaspace = "\xe2\x96\x81";  // U+2581 "▁", SentencePiece's visible space
 
 // Token ids index a table of token texts, so one huge id in a malformed file would allocate gigabytes. The largest
 // vocabularies in use have about 262K tokens (Gemma 3); 2^22 leaves room for them and caps the table at 128 MiB.
@@ -41,23 +40,6 @@ bool has_type(const json& node, std::string_view type) {
 const json& field_or_null(const json& object, const char* key) {
     static const json null_value;
     return object.contains(key) ? object[key] : null_value;
-}
-
-/// "<0xAB>" -> 0xAB, or -1 if `piece` is not a byte-fallback piece.
-int byte_fallback_value(std::string_view piece) {
-    if (piece.size() != 6 || !piece.starts_with("<0x") || piece[5] != '>') return -1;
-    int value = 0;
-    for (const char c : piece.substr(3, 2)) {
-        value *= 16;
-        if (c >= '0' && c <= '9') {
-            value += c - '0';
-        } else if (c >= 'A' && c <= 'F') {
-            value += c - 'A' + 10;
-        } else {
-            return -1;
-        }
-    }
-    return value;
 }
 
 std::size_t utf8_length(unsigned char lead) {

@@ -5,31 +5,13 @@
 #include <sentencepiece_processor.h>
 
 #include "base/error.h"
+#include "io/tokenizer/sentencepiece_pieces.h"
 #include "io/tokenizer/sentencepiece_proto.h"
 #include "io/tokenizer/tokenizer_config.h"
 
 namespace kascade {
 
 namespace {
-
-constexpr std::string_view kMetaspace = "\xe2\x96\x81";  // U+2581 "▁", SentencePiece's visible space
-
-/// "<0xAB>" -> 0xAB, or -1 if `piece` is not a byte piece.
-int byte_piece_value(std::string_view piece) {
-    if (piece.size() != 6 || !piece.starts_with("<0x") || piece[5] != '>') return -1;
-    int value = 0;
-    for (const char c : piece.substr(3, 2)) {
-        value *= 16;
-        if (c >= '0' && c <= '9') {
-            value += c - '0';
-        } else if (c >= 'A' && c <= 'F') {
-            value += c - 'A' + 10;
-        } else {
-            return -1;
-        }
-    }
-    return value;
-}
 
 std::string replace_metaspace(std::string_view piece) {
     std::string out;
@@ -70,7 +52,7 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::filesystem::path& path
         if (processor_->IsUnknown(id)) {
             texts_[id] = info.unk_surface;
         } else if (processor_->IsByte(id)) {
-            const int byte = byte_piece_value(piece);
+            const int byte = byte_fallback_value(piece);
             KASCADE_CHECK(byte >= 0, "{}: piece {} '{}' has type BYTE but is not <0x00>..<0xFF>", name_, id, piece);
             texts_[id] = std::string(1, static_cast<char>(byte));
         } else {
