@@ -138,9 +138,8 @@ bool is_invisible_control(std::uint32_t code) {
            (code >= 0x2066 && code <= 0x2069);
 }
 
-/// A text value as it is shown in a terminal table or markdown: every byte kept, and nothing a terminal would act
-/// on. Backslash, tab, CR and LF become \\, \t, \r, \n; other control bytes (NUL, ESC, DEL, ...) and bytes that
-/// are not UTF-8 become \xNN; C1 controls, line separators and bidirectional controls become \uNNNN.
+}  // namespace
+
 std::string escape_for_display(std::string_view s) {
     std::string out;
     out.reserve(s.size());
@@ -176,6 +175,8 @@ std::string escape_for_display(std::string_view s) {
     }
     return out;
 }
+
+namespace {
 
 /// JSON text (valid UTF-8, control bytes below 0x20 already escaped) with DEL, C1 controls, line separators and
 /// bidirectional controls escaped too (\uNNNN), so that it shows on a terminal as it is.

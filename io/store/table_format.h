@@ -55,6 +55,12 @@ enum class OutputFormat { Table, Csv, Json, Markdown };
 /// Parses "table", "csv", "json" or "markdown" (also "md"); throws naming the choices otherwise.
 OutputFormat parse_output_format(std::string_view name);
 
+/// A text as a terminal shows it safely, every byte kept: backslash, tab, CR and LF as \\ \t \r \n, other
+/// control bytes (NUL, ESC, DEL) and bytes that are not UTF-8 as \xNN, C1 controls, line separators and
+/// bidirectional controls as \uNNNN. What tables and markdown show of a value, and what an error message shows of
+/// a refused one.
+std::string escape_for_display(std::string_view s);
+
 /// Formats a result; every format carries every row and every byte of every value, or refuses:
 ///  - Table: aligned columns for a terminal, numbers right-aligned, REAL with 6 significant digits, NULL as "-";
 ///    text escaped so that nothing reaches the terminal raw: \\ \t \r \n, other control bytes (NUL, ESC, DEL)

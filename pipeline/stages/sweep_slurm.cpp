@@ -16,6 +16,7 @@
 #include "io/atomic_file.h"
 #include "io/file_util.h"
 #include "io/store/results_merge.h"
+#include "io/store/table_format.h"
 
 namespace kascade {
 
@@ -90,25 +91,6 @@ std::string slurm_pattern_path(const fs::path& path) {
     return out;
 }
 
-/// `s` with control characters written as \n, \t, \xNN: what an error message shows of a refused value.
-std::string visible(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s) {
-        if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\t') {
-            out += "\\t";
-        } else if (c == '\r') {
-            out += "\\r";
-        } else if (c < 0x20 || c == 0x7f) {
-            out += fmt::format("\\x{:02x}", c);
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
-}
-
 /// Every value written into a batch script passes here: a control character (a newline above all) would end the
 /// #SBATCH or shell line it is on and start another, so it is refused, naming the field.
 void check_script_field(std::string_view field, const std::string& value) {
@@ -119,7 +101,7 @@ void check_script_field(std::string_view field, const std::string& value) {
     KASCADE_CHECK(bad == value.end(),
                   "{} \"{}\" contains a control character ({}); it would be written into a Slurm batch script, "
                   "where it would end the line",
-                  field, visible(value), visible(std::string(1, *bad)));
+                  field, escape_for_display(value), escape_for_display(std::string(1, *bad)));
 }
 
 /// The fields of the submission that go into its scripts, checked before anything is written.
@@ -139,7 +121,7 @@ void check_script_fields(const SlurmSettings& s, const SweepSpec& spec, const fs
                                 });
         KASCADE_CHECK(identifier,
                       "{}: ${{{}}} is not a variable name a batch script can export (letters, digits and _)",
-                      spec.file.string(), visible(name));
+                      spec.file.string(), escape_for_display(name));
         check_script_field(fmt::format("{}: the value of ${{{}}}", spec.file.string(), name), value);
     }
 }
