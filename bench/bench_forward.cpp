@@ -10,8 +10,9 @@
 // rounded to BF16: --matmul bf16), f32 (weights expanded to fp32 at load: --weights-dtype f32).
 // method: dense, or kascade (anchors at every 4th layer, the layers between reuse them with the identity head map,
 // top-k 10 % of the keys with a 128-token floor, tile 32; in decode re-selected for every new token). Decode adds
-// oracle (every layer but 0 an anchor), streaming (sink + recent keys) and quest (pages of 16, layers 0 and 1 dense),
-// all at the same key budget (decode_methods()).
+// oracle (every layer but 0 an anchor), streaming (sink + recent keys), quest (pages of 16, layers 0 and 1 dense),
+// omnikv (filter layers 2, 8, 18) and lessismore (selection layers 2, 13; the Kascade paper's layers for
+// Llama-3.1-8B, those the model has), all at the same key budget (decode_methods()).
 //
 // Counters:
 //   tokens_per_s          positions (prefill) or new tokens (decode) per second of wall time
@@ -56,6 +57,8 @@
 #include "io/weights/model_weights.h"
 #include "io/weights/random_checkpoint.h"
 #include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/runtime/lessismore_attention.h"
+#include "pipeline/runtime/omnikv_attention.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/quest_attention.h"
 #include "pipeline/runtime/sequence_start.h"
@@ -217,6 +220,12 @@ AttentionMethod kascade_method() {
             }};
 }
 
+/// The layers of `layers` that a model of n_layers has.
+std::vector<int> layers_below(std::vector<int> layers, int n_layers) {
+    std::erase_if(layers, [n_layers](int l) { return l >= n_layers; });
+    return layers;
+}
+
 /// Decode methods: dense first (the baseline of `speedup`), then every sparse decode policy at the same budget.
 std::vector<AttentionMethod> decode_methods() {
     return {dense_method(),
@@ -229,9 +238,23 @@ std::vector<AttentionMethod> decode_methods() {
              [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
                  return std::make_unique<StreamingAttention>(c.n_layers, kSparseOptions);
              }},
-            {"quest", [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
+            {"quest",
+             [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
                  return std::make_unique<QuestAttention>(c.n_layers,
                                                          QuestOptions{.page = 16, .topk = kSparseOptions.topk});
+             }},
+            {"omnikv",
+             [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
+                 return std::make_unique<OmniKvAttention>(
+                     c.n_layers, OmniKvOptions{.tile = kSparseOptions.tile,
+                                               .topk = kSparseOptions.topk,
+                                               .filter_layers = layers_below({2, 8, 18}, c.n_layers)});
+             }},
+            {"lessismore", [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
+                 return std::make_unique<LessIsMoreAttention>(
+                     c.n_layers, LessIsMoreOptions{.tile = kSparseOptions.tile,
+                                                   .topk = kSparseOptions.topk,
+                                                   .selection_layers = layers_below({2, 13}, c.n_layers)});
              }}};
 }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz (clang, ASan + UBSan, -O1, in build-fuzz/) and runs each for SECONDS
-# (default 60), NPROC of them at a time. CI (scripts/test.sh) runs it with the default; run it longer by hand:
+# (default 60), NPROC of them at a time. CI (scripts/test.sh) runs 40 s each; run it longer by hand:
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 3600 tokenizer_json sweep_toml
-# Targets: safetensors hf_config tokenizer_json tokenizer_bin tokenizer_tiktoken llama2c_checkpoint sweep_toml
-# h5_artifact merge_shard.
+# Targets: safetensors hf_config tokenizer_json tokenizer_bin tokenizer_tiktoken gguf llama2c_checkpoint torch_pickle
+# zip_archive sweep_toml h5_artifact merge_shard chat_messages chat_template.
 # Seeds: tests/fuzz/corpus/<target>/ (committed), tests/fuzz/regressions/<target>/ (past crashes), and files of the
 # assets folder and experiments/; with a Release build in build/ (KASCADE_BIN to use another kascade), also the
 # artifacts of a small capture -> similarity -> schedule on stories260K. What a run learns is kept in
@@ -17,8 +17,8 @@ cd "$(dirname "$0")/.."
 
 seconds="${1:-60}"
 shift || true
-all_targets=(safetensors hf_config tokenizer_json tokenizer_bin tokenizer_tiktoken llama2c_checkpoint sweep_toml h5_artifact
-             merge_shard)
+all_targets=(safetensors hf_config tokenizer_json tokenizer_bin tokenizer_tiktoken gguf llama2c_checkpoint torch_pickle
+             zip_archive sweep_toml h5_artifact merge_shard chat_messages chat_template)
 targets=("${all_targets[@]}")
 if [ $# -gt 0 ]; then targets=("$@"); fi
 jobs=$(nproc)

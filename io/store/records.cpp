@@ -142,6 +142,9 @@ const std::vector<Field<RunRecord>>& RunRecord::fields() {
         {"prompt_tokens", &R::prompt_tokens},
         {"decode_tokens", &R::decode_tokens},
         {"page_size", &R::page_size},
+        // Added by schema version 9.
+        {"selection_layers", &R::selection_layers},
+        {"window_ratio", &R::window_ratio},
     };
     return f;
 }
@@ -171,6 +174,13 @@ const std::vector<Field<TaskRunRecord>>& TaskRunRecord::fields() {
         {"git_commit", &R::git_commit},
         {"machine", &R::machine},
         {"created_at", &R::created_at},
+        // Added by schema version 8.
+        {"dataset_name", &R::dataset_name},
+        {"max_length", &R::max_length},
+        {"chat_template", &R::chat_template},
+        // Added by schema version 9.
+        {"selection_layers", &R::selection_layers},
+        {"window_ratio", &R::window_ratio},
     };
     return f;
 }
@@ -184,6 +194,28 @@ const std::vector<Field<TaskSampleRecord>>& TaskSampleRecord::fields() {
         {"sample_index", &R::sample_index},
         {"needle_depth", &R::needle_depth},
         {"expected_json", &R::expected_json},
+        {"generated", &R::generated},
+        {"score", &R::score},
+        {"generated_tokens", &R::generated_tokens},
+        {"density", &R::density},
+        {"prefill_tokens_per_s", &R::prefill_tokens_per_s},
+        {"decode_tokens_per_s", &R::decode_tokens_per_s},
+        {"threads", &R::threads},
+        {"finished_at", &R::finished_at},
+    };
+    return f;
+}
+
+const std::vector<Field<DatasetSampleRecord>>& DatasetSampleRecord::fields() {
+    using R = DatasetSampleRecord;
+    static const std::vector<Field<R>> f = {
+        {"task_run_id", &R::task_run_id},
+        {"sample_index", &R::sample_index},
+        {"sample_id", &R::sample_id},
+        {"prompt_tokens", &R::prompt_tokens},
+        {"full_tokens", &R::full_tokens},
+        {"cut_at", &R::cut_at},
+        {"answers_json", &R::answers_json},
         {"generated", &R::generated},
         {"score", &R::score},
         {"generated_tokens", &R::generated_tokens},

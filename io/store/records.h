@@ -152,7 +152,7 @@ struct RunRecord {
     std::int64_t model_id = 0;
     std::int64_t text_id = 0;
     std::optional<std::int64_t> schedule_id;     ///< set iff method == "kascade"
-    std::string method;                          ///< "kascade", "dense", "oracle", "streaming" or "quest"
+    std::string method;                          ///< kascade, dense, oracle, streaming, quest, omnikv, lessismore
     std::optional<std::int64_t> tile;            ///< tile size, tokens (sparse methods)
     std::optional<std::int64_t> topk_tiles;      ///< fixed k in tiles, or NULL
     std::optional<double> topk_pct;              ///< k as % of the causal context, or NULL
@@ -161,7 +161,7 @@ struct RunRecord {
     std::optional<std::string> k_rule;           ///< with topk_pct: "sequence", "rolling" or "visible"
     std::optional<std::int64_t> round_k;         ///< sparse methods: k rounded up to a multiple of it (0 = not)
     std::optional<std::string> pooling;          ///< sparse methods: "post_softmax" or "pre_softmax"
-    std::optional<std::int64_t> sink_tokens;     ///< streaming: attention-sink tokens kept
+    std::optional<std::int64_t> sink_tokens;     ///< streaming, lessismore: attention-sink tokens kept
     std::optional<std::int64_t> window_tokens;   ///< streaming: recent-window tokens kept
     std::int64_t ctx = 0;                        ///< evaluation window length, tokens
     std::int64_t token_offset = 0;               ///< first evaluated token in the tokenized text
@@ -176,6 +176,9 @@ struct RunRecord {
     std::optional<std::int64_t> prompt_tokens;  ///< decode: positions prefilled densely per window (BOS included)
     std::optional<std::int64_t> decode_tokens;  ///< decode: tokens decoded one at a time per window, each scored
     std::optional<std::int64_t> page_size;      ///< quest: keys per page
+    /// omnikv (its filter layers), lessismore (its selection layers): a JSON array, e.g. [2,8,18]
+    std::optional<std::string> selection_layers;
+    std::optional<double> window_ratio;  ///< lessismore: share of the budget for sinks + recent keys
 
     static constexpr std::string_view table = "runs";
     static const std::vector<Field<RunRecord>>& fields();
@@ -205,7 +208,7 @@ struct RunMetrics {
 struct RunLayerRecord {
     std::int64_t run_id = 0;  ///< set by insert_run
     std::int64_t layer = 0;
-    std::string role;                          ///< "dense", "anchor", "reuse", "streaming" or "quest"
+    std::string role;                          ///< dense, anchor, reuse, streaming, quest, filter, selection
     std::optional<std::int64_t> anchor_layer;  ///< reuse layers: the anchor used
     double density = 0;                        ///< attended / causal (query, key) pairs in this layer, [0, 1]
     std::optional<double> attn_ms;             ///< attention time of this layer, ms per window
@@ -223,8 +226,11 @@ struct TaskRunRecord {
     std::int64_t model_id = 0;
     std::optional<std::int64_t> text_id;      ///< the haystack file; NULL: the built-in filler
     std::optional<std::int64_t> schedule_id;  ///< set iff method == "kascade"
-    std::string task;                         ///< "passkey", "niah_single", ... (pipeline/tasks/task_kind.h)
-    std::string metric;                       ///< "number_match", "string_match_all" or "string_match_part"
+    std::string task;    ///< "passkey", "niah_single", ... (pipeline/tasks/task_kind.h), or "dataset"
+    std::string metric;  ///< "number_match", "string_match_all", "string_match_part", or a LongBench metric
+    std::optional<std::string> dataset_name;   ///< task "dataset": the --dataset-name (text_id: the JSONL file)
+    std::optional<std::int64_t> max_length;    ///< task "dataset": prompts longer are cut in the middle to it
+    std::optional<std::string> chat_template;  ///< task "dataset": the chat template family, or "none"
     std::int64_t seed = 0;
     std::int64_t max_new_tokens = 0;
     std::string prefill;  ///< "sparse" (the prompt with the method) or "dense" (decode-only ablation)
@@ -241,6 +247,8 @@ struct TaskRunRecord {
     std::string git_commit;
     std::string machine;
     std::string created_at;
+    std::optional<std::string> selection_layers;  ///< omnikv, lessismore: as runs.selection_layers
+    std::optional<double> window_ratio;           ///< lessismore
 
     static constexpr std::string_view table = "task_runs";
     static const std::vector<Field<TaskRunRecord>>& fields();
@@ -265,6 +273,29 @@ struct TaskSampleRecord {
 
     static constexpr std::string_view table = "task_samples";
     static const std::vector<Field<TaskSampleRecord>>& fields();
+};
+
+/// One generated and scored sample of a dataset task run (table `dataset_samples`).
+struct DatasetSampleRecord {
+    std::int64_t task_run_id = 0;
+    std::int64_t sample_index = 0;         ///< 0-based among the dataset file's non-blank lines
+    std::optional<std::string> sample_id;  ///< LongBench's _id
+    std::int64_t prompt_tokens = 0;        ///< what the model read, BOS included
+    std::int64_t full_tokens = 0;          ///< before the middle cut (= prompt_tokens if not cut)
+    std::optional<std::int64_t> cut_at;    ///< where the middle was cut out of the prompt; NULL: not cut
+    std::string answers_json;              ///< JSON array of the reference answers
+    std::string generated;                 ///< the greedy answer (up to EOS, the token limit, or a newline for
+                                           ///< the datasets scored on their first line)
+    double score = 0;                      ///< in [0, 1], by the run's metric, best over the answers
+    std::int64_t generated_tokens = 0;
+    double density = 0;
+    std::optional<double> prefill_tokens_per_s;
+    std::optional<double> decode_tokens_per_s;
+    std::int64_t threads = 0;
+    std::string finished_at;
+
+    static constexpr std::string_view table = "dataset_samples";
+    static const std::vector<Field<DatasetSampleRecord>>& fields();
 };
 
 /// One kernel benchmark measurement (table `kernel_bench`).

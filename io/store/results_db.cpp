@@ -425,6 +425,25 @@ std::vector<TaskSampleRecord> ResultsDb::list_task_samples(std::int64_t task_run
     });
 }
 
+bool ResultsDb::insert_dataset_sample(const DatasetSampleRecord& sample, bool replace) {
+    return guarded(db_file_, fmt::format("storing a sample of task run {}", sample.task_run_id), [&] {
+        SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+        constexpr std::string_view kSampleId = "task_run_id, sample_index";
+        insert_record(*db_, sample,
+                      replace ? upsert_suffix<DatasetSampleRecord>(kSampleId)
+                              : fmt::format(" ON CONFLICT({}) DO NOTHING", kSampleId));
+        const bool inserted = db_->getChanges() > 0;
+        tx.commit();
+        return inserted;
+    });
+}
+
+std::vector<DatasetSampleRecord> ResultsDb::list_dataset_samples(std::int64_t task_run_id) {
+    return guarded(db_file_, "reading dataset samples", [&] {
+        return select_records<DatasetSampleRecord>(*db_, "WHERE task_run_id = ? ORDER BY sample_index", task_run_id);
+    });
+}
+
 RunDetails ResultsDb::load_run(std::int64_t id) {
     return guarded(db_file_, fmt::format("reading run {}", id), [&] {
         std::optional<RunRecord> run = select_one<RunRecord>(*db_, "WHERE id = ?", id);

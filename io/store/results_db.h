@@ -131,6 +131,9 @@ class ResultsDb {
     /// call stored it.
     bool insert_task_sample(const TaskSampleRecord& sample, bool replace = false);
     std::vector<TaskSampleRecord> list_task_samples(std::int64_t task_run_id);
+    /// A sample of a dataset task run (pipeline/stages/dataset_task_stage.h), as insert_task_sample.
+    bool insert_dataset_sample(const DatasetSampleRecord& sample, bool replace = false);
+    std::vector<DatasetSampleRecord> list_dataset_samples(std::int64_t task_run_id);
 
     std::int64_t insert_kernel_bench(const KernelBenchRecord& bench);
 

@@ -452,6 +452,11 @@ MergeCounts merge_results(ResultsDb& source, ResultsDb& dest, const std::set<std
             for (TaskSampleRecord& sample : samples) sample.task_run_id = id;
             counts.task_samples +=
                 insert_missing(dst, samples, " ON CONFLICT(task_run_id, length, depth_pct, sample_index) DO NOTHING");
+            std::vector<DatasetSampleRecord> dataset_samples =
+                select_records<DatasetSampleRecord>(src, "WHERE task_run_id = ? ORDER BY sample_index", source_id);
+            for (DatasetSampleRecord& sample : dataset_samples) sample.task_run_id = id;
+            counts.task_samples +=
+                insert_missing(dst, dataset_samples, " ON CONFLICT(task_run_id, sample_index) DO NOTHING");
         }
 
         if (keys == nullptr) {

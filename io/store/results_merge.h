@@ -33,7 +33,7 @@ struct MergeCounts {
     std::int64_t schedules = 0;
     std::int64_t runs = 0;
     std::int64_t task_runs = 0;
-    std::int64_t task_samples = 0;  ///< also those added to a task run the destination had
+    std::int64_t task_samples = 0;  ///< task and dataset samples, also those added to a task run the destination had
     std::int64_t kernel_bench = 0;
     std::int64_t sweeps = 0;
     std::int64_t job_failures = 0;

@@ -451,6 +451,275 @@ ALTER TABLE sweep_jobs_v7 RENAME TO sweep_jobs;
 CREATE INDEX sweep_jobs_key ON sweep_jobs(job_key);
 )sql";
 
+// Version 8: task runs on dataset files (pipeline/stages/dataset_task_stage.h). task_runs admits task 'dataset' (the
+// dataset file is its text_id) with the dataset's name, the prompt length cap and the chat template, and the LongBench
+// metrics; its samples, one per line of the file, go to dataset_samples with the middle cut of each prompt. SQLite
+// cannot widen a CHECK in place, so task_runs is rebuilt as version 4 rebuilt runs (ids and counter kept).
+constexpr const char* kSchemaV8 = R"sql(
+DROP VIEW task_samples_flat;
+
+CREATE TABLE task_runs_v8 (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    key              TEXT NOT NULL UNIQUE,
+    model_id         INTEGER NOT NULL REFERENCES models(id),
+    text_id          INTEGER REFERENCES texts(id),
+    schedule_id      INTEGER REFERENCES schedules(id),
+    task             TEXT NOT NULL CHECK (task IN ('passkey', 'niah_single', 'niah_multikey', 'niah_multivalue',
+                                                   'niah_multiquery', 'variable_tracking', 'dataset')),
+    metric           TEXT NOT NULL CHECK (metric IN ('number_match', 'string_match_all', 'string_match_part',
+                                                     'qa_f1_score', 'rouge_score', 'classification_score',
+                                                     'retrieval_score', 'count_score', 'code_sim_score',
+                                                     'exact_match')),
+    seed             INTEGER NOT NULL CHECK (seed >= 0),
+    max_new_tokens   INTEGER NOT NULL CHECK (max_new_tokens > 0),
+    prefill          TEXT NOT NULL CHECK (prefill IN ('sparse', 'dense')),
+    method           TEXT NOT NULL CHECK (method IN ('kascade', 'dense', 'oracle', 'streaming', 'quest')),
+    tile             INTEGER CHECK (tile > 0),
+    topk_tiles       INTEGER CHECK (topk_tiles > 0),
+    topk_pct         REAL CHECK (topk_pct > 0 AND topk_pct <= 100),
+    k_min            INTEGER CHECK (k_min >= 0),
+    k_rule           TEXT CHECK (k_rule IN ('sequence', 'rolling', 'visible')),
+    round_k          INTEGER CHECK (round_k >= 0),
+    key_granularity  TEXT CHECK (key_granularity IN ('token', 'tile')),
+    pooling          TEXT CHECK (pooling IN ('post_softmax', 'pre_softmax')),
+    page_size        INTEGER CHECK (page_size > 0),
+    git_commit       TEXT NOT NULL,
+    machine          TEXT NOT NULL,
+    created_at       TEXT NOT NULL,
+    dataset_name     TEXT CHECK (length(dataset_name) > 0),
+    max_length       INTEGER CHECK (max_length > 1),
+    chat_template    TEXT CHECK (chat_template IN ('none', 'llama3', 'llama3.1', 'chatml', 'qwen2.5', 'qwen3',
+                                                    'smollm2', 'mistral', 'llama2', 'zephyr', 'phi3')),
+    CHECK ((method = 'kascade') = (schedule_id IS NOT NULL)),
+    CHECK ((method = 'quest') = (page_size IS NOT NULL)),
+    CHECK ((task = 'dataset') = (dataset_name IS NOT NULL)),
+    CHECK ((task = 'dataset') = (max_length IS NOT NULL)),
+    CHECK ((task = 'dataset') = (chat_template IS NOT NULL)),
+    CHECK (task <> 'dataset' OR text_id IS NOT NULL)
+);
+INSERT INTO task_runs_v8 (id, key, model_id, text_id, schedule_id, task, metric, seed, max_new_tokens, prefill,
+                          method, tile, topk_tiles, topk_pct, k_min, k_rule, round_k, key_granularity, pooling,
+                          page_size, git_commit, machine, created_at)
+SELECT id, key, model_id, text_id, schedule_id, task, metric, seed, max_new_tokens, prefill, method, tile, topk_tiles,
+       topk_pct, k_min, k_rule, round_k, key_granularity, pooling, page_size, git_commit, machine, created_at
+FROM task_runs;
+DELETE FROM sqlite_sequence WHERE name = 'task_runs_v8';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'task_runs_v8', seq FROM sqlite_sequence WHERE name = 'task_runs';
+DROP TABLE task_runs;
+ALTER TABLE task_runs_v8 RENAME TO task_runs;
+CREATE INDEX task_runs_model ON task_runs(model_id);
+
+CREATE TABLE dataset_samples (
+    task_run_id           INTEGER NOT NULL REFERENCES task_runs(id) ON DELETE CASCADE,
+    sample_index          INTEGER NOT NULL CHECK (sample_index >= 0),
+    sample_id             TEXT,
+    prompt_tokens         INTEGER NOT NULL CHECK (prompt_tokens > 0),
+    full_tokens           INTEGER NOT NULL CHECK (full_tokens >= prompt_tokens),
+    cut_at                INTEGER CHECK (cut_at > 0 AND cut_at < prompt_tokens),
+    answers_json          TEXT NOT NULL,
+    generated             TEXT NOT NULL,
+    score                 REAL NOT NULL CHECK (score >= 0 AND score <= 1),
+    generated_tokens      INTEGER NOT NULL CHECK (generated_tokens >= 0),
+    density               REAL NOT NULL CHECK (density >= 0 AND density <= 1),
+    prefill_tokens_per_s  REAL,
+    decode_tokens_per_s   REAL,
+    threads               INTEGER NOT NULL CHECK (threads > 0),
+    finished_at           TEXT NOT NULL,
+    CHECK ((cut_at IS NULL) = (full_tokens = prompt_tokens)),
+    PRIMARY KEY (task_run_id, sample_index)
+);
+
+CREATE VIEW task_samples_flat AS
+SELECT
+    r.id AS task_run_id, r.task, r.metric, r.seed, r.prefill, r.method, sc.policy, sc.n_anchors, sc.anchor_list,
+    r.schedule_id, r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.k_rule, r.round_k, r.key_granularity, r.pooling,
+    r.page_size, r.max_new_tokens,
+    s.length, s.depth_pct, s.sample_index, s.needle_depth, s.expected_json, s.generated, s.score, s.generated_tokens,
+    s.density, s.prefill_tokens_per_s, s.decode_tokens_per_s, s.threads, s.finished_at,
+    md.path AS model_path, md.hash AS model_hash, t.path AS haystack_path, r.key AS task_run_key, r.git_commit,
+    r.machine
+FROM task_samples s
+JOIN task_runs r ON r.id = s.task_run_id
+JOIN models md ON md.id = r.model_id
+LEFT JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules sc ON sc.id = r.schedule_id;
+
+-- One row per dataset sample with its run's method and dataset: what `kascade query datasets` averages.
+CREATE VIEW dataset_samples_flat AS
+SELECT
+    r.id AS task_run_id, r.dataset_name, r.metric, r.prefill, r.method, sc.policy, sc.n_anchors, sc.anchor_list,
+    r.schedule_id, r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.k_rule, r.round_k, r.key_granularity, r.pooling,
+    r.page_size, r.max_new_tokens, r.max_length, r.chat_template,
+    s.sample_index, s.sample_id, s.prompt_tokens, s.full_tokens, s.cut_at, s.answers_json, s.generated, s.score,
+    s.generated_tokens, s.density, s.prefill_tokens_per_s, s.decode_tokens_per_s, s.threads, s.finished_at,
+    md.path AS model_path, md.hash AS model_hash, t.path AS dataset_path, t.hash AS dataset_hash,
+    r.key AS task_run_key, r.git_commit, r.machine
+FROM dataset_samples s
+JOIN task_runs r ON r.id = s.task_run_id
+JOIN models md ON md.id = r.model_id
+JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules sc ON sc.id = r.schedule_id;
+)sql";
+
+// Version 9: the OmniKV and LessIsMore decode baselines. runs and task_runs get their layer list (selection_layers,
+// JSON: OmniKV's filter layers, LessIsMore's selection layers) and LessIsMore's window_ratio, and admit the two
+// methods (decode only, like Quest); run_layers admits their layer roles 'filter' and 'selection'. The three tables
+// are rebuilt as version 4 rebuilt runs (same columns in the same order, new ones appended, ids and AUTOINCREMENT
+// counters kept). legacy_alter_table keeps each rename from re-checking the views that name the table
+// (task_samples_flat, dataset_samples_flat), which name columns that still exist and so stay as they are; runs_flat
+// is made again with the new columns.
+constexpr const char* kSchemaV9 = R"sql(
+PRAGMA legacy_alter_table = ON;
+DROP VIEW runs_flat;
+
+CREATE TABLE runs_v9 (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    key               TEXT NOT NULL UNIQUE,
+    model_id          INTEGER NOT NULL REFERENCES models(id),
+    text_id           INTEGER NOT NULL REFERENCES texts(id),
+    schedule_id       INTEGER REFERENCES schedules(id),
+    method            TEXT NOT NULL CHECK (method IN ('kascade', 'dense', 'oracle', 'streaming', 'quest', 'omnikv',
+                                                      'lessismore')),
+    tile              INTEGER CHECK (tile > 0),
+    topk_tiles        INTEGER CHECK (topk_tiles > 0),
+    topk_pct          REAL CHECK (topk_pct > 0 AND topk_pct <= 100),
+    k_min             INTEGER CHECK (k_min >= 0),
+    sink_tokens       INTEGER CHECK (sink_tokens >= 0),
+    window_tokens     INTEGER CHECK (window_tokens > 0),
+    ctx               INTEGER NOT NULL CHECK (ctx > 0),
+    token_offset      INTEGER NOT NULL CHECK (token_offset >= 0),
+    n_tokens          INTEGER NOT NULL CHECK (n_tokens > 0),
+    git_commit        TEXT NOT NULL,
+    machine           TEXT NOT NULL,
+    threads           INTEGER NOT NULL CHECK (threads > 0),
+    started_at        TEXT NOT NULL,
+    finished_at       TEXT NOT NULL,
+    status            TEXT NOT NULL DEFAULT 'done' CHECK (status IN ('done')),
+    key_granularity   TEXT CHECK (key_granularity IN ('token', 'tile')),
+    k_rule            TEXT CHECK (k_rule IN ('sequence', 'rolling', 'visible')),
+    round_k           INTEGER CHECK (round_k >= 0),
+    pooling           TEXT CHECK (pooling IN ('post_softmax', 'pre_softmax')),
+    phase             TEXT NOT NULL DEFAULT 'prefill' CHECK (phase IN ('prefill', 'decode')),
+    prompt_tokens     INTEGER CHECK (prompt_tokens > 0),
+    decode_tokens     INTEGER CHECK (decode_tokens > 0),
+    page_size         INTEGER CHECK (page_size > 0),
+    selection_layers  TEXT CHECK (selection_layers LIKE '[%]'),
+    window_ratio      REAL CHECK (window_ratio >= 0 AND window_ratio <= 1),
+    CHECK ((method = 'kascade') = (schedule_id IS NOT NULL)),
+    CHECK ((phase = 'decode') = (prompt_tokens IS NOT NULL AND decode_tokens IS NOT NULL)),
+    CHECK ((method = 'quest') = (page_size IS NOT NULL)),
+    CHECK (method NOT IN ('quest', 'omnikv', 'lessismore') OR phase = 'decode'),
+    CHECK ((method IN ('omnikv', 'lessismore')) = (selection_layers IS NOT NULL)),
+    CHECK ((method = 'lessismore') = (window_ratio IS NOT NULL))
+);
+INSERT INTO runs_v9 (id, key, model_id, text_id, schedule_id, method, tile, topk_tiles, topk_pct, k_min, sink_tokens,
+                     window_tokens, ctx, token_offset, n_tokens, git_commit, machine, threads, started_at,
+                     finished_at, status, key_granularity, k_rule, round_k, pooling, phase, prompt_tokens,
+                     decode_tokens, page_size)
+SELECT id, key, model_id, text_id, schedule_id, method, tile, topk_tiles, topk_pct, k_min, sink_tokens,
+       window_tokens, ctx, token_offset, n_tokens, git_commit, machine, threads, started_at, finished_at, status,
+       key_granularity, k_rule, round_k, pooling, phase, prompt_tokens, decode_tokens, page_size
+FROM runs;
+DELETE FROM sqlite_sequence WHERE name = 'runs_v9';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'runs_v9', seq FROM sqlite_sequence WHERE name = 'runs';
+DROP TABLE runs;
+ALTER TABLE runs_v9 RENAME TO runs;
+CREATE INDEX runs_schedule ON runs(schedule_id);
+CREATE INDEX runs_model ON runs(model_id);
+
+CREATE TABLE run_layers_v9 (
+    run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    layer          INTEGER NOT NULL CHECK (layer >= 0),
+    role           TEXT NOT NULL CHECK (role IN ('dense', 'anchor', 'reuse', 'streaming', 'quest', 'filter',
+                                                 'selection')),
+    anchor_layer   INTEGER CHECK (anchor_layer >= 0 AND anchor_layer < layer),
+    density        REAL NOT NULL CHECK (density >= 0 AND density <= 1),
+    attn_ms        REAL,
+    out_rel_error  REAL,
+    PRIMARY KEY (run_id, layer)
+);
+INSERT INTO run_layers_v9 SELECT run_id, layer, role, anchor_layer, density, attn_ms, out_rel_error FROM run_layers;
+DROP TABLE run_layers;
+ALTER TABLE run_layers_v9 RENAME TO run_layers;
+
+CREATE TABLE task_runs_v9 (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    key               TEXT NOT NULL UNIQUE,
+    model_id          INTEGER NOT NULL REFERENCES models(id),
+    text_id           INTEGER REFERENCES texts(id),
+    schedule_id       INTEGER REFERENCES schedules(id),
+    task              TEXT NOT NULL CHECK (task IN ('passkey', 'niah_single', 'niah_multikey', 'niah_multivalue',
+                                                    'niah_multiquery', 'variable_tracking', 'dataset')),
+    metric            TEXT NOT NULL CHECK (metric IN ('number_match', 'string_match_all', 'string_match_part',
+                                                      'qa_f1_score', 'rouge_score', 'classification_score',
+                                                      'retrieval_score', 'count_score', 'code_sim_score',
+                                                      'exact_match')),
+    seed              INTEGER NOT NULL CHECK (seed >= 0),
+    max_new_tokens    INTEGER NOT NULL CHECK (max_new_tokens > 0),
+    prefill           TEXT NOT NULL CHECK (prefill IN ('sparse', 'dense')),
+    method            TEXT NOT NULL CHECK (method IN ('kascade', 'dense', 'oracle', 'streaming', 'quest', 'omnikv',
+                                                      'lessismore')),
+    tile              INTEGER CHECK (tile > 0),
+    topk_tiles        INTEGER CHECK (topk_tiles > 0),
+    topk_pct          REAL CHECK (topk_pct > 0 AND topk_pct <= 100),
+    k_min             INTEGER CHECK (k_min >= 0),
+    k_rule            TEXT CHECK (k_rule IN ('sequence', 'rolling', 'visible')),
+    round_k           INTEGER CHECK (round_k >= 0),
+    key_granularity   TEXT CHECK (key_granularity IN ('token', 'tile')),
+    pooling           TEXT CHECK (pooling IN ('post_softmax', 'pre_softmax')),
+    page_size         INTEGER CHECK (page_size > 0),
+    git_commit        TEXT NOT NULL,
+    machine           TEXT NOT NULL,
+    created_at        TEXT NOT NULL,
+    dataset_name      TEXT CHECK (length(dataset_name) > 0),
+    max_length        INTEGER CHECK (max_length > 1),
+    chat_template     TEXT CHECK (chat_template IN ('none', 'llama3', 'llama3.1', 'chatml', 'qwen2.5', 'qwen3',
+                                                     'smollm2', 'mistral', 'llama2', 'zephyr', 'phi3')),
+    selection_layers  TEXT CHECK (selection_layers LIKE '[%]'),
+    window_ratio      REAL CHECK (window_ratio >= 0 AND window_ratio <= 1),
+    CHECK ((method = 'kascade') = (schedule_id IS NOT NULL)),
+    CHECK ((method = 'quest') = (page_size IS NOT NULL)),
+    CHECK ((task = 'dataset') = (dataset_name IS NOT NULL)),
+    CHECK ((task = 'dataset') = (max_length IS NOT NULL)),
+    CHECK ((task = 'dataset') = (chat_template IS NOT NULL)),
+    CHECK (task <> 'dataset' OR text_id IS NOT NULL),
+    CHECK ((method IN ('omnikv', 'lessismore')) = (selection_layers IS NOT NULL)),
+    CHECK ((method = 'lessismore') = (window_ratio IS NOT NULL))
+);
+INSERT INTO task_runs_v9 (id, key, model_id, text_id, schedule_id, task, metric, seed, max_new_tokens, prefill,
+                          method, tile, topk_tiles, topk_pct, k_min, k_rule, round_k, key_granularity, pooling,
+                          page_size, git_commit, machine, created_at, dataset_name, max_length, chat_template)
+SELECT id, key, model_id, text_id, schedule_id, task, metric, seed, max_new_tokens, prefill, method, tile, topk_tiles,
+       topk_pct, k_min, k_rule, round_k, key_granularity, pooling, page_size, git_commit, machine, created_at,
+       dataset_name, max_length, chat_template
+FROM task_runs;
+DELETE FROM sqlite_sequence WHERE name = 'task_runs_v9';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'task_runs_v9', seq FROM sqlite_sequence WHERE name = 'task_runs';
+DROP TABLE task_runs;
+ALTER TABLE task_runs_v9 RENAME TO task_runs;
+CREATE INDEX task_runs_model ON task_runs(model_id);
+
+CREATE VIEW runs_flat AS
+SELECT
+    r.id, r.method, r.phase, s.policy, s.threshold, s.max_reuse_dist, s.n_anchors, s.anchor_list, s.metric,
+    s.aggregation, s.head_map, s.n_anchor_layers, s.n_reuse_layers,
+    r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.key_granularity, r.k_rule, r.round_k, r.pooling,
+    r.sink_tokens, r.window_tokens, r.page_size, r.selection_layers, r.window_ratio, r.ctx, r.prompt_tokens,
+    r.decode_tokens, r.token_offset, r.n_tokens,
+    m.n_scored, m.nll_dense, m.ppl_dense, m.nll_sparse, m.ppl_sparse, m.degradation_pct, m.density,
+    m.tokens_per_s, m.attn_ms_dense, m.attn_ms_anchor, m.attn_ms_reuse, m.wall_s,
+    md.path AS model_path, md.model_type, md.n_layers, md.hash AS model_hash,
+    t.path AS text_path, t.hash AS text_hash,
+    r.schedule_id, s.key AS schedule_key, s.similarity_key, r.key AS run_key,
+    r.git_commit, r.machine, r.threads, r.started_at, r.finished_at, r.status
+FROM runs r
+LEFT JOIN run_metrics m ON m.run_id = r.id
+JOIN models md ON md.id = r.model_id
+JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules s ON s.id = r.schedule_id;
+PRAGMA legacy_alter_table = OFF;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "create models, texts, artifacts, captures, similarities, schedules, runs, kernel_bench, runs_flat",
               kSchemaV1},
@@ -460,6 +729,14 @@ constexpr std::array kMigrations = {
     Migration{5, "artifacts: checksum", kSchemaV5},
     Migration{6, "add task_runs, task_samples, task_samples_flat", kSchemaV6},
     Migration{7, "sweep_jobs: stage task, task_grid", kSchemaV7},
+    Migration{8,
+              "task_runs: task dataset, dataset_name, max_length, chat_template, LongBench metrics; add "
+              "dataset_samples, dataset_samples_flat",
+              kSchemaV8},
+    Migration{9,
+              "runs, task_runs: methods omnikv and lessismore, selection_layers, window_ratio (also in runs_flat); "
+              "run_layers: roles filter and selection",
+              kSchemaV9},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

@@ -540,4 +540,14 @@ QueryResult query_task_scores(QueryDb& db, const std::string& where, bool by_dep
         "--where");
 }
 
+QueryResult query_dataset_scores(QueryDb& db, const std::string& where) {
+    return db.select(
+        "SELECT task_run_id, dataset_name, metric, method, prefill, policy, n_anchors, tile, topk_tiles, topk_pct, "
+        "page_size, max_length, chat_template, count(*) AS samples, round(avg(score), 4) AS score, "
+        "round(avg(density), 4) AS density, sum(cut_at IS NOT NULL) AS cut, "
+        "round(avg(prefill_tokens_per_s), 1) AS prefill_tokens_per_s FROM dataset_samples_flat" +
+            (where.empty() ? std::string() : " WHERE " + where) + " GROUP BY task_run_id ORDER BY task_run_id",
+        "--where");
+}
+
 }  // namespace kascade

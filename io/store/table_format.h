@@ -103,4 +103,8 @@ QueryResult query_runs(QueryDb& db, const RunsQuery& query);
 /// `where` (an SQL condition on its columns; "" = all). An invalid condition throws SQLite's message naming --where.
 QueryResult query_task_scores(QueryDb& db, const std::string& where, bool by_depth);
 
+/// Mean dataset scores per dataset task run (LongBench prints score x 100; this is in [0, 1]), from
+/// dataset_samples_flat, with the share of prompts cut in the middle; `where` as for query_task_scores.
+QueryResult query_dataset_scores(QueryDb& db, const std::string& where);
+
 }  // namespace kascade

@@ -79,6 +79,15 @@ HfTokenizer::HfTokenizer(const std::filesystem::path& path, std::string_view jso
     read_tokenizer_config(path);
 }
 
+HfTokenizer::HfTokenizer(std::string name, const nlohmann::json& root, int32_t bos_id, int32_t eos_id)
+    : name_(std::move(name)), bos_id_(bos_id), eos_id_(eos_id) {
+    try {
+        load(root);
+    } catch (const json::exception& e) {
+        KASCADE_FAIL("{}: unexpected tokenizer structure: {}", name_, e.what());
+    }
+}
+
 void HfTokenizer::load(const json& root) {
     KASCADE_CHECK(root.is_object(), "{}: expected a JSON object at the top level of a tokenizer.json", name_);
     KASCADE_CHECK(root.contains("model") && root["model"].is_object(), "{}: missing field 'model' (an object)", name_);

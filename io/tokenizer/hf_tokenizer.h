@@ -34,6 +34,9 @@ class HfTokenizer final : public Tokenizer {
     /// Parses the text of a tokenizer.json; `path` names the file in errors and locates tokenizer_config.json
     /// beside it (bos_token, eos_token, add_bos_token, add_eos_token; other fields are not read).
     HfTokenizer(const std::filesystem::path& path, std::string_view json_text);
+    /// A tokenizer.json that another container's vocabulary was turned into (a GGUF file's tokenizer.ggml.* keys):
+    /// `name` names the source in errors, BOS and EOS are the ids given (-1: none), no tokenizer_config.json is read.
+    HfTokenizer(std::string name, const nlohmann::json& root, int32_t bos_id, int32_t eos_id);
     ~HfTokenizer() override;
 
     std::vector<int32_t> encode(std::string_view text) const override;

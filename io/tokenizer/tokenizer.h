@@ -44,16 +44,19 @@ class Tokenizer {
     virtual std::filesystem::path config_file() const { return {}; }
 
     /// "llama2c-bin", "hf-bpe-bytelevel", "hf-bpe-sentencepiece", "tiktoken-llama3" (a rank file read as Llama 3's
-    /// tokenizer.model), "sentencepiece-model" (a SentencePiece tokenizer.model)
+    /// tokenizer.model), "sentencepiece-model" (a SentencePiece tokenizer.model), "gguf-llama" / "gguf-gpt2" (the
+    /// tokenizer a GGUF model file embeds)
     virtual std::string_view kind() const = 0;
 };
 
-/// Loads a llama2.c tokenizer.bin, a Hugging Face tokenizer.json or a tokenizer.model (a tiktoken rank file, as Meta
-/// ships for Llama 3, or a SentencePiece model, as for Llama 2 and Mistral), chosen by content, not by name.
+/// Loads a llama2.c tokenizer.bin, a Hugging Face tokenizer.json, a tokenizer.model (a tiktoken rank file, as Meta
+/// ships for Llama 3, or a SentencePiece model, as for Llama 2 and Mistral) or the tokenizer embedded in a GGUF model
+/// file, chosen by content, not by name.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path);
 
 /// The tokenizer that sits next to a model: for a directory, tokenizer.json, then tokenizer.model, then any
-/// tokenizer*.bin / tok*.bin in it; for a file, the same names in its folder. Returns an empty path if there is none.
+/// tokenizer*.bin / tok*.bin in it; for a .gguf file, the file itself (it embeds one); for another file, the same
+/// names in its folder. Returns an empty path if there is none.
 std::filesystem::path find_tokenizer_for_model(const std::filesystem::path& model_path);
 
 }  // namespace kascade

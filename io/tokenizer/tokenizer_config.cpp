@@ -53,15 +53,30 @@ std::vector<std::pair<int32_t, std::string>> read_added_tokens(const json& decod
     return tokens;
 }
 
+/// chat_template: a string, or a list of {name, template} of which transformers uses the one named "default".
+std::optional<std::string> read_chat_template(const json& value, const std::string& name) {
+    if (value.is_null()) return std::nullopt;
+    if (value.is_string()) return value.get<std::string>();
+    KASCADE_CHECK(value.is_array(),
+                  "{}: chat_template must be a string or a list of {{\"name\", \"template\"}} objects, found {}", name,
+                  value.type_name());
+    for (const json& entry : value) {
+        KASCADE_CHECK(entry.is_object() && entry.contains("name") && entry["name"].is_string() &&
+                          entry.contains("template") && entry["template"].is_string(),
+                      "{}: each chat_template entry must be an object with string \"name\" and \"template\", found {}",
+                      name, entry.dump());
+        if (entry["name"] == "default") return entry["template"].get<std::string>();
+    }
+    KASCADE_FAIL("{}: chat_template lists no template named \"default\" (the one transformers applies)", name);
+}
+
 }  // namespace
 
-std::optional<TokenizerConfig> read_tokenizer_config(const std::filesystem::path& tokenizer_path,
-                                                     bool with_added_tokens) {
+TokenizerConfig read_tokenizer_config_file(const std::filesystem::path& config_path, bool with_added_tokens,
+                                           bool with_chat_template) {
     TokenizerConfig result;
-    result.path = tokenizer_path.parent_path() / "tokenizer_config.json";
+    result.path = config_path;
     const std::string name = result.path.string();
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(result.path, ec)) return std::nullopt;
     json config;
     try {
         config = json::parse(read_file(result.path));
@@ -81,7 +96,26 @@ std::optional<TokenizerConfig> read_tokenizer_config(const std::filesystem::path
     result.add_bos_token = flag("add_bos_token");
     result.add_eos_token = flag("add_eos_token");
     if (with_added_tokens) result.added_tokens = read_added_tokens(field_or_null(config, "added_tokens_decoder"), name);
+    if (with_chat_template) {
+        result.chat_template = read_chat_template(field_or_null(config, "chat_template"), name);
+        result.chat_template_path = result.path;
+        // Newer transformers versions save the template beside the config instead of inside it.
+        const std::filesystem::path beside = result.path.parent_path() / "chat_template.jinja";
+        std::error_code ec;
+        if (!result.chat_template && std::filesystem::exists(beside, ec)) {
+            result.chat_template = read_file(beside);
+            result.chat_template_path = beside;
+        }
+    }
     return result;
+}
+
+std::optional<TokenizerConfig> read_tokenizer_config(const std::filesystem::path& tokenizer_path,
+                                                     bool with_added_tokens) {
+    const std::filesystem::path config_path = tokenizer_path.parent_path() / "tokenizer_config.json";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(config_path, ec)) return std::nullopt;
+    return read_tokenizer_config_file(config_path, with_added_tokens, /*with_chat_template=*/false);
 }
 
 }  // namespace kascade

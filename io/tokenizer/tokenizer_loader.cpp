@@ -1,10 +1,12 @@
 // io/tokenizer/tokenizer_loader.cpp: choosing the tokenizer implementation for a file, and finding a model's file.
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <system_error>
 
 #include "base/error.h"
 #include "io/file_util.h"
+#include "io/tokenizer/gguf_tokenizer.h"
 #include "io/tokenizer/hf_tokenizer.h"
 #include "io/tokenizer/llama2c_tokenizer.h"
 #include "io/tokenizer/sentencepiece_proto.h"
@@ -49,9 +51,19 @@ bool looks_like_text(std::string_view bytes) {
     return bytes.substr(0, 64).find('\0') == std::string_view::npos;
 }
 
+/// A GGUF file (magic "GGUF"): asked before the whole file is read, since it may hold gigabytes of weights.
+bool is_gguf_file(const std::filesystem::path& path) {
+    check_regular_file(path);
+    std::ifstream in(path, std::ios::binary);
+    char magic[4] = {};
+    in.read(magic, sizeof(magic));
+    return in.gcount() == sizeof(magic) && std::string_view(magic, sizeof(magic)) == "GGUF";
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
+    if (is_gguf_file(path)) return std::make_unique<GgufTokenizer>(path);
     const std::string bytes = read_file(path);
     KASCADE_CHECK(!bytes.empty(), "{}: empty tokenizer file", path.string());
     if (looks_like_json(bytes)) return std::make_unique<HfTokenizer>(path, bytes);
@@ -63,6 +75,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
 
 std::filesystem::path find_tokenizer_for_model(const std::filesystem::path& model_path) {
     std::error_code ec;
+    // A GGUF model embeds its tokenizer.
+    if (model_path.extension() == ".gguf" && std::filesystem::is_regular_file(model_path, ec)) return model_path;
     const bool is_dir = std::filesystem::is_directory(model_path, ec);
     const std::filesystem::path dir = is_dir ? model_path : model_path.parent_path();
     const std::filesystem::path dir_or_cwd = dir.empty() ? std::filesystem::path(".") : dir;

@@ -47,6 +47,9 @@ struct ModelConfig {
     int max_seq_len = 0;  ///< max_position_embeddings (llama2.c: seq_len)
     float rope_theta = 10000.0f;
     RopeScaling rope_scaling;
+    /// [head_dim/2] or empty: each pair's RoPE frequency is divided by its factor, after rope_scaling (a GGUF file's
+    /// rope_freqs tensor, in which llama.cpp's converter stores Llama 3.1's scaling).
+    std::vector<double> rope_freq_factors;
     float rms_norm_eps = 1e-5f;
     bool attention_bias = false;  ///< q/k/v projections have biases (Qwen2; HF Llama adds one on o_proj too)
     bool qk_norm = false;         ///< per-head RMSNorm of q and k before RoPE (Qwen3's q_norm / k_norm)

@@ -2,8 +2,10 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "io/weights/gguf_checkpoint.h"
 #include "io/weights/hf_checkpoint.h"
 #include "io/weights/llama2c_checkpoint.h"
+#include "io/weights/meta_checkpoint.h"
 #include "io/weights/model_weights.h"
 
 namespace kascade {
@@ -17,7 +19,11 @@ ModelWeights load_model(const std::filesystem::path& path, const LoadOptions& op
         const fs::path config = path / "config.json";
         const fs::path single = path / "model.safetensors";
         const fs::path index = path / "model.safetensors.index.json";
-        KASCADE_CHECK(fs::exists(config), "{}: model directory has no config.json", path.string());
+        if (!fs::exists(config) && is_meta_checkpoint_dir(path)) return load_meta_checkpoint(path, options);
+        KASCADE_CHECK(fs::exists(config),
+                      "{}: model directory has no config.json (Hugging Face) and no params.json with "
+                      "consolidated.NN.pth shards (Meta)",
+                      path.string());
         if (fs::exists(single)) return load_hf_checkpoint(config, single, options);
         KASCADE_CHECK(fs::exists(index),
                       "{}: model directory has neither model.safetensors nor model.safetensors.index.json",
@@ -30,9 +36,10 @@ ModelWeights load_model(const std::filesystem::path& path, const LoadOptions& op
                       path.string());
         return load_hf_checkpoint(config, path, options);
     }
+    if (path.extension() == ".gguf") return load_gguf_checkpoint(path, options);
     KASCADE_CHECK(path.extension() == ".bin",
-                  "cannot load model \"{}\": expected a llama2.c .bin checkpoint, a .safetensors file or a Hugging "
-                  "Face model directory",
+                  "cannot load model \"{}\": expected a llama2.c .bin checkpoint, a .safetensors file, a .gguf file "
+                  "or a Hugging Face model directory",
                   path.string());
     return load_llama2c_checkpoint(path, options);
 }

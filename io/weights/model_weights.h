@@ -68,7 +68,7 @@ struct ModelWeights {
     WeightMatrix lm_head;                             ///< [vocab_size][dim] (the embedding's data when tied)
     WeightsDType weights_dtype = WeightsDType::File;  ///< the LoadOptions it was loaded with
     std::filesystem::path source;                     ///< the file or directory it was loaded from
-    std::string format;                               ///< "llama2c" or "safetensors"
+    std::string format;                               ///< "llama2c", "safetensors", "meta" or "gguf"
 
     /// Keeps the mapped files and converted buffers the pointers above point into.
     std::shared_ptr<void> storage;
@@ -78,8 +78,9 @@ struct ModelWeights {
 };
 
 /// Loads a llama2.c checkpoint (.bin), a Hugging Face directory (config.json + model.safetensors or sharded
-/// model.safetensors.index.json) or a .safetensors file with config.json beside it. Every shape is checked against
-/// the config; errors name the file, the tensor and the expected and found shapes.
+/// model.safetensors.index.json), a .safetensors file with config.json beside it, Meta's original folder
+/// (params.json + consolidated.NN.pth, meta_checkpoint.h) or a llama.cpp .gguf file (gguf_checkpoint.h). Every
+/// shape is checked against the config; errors name the file, the tensor and the expected and found shapes.
 ModelWeights load_model(const std::filesystem::path& path, const LoadOptions& options = {});
 
 }  // namespace kascade

@@ -27,6 +27,7 @@ struct CommonOptions {
 };
 
 void register_tokenize_command(CLI::App& app);
+void register_chat_command(CLI::App& app);
 void register_generate_command(CLI::App& app, const CommonOptions& common);
 void register_perplexity_command(CLI::App& app);
 void register_random_model_command(CLI::App& app);

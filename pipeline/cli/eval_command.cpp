@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "pipeline/cli/baseline_layer_options.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/cli/option_range.h"
@@ -19,6 +20,7 @@ struct EvalArgs {
     std::string method;
     std::string phase{eval_phase_name(EvalParams{}.phase)};
     TopKOptions topk;
+    BaselineLayerOptions layers;
     std::optional<int> tile;
     std::optional<int64_t> offset;
     EvalParams params;
@@ -37,14 +39,17 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
         "  kascade eval --model models/stories260K/stories260K.bin --text TinyStories-valid.head.txt "
         "--method oracle --topk-tiles 8 --offset 8192 --eval-tokens 8192\n"
         "  kascade eval --model models/stories260K/stories260K.bin --text TinyStories-valid.head.txt "
-        "--method quest --topk-pct 10 --k-min 32 --phase decode --prompt-tokens 256 --decode-tokens 256");
+        "--method quest --topk-pct 10 --k-min 32 --phase decode --prompt-tokens 256 --decode-tokens 256\n"
+        "  kascade eval --model models/stories260K/stories260K.bin --text TinyStories-valid.head.txt "
+        "--method omnikv --filter-layers 2 --topk-tiles 4 --phase decode --offset 8687 --eval-tokens 2048");
     args->model.add_to(*cmd);
     cmd->add_option("--text", args->text, "text file (its test range is scored)")->required();
     auto* schedule = cmd->add_option("--schedule", args->schedule_id, "schedule id (method kascade)");
-    auto* method =
-        cmd->add_option("--method", args->method, "dense | oracle | streaming | quest (instead of --schedule)");
+    auto* method = cmd->add_option("--method", args->method,
+                                   "dense | oracle | streaming | quest | omnikv | lessismore (instead of --schedule)");
     schedule->excludes(method);
     args->topk.add_to(*cmd);
+    args->layers.add_to(*cmd);
     cmd->add_option("--pooling", args->pooling,
                     "what ranks keys: post_softmax (the paper: summed probabilities) or pre_softmax (max raw score); "
                     "default post_softmax");
@@ -98,6 +103,7 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
         if (args->topk.given()) p.topk = rule;
         p.granularity = args->topk.key_granularity();
         if (!args->pooling.empty()) p.pooling = parse_pooling(args->pooling, "--pooling");
+        args->layers.apply(p, args->method);
         p.tile = args->tile;
         p.token_offset = args->offset;
         Workspace ws(common.results_dir);

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "io/text_file.h"
+#include "pipeline/cli/baseline_layer_options.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/cli/topk_options.h"
@@ -30,6 +31,7 @@ struct GenerateArgs {
     int64_t schedule_id = 0;
     bool has_schedule = false;
     TopKOptions topk;
+    BaselineLayerOptions layers;
     std::optional<int> tile;
     std::string pooling;
     int page_size = EvalParams{}.quest_page;
@@ -47,6 +49,7 @@ ResolvedEval resolve_generate_method(const GenerateArgs& args, const std::string
     if (args.topk.given()) p.topk = rule;
     p.granularity = args.topk.key_granularity();
     if (!args.pooling.empty()) p.pooling = parse_pooling(args.pooling, "--pooling");
+    args.layers.apply(p, args.method);
     p.tile = args.tile;
     p.quest_page = args.page_size;
     KASCADE_USAGE_CHECK(!args.page_size_given || p.method == EvalMethod::Quest,
@@ -87,6 +90,7 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
     const int max_positions = static_cast<int>(positions);
 
     const ResolvedEval method = resolve_generate_method(args, results_dir, max_positions);
+    check_method_layers(method.params, c.n_layers);
     MethodPolicy decode = make_method_policy(method, c.n_layers);
 
     SamplerOptions sampler_options = args.sampler;
@@ -146,7 +150,9 @@ void register_generate_command(CLI::App& app, const CommonOptions& common) {
         "  kascade generate --model models/stories260K-hf --prompt \"Once upon a time\" -n 128 --temperature 0.8\n"
         "  kascade generate --model tests/fixtures/retrieval-model --prompt-file passkey-prompt.txt -n 8 --greedy\n"
         "  kascade generate --model models/stories260K/stories260K.bin --results results --schedule 3 -n 256 --greedy\n"
-        "  kascade generate --model models/stories260K/stories260K.bin --method quest --topk-pct 10 --k-min 32 -n 256");
+        "  kascade generate --model models/stories260K/stories260K.bin --method quest --topk-pct 10 --k-min 32 -n 256\n"
+        "  kascade generate --model models/stories260K/stories260K.bin --method lessismore --selection-layers 2 "
+        "--topk-tiles 4 -n 256 --greedy");
     args->model.add_to(*cmd);
     args->model.add_runtime_options_to(*cmd);
     auto* prompt = cmd->add_option("--prompt,-p", args->prompt, "text to continue (default: start from BOS)");
@@ -162,11 +168,14 @@ void register_generate_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_option("--seed", args->sampler.seed, "random seed for sampling")->capture_default_str();
     auto* schedule = cmd->add_option("--schedule", args->schedule_id,
                                      "decode with this stored Kascade schedule (from --results; method kascade)");
-    auto* method = cmd->add_option("--method", args->method,
-                                   "decode attention: dense, oracle, streaming or quest (instead of --schedule)")
-                       ->capture_default_str();
+    auto* method =
+        cmd->add_option("--method", args->method,
+                        "decode attention: dense, oracle, streaming, quest, omnikv or lessismore (instead of "
+                        "--schedule)")
+            ->capture_default_str();
     schedule->excludes(method);
     args->topk.add_to(*cmd);
+    args->layers.add_to(*cmd);
     check_range(cmd->add_option("--tile", args->tile,
                                 fmt::format("tokens per tile (default: the schedule's capture tile, else {})",
                                             EvalParams::kDefaultTile)),

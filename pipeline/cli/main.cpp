@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("kascade ") + KASCADE_VERSION + " (" + KASCADE_GIT_COMMIT + ")");
     app.require_subcommand(1);
     kascade::cli::register_tokenize_command(app);
+    kascade::cli::register_chat_command(app);
     kascade::cli::register_perplexity_command(app);
     kascade::cli::register_random_model_command(app);
     static kascade::cli::CommonOptions common;

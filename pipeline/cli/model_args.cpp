@@ -6,10 +6,14 @@ namespace kascade::cli {
 
 void ModelArgs::add_to(CLI::App& command, bool model_required) {
     auto* opt = command.add_option("--model,-m", model,
-                                   "llama2.c checkpoint (.bin), Hugging Face model directory, or .safetensors file");
+                                   "llama2.c checkpoint (.bin), Hugging Face model directory, Meta's original folder "
+                                   "(params.json + consolidated.NN.pth), .safetensors file, or "
+                                   "llama.cpp .gguf file (F32/F16/BF16; Q8_0, Q4_0, Q4_K, Q5_K, Q6_K dequantized to "
+                                   "BF16 on load)");
     if (model_required) opt->required();
     command.add_option("--tokenizer,-t", tokenizer,
-                       "tokenizer.json, tokenizer.model (tiktoken or SentencePiece) or llama2.c tokenizer.bin "
+                       "tokenizer.json, tokenizer.model (tiktoken or SentencePiece), llama2.c tokenizer.bin or a .gguf "
+                       "file's embedded tokenizer "
                        "(default: the one next to the model)");
 }
 

@@ -18,6 +18,7 @@ struct QueryArgs {
     std::string sql;
     int64_t run_id = 0;
     std::string task_where;
+    std::string dataset_where;
     bool by_depth = false;
 };
 
@@ -88,7 +89,8 @@ void register_query_command(CLI::App& app, const CommonOptions& common) {
         "  kascade query runs --format csv > runs.csv\n"
         "  kascade query sql \"SELECT method, avg(density) FROM runs_flat GROUP BY method\"\n"
         "  kascade query show 7\n"
-        "  kascade query tasks --where \"task = 'passkey' AND method = 'streaming'\" --by-depth");
+        "  kascade query tasks --where \"task = 'passkey' AND method = 'streaming'\" --by-depth\n"
+        "  kascade query datasets --where \"dataset_name = 'qasper'\"");
     auto add_format = [&](CLI::App* sub) {
         sub->add_option("--format,-f", args->format, "table | csv | json | markdown")->capture_default_str();
     };
@@ -125,6 +127,15 @@ void register_query_command(CLI::App& app, const CommonOptions& common) {
     tasks->callback([args, &common] {
         QueryDb db(db_file(common));
         print(query_task_scores(db, args->task_where, args->by_depth), args->format);
+    });
+
+    CLI::App* datasets = cmd->add_subcommand("datasets", "Mean scores per dataset task run (kascade task --dataset)");
+    datasets->add_option("--where", args->dataset_where,
+                         "SQL condition on dataset_samples_flat columns, e.g. \"dataset_name = 'qasper'\"");
+    add_format(datasets);
+    datasets->callback([args, &common] {
+        QueryDb db(db_file(common));
+        print(query_dataset_scores(db, args->dataset_where), args->format);
     });
 
     CLI::App* show = cmd->add_subcommand("show", "One run with its schedule, per-layer table and provenance");

@@ -39,7 +39,8 @@ std::string ids_condition(const std::string& column, const std::vector<int64_t>&
     return column + " IN (" + list + ")";
 }
 
-/// The sweep's runs (perplexity) and task runs (mean score per length), as `kascade query runs` / `query tasks`.
+/// The sweep's runs (perplexity) and task runs (mean score per length, or per dataset), as `kascade query runs` /
+/// `query tasks` / `query datasets`.
 void print_result_tables(const std::string& results_dir, const SweepReport& report) {
     if (report.run_ids.empty() && report.task_run_ids.empty()) return;
     QueryDb db(std::filesystem::path(results_dir) / ResultsDb::kFileName);
@@ -50,10 +51,14 @@ void print_result_tables(const std::string& results_dir, const SweepReport& repo
         write_result(stdout, query_runs(db, query), OutputFormat::Table);
     }
     if (!report.task_run_ids.empty()) {
-        std::printf("\n");
-        const QueryResult tasks =
-            query_task_scores(db, ids_condition("task_run_id", report.task_run_ids), /*by_depth=*/false);
-        write_result(stdout, tasks, OutputFormat::Table);
+        // Task runs on generated prompts and on dataset files: a table each, for those the sweep has.
+        const std::string ids = ids_condition("task_run_id", report.task_run_ids);
+        for (const QueryResult& table :
+             {query_task_scores(db, ids, /*by_depth=*/false), query_dataset_scores(db, ids)}) {
+            if (table.rows.empty()) continue;
+            std::printf("\n");
+            write_result(stdout, table, OutputFormat::Table);
+        }
     }
 }
 

@@ -4,11 +4,13 @@
 #include <optional>
 
 #include "base/error.h"
+#include "pipeline/cli/baseline_layer_options.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/cli/option_range.h"
 #include "pipeline/cli/topk_options.h"
 #include "pipeline/runtime/progress.h"
+#include "pipeline/stages/dataset_task_stage.h"
 #include "pipeline/stages/task_stage.h"
 
 namespace kascade::cli {
@@ -28,12 +30,37 @@ struct TaskArgs {
     int64_t schedule_id = 0;
     std::string method;
     TopKOptions topk;
+    BaselineLayerOptions layers;
     std::optional<int> tile;
     std::string pooling;
     int page_size = EvalParams{}.quest_page;
     bool json = false;
     bool show_prompt = false;
+    // A dataset file instead of generated samples.
+    std::string dataset, dataset_name, prompt_file, maxlen_file, metric, chat_template;
+    std::optional<int> max_length, limit;
 };
+
+void print_dataset_summary(const DatasetTaskSummary& s, const DatasetTaskParams& p, bool json) {
+    if (json) {
+        const nlohmann::json out = {{"run_ids", {s.task_run_id}},
+                                    {"task_run_id", s.task_run_id},
+                                    {"task", "dataset"},
+                                    {"dataset_name", p.dataset_name},
+                                    {"score", s.score},
+                                    {"density", s.density},
+                                    {"truncated", s.truncated},
+                                    {"samples_run", s.samples_run},
+                                    {"samples_stored", s.samples_stored}};
+        std::printf("%s\n", out.dump().c_str());
+        return;
+    }
+    std::printf(
+        "task run %lld  dataset %s  score %.4f  density %.4f  (%d samples run, %d stored already; %d cut in "
+        "the middle)\n",
+        static_cast<long long>(s.task_run_id), p.dataset_name.c_str(), s.score, s.density, s.samples_run,
+        s.samples_stored, s.truncated);
+}
 
 void print_summary(const TaskSummary& s, const TaskParams& p, bool json) {
     if (json) {
@@ -51,6 +78,50 @@ void print_summary(const TaskSummary& s, const TaskParams& p, bool json) {
                 s.samples_run, s.samples_stored);
     for (const auto& [length, score] : s.by_length) std::printf("  length %6d  score %.4f\n", length, score);
 }
+
+/// `kascade task --dataset ...`: the method options are parsed as for generated tasks.
+void run_dataset_command(const TaskArgs& args, TaskPrefill prefill, const EvalParams& method,
+                         const CommonOptions& common) {
+    DatasetTaskParams p;
+    p.dataset = args.dataset;
+    p.dataset_name = args.dataset_name;
+    p.prompt_file = args.prompt_file;
+    p.maxlen_file = args.maxlen_file;
+    p.max_new_tokens = args.max_new_tokens;
+    p.max_length = args.max_length;
+    if (!args.metric.empty()) p.metric = parse_longbench_metric(args.metric, "--metric");
+    if (!args.chat_template.empty()) p.chat_template = parse_chat_template(args.chat_template, "--chat-template");
+    p.limit = args.limit;
+    p.prefill = prefill;
+    p.method = method;
+    if (args.show_prompt) {
+        // Nothing is stored: the results folder is only read (for a schedule), never created.
+        const auto model = load_model_and_tokenizer(args.model.model, args.model.tokenizer);
+        std::optional<ResultsDb> db;
+        if (method.method == EvalMethod::Kascade) db.emplace(common.results_dir, DbAccess::ReadOnly);
+        const ResolvedDatasetTask r = resolve_dataset_task(db ? &*db : nullptr, *model, p);
+        const DatasetPromptTokens tokens = dataset_sample_tokens(r, *model, 0);
+        std::printf("%s\n", model->tokenizer->decode(tokens.tokens).c_str());
+        std::fprintf(stderr, "kascade: %zu prompt tokens (%lld before the cut, chat template %s); answers: %s\n",
+                     tokens.tokens.size(), static_cast<long long>(tokens.full_tokens),
+                     std::string(chat_template_name(r.files.chat_template)).c_str(),
+                     nlohmann::json(r.files.samples.front().answers).dump().c_str());
+        return;
+    }
+    Workspace ws(common.results_dir);
+    LoadedModel& model = ws.model(args.model.model, args.model.tokenizer);
+    // The number of samples is known once the stage has read the file: the line starts with the first sample.
+    std::optional<ProgressLine> progress;
+    const DatasetTaskSummary s = run_dataset_task(ws, model, p, [&](int done, int total) {
+        if (!progress)
+            progress.emplace(fmt::format("task {} {}", args.dataset_name, eval_method_name(method.method)), total,
+                             "samples");
+        progress->update(done);
+    });
+    if (progress) progress->finish();
+    print_dataset_summary(s, p, args.json);
+}
+
 }  // namespace
 
 void register_task_command(CLI::App& app, const CommonOptions& common) {
@@ -65,7 +136,10 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         "--samples 10 --method dense\n"
         "  kascade task --model tests/fixtures/retrieval-model --task niah_multikey --lengths 4096 --method oracle "
         "--topk-pct 10 --k-min 64 --prefill dense --json\n"
-        "  kascade task --model M --task passkey --lengths 2048 --schedule 3 --haystack data/moby-dick/pg2701.txt");
+        "  kascade task --model M --task passkey --lengths 2048 --schedule 3 --haystack data/moby-dick/pg2701.txt\n"
+        "  kascade task --model ~/models/Llama-3.1-8B-Instruct --dataset LongBench/data/qasper.jsonl --dataset-name "
+        "qasper --prompt-file LongBench/config/dataset2prompt.json --maxlen-file LongBench/config/dataset2maxlen.json "
+        "--max-length 31500 --schedule 3");
     args->model.add_to(*cmd);
     cmd->add_option("--task", args->task, fmt::format("{}", fmt::join(task_kind_names(), ", ")))->capture_default_str();
     check_range(
@@ -93,10 +167,11 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
                     "sparse (the prompt through the method) or dense (the decode-only ablation; quest always)")
         ->capture_default_str();
     auto* schedule = cmd->add_option("--schedule", args->schedule_id, "schedule id (method kascade)");
-    auto* method =
-        cmd->add_option("--method", args->method, "dense | oracle | streaming | quest (instead of --schedule)");
+    auto* method = cmd->add_option("--method", args->method,
+                                   "dense | oracle | streaming | quest | omnikv | lessismore (instead of --schedule)");
     schedule->excludes(method);
     args->topk.add_to(*cmd);
+    args->layers.add_to(*cmd);
     cmd->add_option("--pooling", args->pooling, "post_softmax (default) or pre_softmax: what ranks keys");
     check_range(cmd->add_option("--tile", args->tile,
                                 fmt::format("tokens per tile (default: the schedule's capture tile, else {})",
@@ -104,10 +179,39 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
                 1);
     auto* page_size =
         check_range(cmd->add_option("--page-size", args->page_size, "quest: keys per page")->capture_default_str(), 1);
+    auto* dataset = cmd->add_option("--dataset", args->dataset,
+                                    "a JSONL dataset (LongBench's fields, or `prompt` and `answers`) instead of "
+                                    "generated samples");
+    auto* dataset_name = cmd->add_option("--dataset-name", args->dataset_name,
+                                         "the dataset's LongBench name (picks the metric, template and answer length)");
+    auto* prompt_file = cmd->add_option("--prompt-file", args->prompt_file,
+                                        "dataset2prompt.json: the prompt template of --dataset-name (default: each "
+                                        "sample's `prompt`)");
+    auto* maxlen_file =
+        cmd->add_option("--maxlen-file", args->maxlen_file, "dataset2maxlen.json: the answer length of --dataset-name");
+    auto* max_length = check_range(
+        cmd->add_option("--max-length", args->max_length,
+                        "prompt tokens at most (BOS included); longer ones are cut in the middle (default: the "
+                        "model's context less the answer length)"),
+        param_range::kTaskLength);
+    auto* metric = cmd->add_option("--metric", args->metric,
+                                   fmt::format("a dataset's metric, needed for a name LongBench does not have: {}",
+                                               fmt::join(longbench_metric_names(), ", ")));
+    auto* chat_template =
+        cmd->add_option("--chat-template", args->chat_template,
+                        fmt::format("the instruct model's chat template: {} (default: the one tokenizer_config.json "
+                                    "holds, none without one)",
+                                    fmt::join(chat_template_names(), " | ")));
+    auto* limit = check_range(cmd->add_option("--limit", args->limit, "only the first N samples of --dataset"), 1);
+    for (CLI::Option* o : {dataset_name, prompt_file, maxlen_file, max_length, metric, chat_template, limit})
+        o->needs(dataset);
+    for (CLI::Option* o : {cmd->get_option("--task"), cmd->get_option("--lengths"), depths, depth_pcts,
+                           cmd->get_option("--samples"), cmd->get_option("--seed"), cmd->get_option("--haystack")})
+        dataset->excludes(o);
     cmd->add_flag("--show-prompt", args->show_prompt,
                   "print the prompt of the first sample (first length and depth) and its expected answer; run nothing");
     cmd->add_flag("--json", args->json, "print one JSON object: run_ids, score, by_length (length -> score), ...");
-    cmd->callback([args, schedule, method, depth_pcts, page_size, &common] {
+    cmd->callback([args, schedule, method, depth_pcts, page_size, dataset, &common] {
         KASCADE_USAGE_CHECK(schedule->count() + method->count() == 1, "task needs --schedule ID or --method NAME");
         TaskParams p;
         p.task = parse_task_kind(args->task, "--task");
@@ -129,8 +233,10 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         if (args->topk.given()) m.topk = rule;
         m.granularity = args->topk.key_granularity();
         if (!args->pooling.empty()) m.pooling = parse_pooling(args->pooling, "--pooling");
+        args->layers.apply(m, args->method);
         m.tile = args->tile;
         m.quest_page = args->page_size;
+        if (dataset->count()) return run_dataset_command(*args, p.prefill, m, common);
 
         if (args->show_prompt) {
             // Nothing is stored: the results folder is only read (for a schedule), never created.

@@ -27,7 +27,8 @@ void register_tokenize_command(CLI::App& app) {
         "  kascade tokenize --tokenizer models/stories260K/tok512.bin --string \"Once upon a time\"\n"
         "  kascade tokenize --tokenizer models/smollm2-135m-tokenizer/tokenizer.json --text story.txt --json");
     cmd->add_option("--tokenizer,-t", args->tokenizer,
-                    "tokenizer.json, tokenizer.model (tiktoken or SentencePiece) or llama2.c tokenizer.bin")
+                    "tokenizer.json, tokenizer.model (tiktoken or SentencePiece), llama2.c tokenizer.bin or a .gguf "
+                    "model (its embedded tokenizer)")
         ->required();
     auto* text_file = cmd->add_option("--text", args->text_file, "text file to tokenize");
     auto* text = cmd->add_option("--string,-s", args->text, "text to tokenize");

@@ -28,7 +28,8 @@ std::string method_series(const ReportRun& run) {
 /// Colours by layer role (run and schedule figures).
 std::string role_color(const std::string& role) {
     if (role == "dense") return "0x7f7f7f";
-    if (role == "anchor") return "0xff7f0e";
+    // OmniKV's filter and LessIsMore's selection layers pick the keys later layers reuse, as anchors do.
+    if (role == "anchor" || role == "filter" || role == "selection") return "0xff7f0e";
     if (role == "reuse") return "0x1f77b4";
     if (role == "streaming") return "0xd62728";
     return "0x9467bd";
@@ -566,8 +567,9 @@ std::vector<ReportFigure> run_figures(const ReportData& data) {
         f.section = ReportSection::Runs;
         f.heading = fmt::format("run {}: {}, {}", r.id, setting, budget);
         f.caption =
-            "Top: attended / causal query-key pairs per layer, coloured by role (grey dense, orange anchor, "
-            "blue reuse, red streaming). Bottom: relative error of the layer's attention output against "
+            "Top: attended / causal query-key pairs per layer, coloured by role (grey dense, orange anchor or "
+            "OmniKV / LessIsMore selecting layer, blue reuse, red streaming, purple Quest). Bottom: relative error of "
+            "the layer's attention output against "
             "dense attention on the same layer input (first window).";
         f.plot.name = fmt::format("run-{}", r.id);
         f.plot.width = 900;

@@ -42,9 +42,10 @@ SeriesStyle report_series_style(const std::string& series, size_t fallback_index
         {"dense", {"#000000", 5}},        {"kascade (threshold)", {"#1f77b4", 7}},
         {"kascade (dp)", {"#ff7f0e", 9}}, {"kascade (fixed)", {"#9467bd", 11}},
         {"kascade", {"#1f77b4", 7}},      {"oracle", {"#2ca02c", 13}},
-        {"streaming", {"#d62728", 15}},   {"quest", {"#8c564b", 4}}};
+        {"streaming", {"#d62728", 15}},   {"quest", {"#8c564b", 4}},
+        {"omnikv", {"#e377c2", 6}},       {"lessismore", {"#17becf", 8}}};
     if (const auto it = known.find(series); it != known.end()) return it->second;
-    static const char* extra[] = {"#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#393b79", "#637939"};
+    static const char* extra[] = {"#bcbd22", "#7f7f7f", "#393b79", "#637939", "#843c39", "#7b4173"};
     return {extra[fallback_index % std::size(extra)], static_cast<int>(4 + 2 * (fallback_index % 6))};
 }
 

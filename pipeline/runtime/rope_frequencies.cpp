@@ -77,6 +77,9 @@ RopeFrequencies rope_frequencies(const ModelConfig& config) {
             r.attention_factor = apply_yarn(s, dim, base, r.inv_freq);
             break;
     }
+    if (!config.rope_freq_factors.empty()) {
+        for (int j = 0; j < dim / 2; ++j) r.inv_freq[j] /= config.rope_freq_factors[j];
+    }
     return r;
 }
 

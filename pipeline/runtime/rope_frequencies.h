@@ -9,6 +9,7 @@
 //   yarn:   blend of f_j (extrapolation) and f_j / factor (interpolation) by a ramp over the dimensions between the
 //           correction dimensions of beta_fast and beta_slow rotations in C; cos and sin are multiplied by the
 //           attention factor (default 0.1 ln(factor) + 1, or the mscale / mscale_all_dim ratio).
+// Then, if the config has per-pair factors (a GGUF file's rope_freqs), f_j / factor_j, as llama.cpp's ggml_rope_ext.
 #pragma once
 
 #include <vector>

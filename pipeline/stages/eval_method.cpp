@@ -7,11 +7,13 @@ namespace kascade {
 
 namespace {
 
-constexpr EnumNames<EvalMethod, 5> kMethodNames{{{EvalMethod::Dense, "dense"},
+constexpr EnumNames<EvalMethod, 7> kMethodNames{{{EvalMethod::Dense, "dense"},
                                                  {EvalMethod::Kascade, "kascade"},
                                                  {EvalMethod::Oracle, "oracle"},
                                                  {EvalMethod::Streaming, "streaming"},
-                                                 {EvalMethod::Quest, "quest"}}};
+                                                 {EvalMethod::Quest, "quest"},
+                                                 {EvalMethod::OmniKv, "omnikv"},
+                                                 {EvalMethod::LessIsMore, "lessismore"}}};
 constexpr EnumNames<EvalPhase, 2> kPhaseNames{{{EvalPhase::Prefill, "prefill"}, {EvalPhase::Decode, "decode"}}};
 
 }  // namespace
@@ -28,6 +30,10 @@ const std::vector<std::string>& eval_method_names() {
 }
 EvalMethod parse_eval_method(std::string_view name, std::string_view option) {
     return parse_enum_name(kMethodNames, name, option);
+}
+
+bool is_decode_only_method(EvalMethod method) {
+    return method == EvalMethod::Quest || method == EvalMethod::OmniKv || method == EvalMethod::LessIsMore;
 }
 
 std::string_view eval_phase_name(EvalPhase phase) {

@@ -11,12 +11,17 @@
 namespace kascade {
 
 enum class EvalMethod {
-    Dense,      ///< exact attention: the baseline every sparse run is compared with
-    Kascade,    ///< a stored schedule: anchor layers select their top-k keys, reuse layers take their anchor's
-    Oracle,     ///< every layer but 0 selects its own top-k (the ceiling of a reuse schedule)
-    Streaming,  ///< sink tokens + the most recent keys, same budget
-    Quest,      ///< pages of keys ranked by an upper bound from per-page min/max keys (decode only)
+    Dense,       ///< exact attention: the baseline every sparse run is compared with
+    Kascade,     ///< a stored schedule: anchor layers select their top-k keys, reuse layers take their anchor's
+    Oracle,      ///< every layer but 0 selects its own top-k (the ceiling of a reuse schedule)
+    Streaming,   ///< sink tokens + the most recent keys, same budget
+    Quest,       ///< pages of keys ranked by an upper bound from per-page min/max keys (decode only)
+    OmniKv,      ///< filter layers pick one key set for all heads, used until the next filter layer (decode only)
+    LessIsMore,  ///< selection layers unite every head's top keys with sinks and a recent window (decode only)
 };
+
+/// Whether a method selects keys only for generated tokens (its prefill is dense attention).
+bool is_decode_only_method(EvalMethod method);
 
 enum class EvalPhase {
     Prefill,  ///< perplexity over windows, every position attending in one causal pass

@@ -8,6 +8,8 @@
 #include "build_info.h"
 #include "io/host_info.h"
 #include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/runtime/lessismore_attention.h"
+#include "pipeline/runtime/omnikv_attention.h"
 #include "pipeline/runtime/output_error_probe.h"
 #include "pipeline/runtime/progress.h"
 #include "pipeline/runtime/quest_attention.h"
@@ -64,6 +66,8 @@ EvalParams dense_params_of(const ResolvedEval& r) {
     dense.granularity.reset();
     dense.pooling.reset();
     dense.quest_page = EvalParams{}.quest_page;
+    dense.selection_layers.clear();
+    dense.window_ratio = EvalParams{}.window_ratio;
     return dense;
 }
 
@@ -93,14 +97,22 @@ ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const 
         KASCADE_CHECK(params.quest_page >= 1 && params.quest_page <= ctx, "invalid page-size={} (must be in [1, {}])",
                       params.quest_page, ctx);
     }
+    if (params.method == EvalMethod::OmniKv || params.method == EvalMethod::LessIsMore) {
+        // They select single keys and rank them in their own way (OmniKV: the maximum probability over all heads;
+        // LessIsMore: each head's raw scores); the commands refuse --key-granularity tile and --pooling for them.
+        r.granularity = KeyGranularity::Token;
+        r.pooling = SparseAttentionOptions{}.pooling;
+    }
     return r;
 }
 
 void check_eval_params(const LoadedModel& model, const EvalParams& params) {
     KASCADE_CHECK(params.n_tokens >= 0, "invalid eval-tokens={} (must be >= 0)", params.n_tokens);
     const bool decode = params.phase == EvalPhase::Decode;
-    KASCADE_CHECK(decode || params.method != EvalMethod::Quest,
-                  "method quest is a decode method (it attends densely in prefill): add --phase decode");
+    KASCADE_CHECK(decode || !is_decode_only_method(params.method),
+                  "method {} is a decode method (it attends densely in prefill): add --phase decode",
+                  eval_method_name(params.method));
+    check_method_layers(params, model.weights.config.n_layers);
     if (decode) {
         KASCADE_CHECK(params.prompt_tokens >= 1, "invalid prompt-tokens={} (must be >= 1)", params.prompt_tokens);
         KASCADE_CHECK(params.decode_tokens >= 1, "invalid decode-tokens={} (must be >= 1)", params.decode_tokens);
@@ -110,6 +122,14 @@ void check_eval_params(const LoadedModel& model, const EvalParams& params) {
                       "(max_position_embeddings)",
                       params.prompt_tokens, params.decode_tokens, max_positions);
     }
+}
+
+void check_method_layers(const EvalParams& params, int n_layers) {
+    if (params.method == EvalMethod::OmniKv)
+        check_omnikv_filter_layers(params.selection_layers, n_layers, "--filter-layers");
+    if (params.method == EvalMethod::LessIsMore)
+        check_lessismore_options(params.selection_layers, params.window_ratio, n_layers, "--selection-layers",
+                                 "--window-ratio");
 }
 
 ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedText& text, const EvalParams& params) {
@@ -153,6 +173,8 @@ ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedT
     key.prompt_tokens = params.prompt_tokens;
     key.decode_tokens = params.decode_tokens;
     key.quest_page = params.quest_page;
+    key.selection_layers = params.selection_layers;
+    key.window_ratio = params.window_ratio;
     r.key = eval_key(key);
     return r;
 }
@@ -169,16 +191,28 @@ std::string eval_key(const EvalKeyInputs& k) {
         params["prompt_tokens"] = k.prompt_tokens;
         params["decode_tokens"] = k.decode_tokens;
     }
-    add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, params);
+    add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
+                          k.window_ratio, params);
     if (k.method == EvalMethod::Kascade) inputs["schedule"] = k.schedule_key;
     return content_key("eval", kEvalFormatVersion, inputs, params);
 }
 
 void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
-                           Pooling pooling, int quest_page, nlohmann::json& params) {
+                           Pooling pooling, int quest_page, const std::vector<int>& selection_layers,
+                           double window_ratio, nlohmann::json& params) {
     if (method == EvalMethod::Quest) {
         params["page_size"] = quest_page;
         params["topk"] = topk_rule_json(topk);
+    } else if (method == EvalMethod::OmniKv) {
+        params["tile"] = tile;
+        params["topk"] = topk_rule_json(topk);
+        params["filter_layers"] = selection_layers;
+    } else if (method == EvalMethod::LessIsMore) {
+        params["tile"] = tile;
+        params["topk"] = topk_rule_json(topk);
+        params["selection_layers"] = selection_layers;
+        params["window_ratio"] = window_ratio;
+        params["sink_tokens"] = LessIsMoreOptions{}.sink_tokens;
     } else if (method != EvalMethod::Dense) {
         params["tile"] = tile;
         params["topk"] = topk_rule_json(topk);
@@ -220,6 +254,23 @@ MethodPolicy make_method_policy(const ResolvedEval& r, int n_layers) {
             auto p = std::make_unique<QuestAttention>(
                 n_layers,
                 QuestOptions{.page = r.params.quest_page, .topk = r.topk, .dense_layers = QuestOptions{}.dense_layers});
+            m.layer_density = [p = p.get()] { return p->layer_density(); };
+            m.policy = std::move(p);
+            break;
+        }
+        case EvalMethod::OmniKv: {
+            auto p = std::make_unique<OmniKvAttention>(
+                n_layers, OmniKvOptions{.tile = r.tile, .topk = r.topk, .filter_layers = r.params.selection_layers});
+            m.layer_density = [p = p.get()] { return p->layer_density(); };
+            m.policy = std::move(p);
+            break;
+        }
+        case EvalMethod::LessIsMore: {
+            auto p = std::make_unique<LessIsMoreAttention>(
+                n_layers, LessIsMoreOptions{.tile = r.tile,
+                                            .topk = r.topk,
+                                            .selection_layers = r.params.selection_layers,
+                                            .window_ratio = r.params.window_ratio});
             m.layer_density = [p = p.get()] { return p->layer_density(); };
             m.policy = std::move(p);
             break;
@@ -312,6 +363,7 @@ EvalResult record_eval(Workspace& ws, const LoadedModel& model, const LoadedText
         run.sink_tokens = r.tile;
         if (r.topk.tiles > 0) run.window_tokens = static_cast<int64_t>(r.topk.tiles - 1) * r.tile;
     }
+    if (method == EvalMethod::LessIsMore) run.sink_tokens = LessIsMoreOptions{}.sink_tokens;
     run.ctx = r.ctx;
     run.token_offset = r.token_offset;
     run.n_tokens = result.n_scored;
@@ -345,8 +397,10 @@ EvalResult record_eval(Workspace& ws, const LoadedModel& model, const LoadedText
     for (int l = 0; l < n_layers; ++l) {
         const std::string& role = m.layer_roles[l];
         const double ms = result.stats.layer_attention_ms[l] / result.n_windows;
-        // Streaming layers attend a fixed set, as reuse layers do; Quest layers rank pages, as anchors rank keys.
-        ms_by_role[role == "streaming" ? "reuse" : role == "quest" ? "anchor" : role] += ms;
+        // Streaming layers attend a fixed set, as reuse layers do; Quest layers rank pages, and OmniKV's filter and
+        // LessIsMore's selection layers rank keys, as anchors rank keys.
+        const bool ranks = role == "quest" || role == "filter" || role == "selection";
+        ms_by_role[role == "streaming" ? "reuse" : ranks ? "anchor" : role] += ms;
         layers[l].layer = l;
         layers[l].role = role;
         if (schedule && schedule->layers[l].role == LayerRole::Reuse)

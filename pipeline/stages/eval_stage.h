@@ -2,9 +2,10 @@
 // beside the dense perplexity of the same tokens; logs one run (parameters, metrics, per-layer rows) in SQLite.
 //
 // Methods (eval_method.h): kascade (a stored schedule), oracle (every layer but 0 keeps its own top-k), streaming
-// (sink + recent keys, same budget), dense (the baseline; every sparse run finds or makes the dense run of its
-// tokens). A run is three steps: resolve (defaults from the schedule, validation, the content key), measure (the
-// forward passes) and record (the database rows); run_eval chains them and skips the last two for a stored key.
+// (sink + recent keys, same budget), the decode-only baselines quest, omnikv and lessismore, dense (the baseline;
+// every sparse run finds or makes the dense run of its tokens). A run is three steps: resolve (defaults from the
+// schedule, validation, the content key), measure (the forward passes) and record (the database rows); run_eval chains
+// them and skips the last two for a stored key.
 #pragma once
 
 #include <functional>
@@ -20,6 +21,7 @@
 #include "pipeline/runtime/attention_policy.h"
 #include "pipeline/runtime/attention_schedule.h"
 #include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/runtime/lessismore_attention.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/quest_attention.h"
 #include "pipeline/stages/capture_stage.h"
@@ -47,6 +49,9 @@ struct EvalParams {
     int quest_page = QuestOptions{}.page;       ///< quest: keys per page
     std::optional<int64_t> token_offset;        ///< default for kascade: right after the calibration range; else 0
     int64_t n_tokens = 8192;                    ///< test tokens scored (0: all after the offset)
+    /// omnikv: its filter layers; lessismore: its selection layers, and the budget share of its sinks + recent keys
+    std::vector<int> selection_layers;
+    double window_ratio = LessIsMoreOptions{}.window_ratio;
 };
 
 /// An eval with every default filled in from the schedule, its similarity and its capture, checked, with its key.
@@ -70,8 +75,13 @@ ResolvedEval resolve_method(ResultsDb* db, const std::string& model_hash, const 
                             const EvalParams& params, int ctx, std::string_view ctx_name = {});
 
 /// The checks of step 1 that need the model but no results folder: token counts, the decode window within the
-/// model's context, quest only in decode. A sweep's dry run runs them too (check_sweep_inputs).
+/// model's context, the decode-only methods only in decode, their layer lists within the model. A sweep's dry run
+/// runs them too (check_sweep_inputs).
 void check_eval_params(const LoadedModel& model, const EvalParams& params);
+
+/// OmniKV's filter layers, LessIsMore's selection layers and window ratio checked against a model of n_layers (nothing
+/// for the other methods); the errors name the command-line options.
+void check_method_layers(const EvalParams& params, int n_layers);
 
 /// Step 1: fills in defaults, checks everything a user gave (an error names the option, value and expectation) and
 /// computes the content key. Reads the database, computes nothing.
@@ -129,16 +139,19 @@ struct EvalKeyInputs {
     KeyGranularity granularity = KeyGranularity::Token;  ///< ignored for dense
     Pooling pooling = Pooling::PostSoftmax;              ///< ignored for dense
     EvalPhase phase = EvalPhase::Prefill;
-    int prompt_tokens = 0;  ///< decode
-    int decode_tokens = 0;  ///< decode
-    int quest_page = 0;     ///< quest
+    int prompt_tokens = 0;                ///< decode
+    int decode_tokens = 0;                ///< decode
+    int quest_page = 0;                   ///< quest
+    std::vector<int> selection_layers{};  ///< omnikv, lessismore
+    double window_ratio = 0;              ///< lessismore
 };
 
 /// The content key of a run (pure: a sweep's --dry-run uses it to tell what is stored already).
 std::string eval_key(const EvalKeyInputs& inputs);
 
 /// The method columns runs and task_runs share (left NULL where the method has none): the key budget (top-k tiles,
-/// or percentage with k_min and k rule; round_k), quest's page size, and the tile, key granularity and pooling of
+/// or percentage with k_min and k rule; round_k), quest's page size, OmniKV's and LessIsMore's tile, layers and
+/// window ratio (they select single keys and pool in their own way), and the tile, key granularity and pooling of
 /// the other sparse methods.
 template <class Record>
 void set_method_columns(const ResolvedEval& r, Record& record) {
@@ -154,6 +167,11 @@ void set_method_columns(const ResolvedEval& r, Record& record) {
     record.round_k = r.topk.round_k;
     if (method == EvalMethod::Quest) {
         record.page_size = r.params.quest_page;
+    } else if (method == EvalMethod::OmniKv || method == EvalMethod::LessIsMore) {
+        record.tile = r.tile;
+        record.key_granularity = std::string(key_granularity_name(KeyGranularity::Token));
+        record.selection_layers = nlohmann::json(r.params.selection_layers).dump();
+        if (method == EvalMethod::LessIsMore) record.window_ratio = r.params.window_ratio;
     } else {
         record.tile = r.tile;
         record.key_granularity = std::string(key_granularity_name(r.granularity));
@@ -162,8 +180,10 @@ void set_method_columns(const ResolvedEval& r, Record& record) {
 }
 
 /// The method's part of a content key's parameters (what eval and task keys share): nothing for dense; the page
-/// size and top-k rule for quest; tile, top-k rule, key granularity and pooling for the others.
+/// size and top-k rule for quest; tile, top-k rule and filter layers for omnikv; tile, top-k rule, selection layers,
+/// window ratio and sink tokens for lessismore; tile, top-k rule, key granularity and pooling for the others.
 void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
-                           Pooling pooling, int quest_page, nlohmann::json& params);
+                           Pooling pooling, int quest_page, const std::vector<int>& selection_layers,
+                           double window_ratio, nlohmann::json& params);
 
 }  // namespace kascade

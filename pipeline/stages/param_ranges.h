@@ -45,6 +45,7 @@ inline constexpr ValueRange kLayer{0};               ///< a layer index (fixed p
 inline constexpr ValueRange kPromptTokens{1};        ///< decode: positions prefilled per window, BOS included
 inline constexpr ValueRange kDecodeTokens{1};        ///< decode: positions decoded one at a time per window
 inline constexpr ValueRange kQuestPage{1};           ///< quest: keys per page
+inline constexpr ValueRange kWindowRatio{0, 1};      ///< lessismore: budget share of sinks + recent keys
 inline constexpr ValueRange kTaskLength{1};          ///< task: prompt tokens, BOS included
 inline constexpr ValueRange kDepthCount{1};          ///< task: needle depths evenly spaced over 0-100 %
 inline constexpr ValueRange kDepthPct{0, 100};       ///< task: a needle depth, % of the haystack

@@ -14,6 +14,8 @@
 #include "io/store/results_merge.h"
 #include "io/text_file.h"
 #include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/runtime/lessismore_attention.h"
+#include "pipeline/runtime/omnikv_attention.h"
 #include "pipeline/runtime/progress.h"
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/stages/content_key.h"
@@ -40,10 +42,46 @@ std::string schedule_label(const ScheduleParams& p) {
     return s + fmt::format(" metric={} aggregation={} head_map={}", p.metric, p.aggregation, p.head_map);
 }
 
+/// What a [datasets] dataset's runs are keyed by, read once from its files when the sweep is planned.
+struct DatasetFacts {
+    std::string name;
+    DatasetRunFiles files;
+};
+
 struct Hashes {
     std::string model, tokenizer, text;
-    std::string haystack;  ///< [task] haystack; empty: the filler
+    std::string haystack;                ///< [task] haystack; empty: the filler
+    std::vector<DatasetFacts> datasets;  ///< [datasets], in the order of datasets.names
 };
+
+/// The layer list [baselines] gives `method` (OmniKV's filter layers, LessIsMore's selection layers; none for the
+/// others).
+std::vector<int> method_layers(const SweepSpec& spec, EvalMethod method) {
+    if (method == EvalMethod::OmniKv) return spec.omnikv_filter_layers;
+    if (method == EvalMethod::LessIsMore) return spec.lessismore_selection_layers;
+    return {};
+}
+
+/// Whether the method selects single keys in its own way (no key granularity or pooling).
+bool ranks_own_keys(EvalMethod method) {
+    return method == EvalMethod::OmniKv || method == EvalMethod::LessIsMore;
+}
+
+/// The method part of a task job's parameters (generated prompts or a dataset) for one method configuration.
+void set_task_method(const SweepSpec& spec, EvalMethod method, int tile, const TopKRule& topk,
+                     KeyGranularity granularity, Pooling pooling, EvalParams& m) {
+    m.method = method;
+    if (method == EvalMethod::Dense) return;
+    m.tile = tile;
+    m.topk = topk;
+    if (!ranks_own_keys(method)) {
+        m.granularity = granularity;
+        m.pooling = pooling;
+    }
+    m.quest_page = spec.quest_page;
+    m.selection_layers = method_layers(spec, method);
+    m.window_ratio = spec.lessismore_window_ratio;
+}
 
 /// Adds a task job per task x prefill of [task] for one method configuration, unless the plan has its key already
 /// (a task run does not depend on ctx, and dense or quest runs are one prefill mode).
@@ -58,14 +96,7 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, in
             j.task = t.params(kind);
             TaskParams& p = j.task;
             p.prefill = effective_task_prefill(method, requested);
-            p.method.method = method;
-            if (method != EvalMethod::Dense) {
-                p.method.tile = tile;
-                p.method.topk = topk;
-                p.method.granularity = granularity;
-                p.method.pooling = pooling;
-                p.method.quest_page = spec.quest_page;
-            }
+            set_task_method(spec, method, tile, topk, granularity, pooling, p.method);
             if (schedule_job >= 0) {
                 j.schedule_key = plan[schedule_job].key;
                 j.depends_on = {schedule_job};
@@ -83,10 +114,56 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, in
                               .schedule_key = j.schedule_key,
                               .granularity = granularity,
                               .pooling = pooling,
-                              .quest_page = spec.quest_page});
+                              .quest_page = spec.quest_page,
+                              .selection_layers = method_layers(spec, method),
+                              .window_ratio = spec.lessismore_window_ratio});
             if (std::any_of(plan.begin(), plan.end(), [&](const SweepJob& o) { return o.key == j.key; })) continue;
             j.task_grid = task_grid_json(p);
             j.label = fmt::format("{} {} prefill={}", task_kind_name(kind), method_label, task_prefill_name(p.prefill));
+            plan.push_back(j);
+        }
+    }
+}
+
+/// Adds a dataset task job per dataset x prefill of [datasets] for one method configuration, as add_task_jobs.
+void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, int tile, const TopKRule& topk,
+                      KeyGranularity granularity, Pooling pooling, int schedule_job, const std::string& method_label,
+                      std::vector<SweepJob>& plan) {
+    const SweepDatasetSpec& d = *spec.datasets;
+    for (const DatasetFacts& facts : h.datasets) {
+        for (TaskPrefill requested : d.prefills) {
+            SweepJob j;
+            j.stage = "task";
+            j.dataset = d.params(facts.name);
+            DatasetTaskParams& p = j.dataset;
+            p.prefill = effective_task_prefill(method, requested);
+            set_task_method(spec, method, tile, topk, granularity, pooling, p.method);
+            if (schedule_job >= 0) {
+                j.schedule_key = plan[schedule_job].key;
+                j.depends_on = {schedule_job};
+            }
+            j.key = dataset_task_key({.model_hash = h.model,
+                                      .tokenizer_hash = h.tokenizer,
+                                      .dataset_hash = facts.files.dataset_text.hash,
+                                      .prompt_template = facts.files.prompt_template,
+                                      .dataset_name = facts.name,
+                                      .metric = facts.files.scoring.metric,
+                                      .max_length = d.max_length,
+                                      .max_new_tokens = facts.files.max_new_tokens,
+                                      .chat_template = facts.files.chat_template,
+                                      .prefill = p.prefill,
+                                      .method = method,
+                                      .tile = tile,
+                                      .topk = topk,
+                                      .schedule_key = j.schedule_key,
+                                      .granularity = granularity,
+                                      .pooling = pooling,
+                                      .quest_page = spec.quest_page,
+                                      .selection_layers = method_layers(spec, method),
+                                      .window_ratio = spec.lessismore_window_ratio});
+            if (std::any_of(plan.begin(), plan.end(), [&](const SweepJob& o) { return o.key == j.key; })) continue;
+            j.task_grid = dataset_grid_json(static_cast<int>(facts.files.samples.size()));
+            j.label = fmt::format("dataset {} {} prefill={}", facts.name, method_label, task_prefill_name(p.prefill));
             plan.push_back(j);
         }
     }
@@ -97,6 +174,7 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
     const bool has_dense =
         std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Dense) != spec.baselines.end();
     if (has_dense && spec.task) add_task_jobs(spec, h, EvalMethod::Dense, 0, {}, {}, {}, -1, "dense", plan);
+    if (has_dense && spec.datasets) add_dataset_jobs(spec, h, EvalMethod::Dense, 0, {}, {}, {}, -1, "dense", plan);
     for (int ctx : spec.ctx) {
         // Every sparse eval compares with the dense run of its tokens: it waits for the dense job of its ctx.
         std::vector<int> dense_dep;
@@ -104,6 +182,8 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
         auto method_jobs = [&](EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
                                Pooling pooling, int schedule_job, const std::string& label) {
             if (spec.task) add_task_jobs(spec, h, method, tile, topk, granularity, pooling, schedule_job, label, plan);
+            if (spec.datasets)
+                add_dataset_jobs(spec, h, method, tile, topk, granularity, pooling, schedule_job, label, plan);
             if (!spec.perplexity) return;
             SweepJob j;
             j.stage = "eval";
@@ -116,12 +196,16 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
             j.eval.prompt_tokens = spec.prompt_tokens;
             j.eval.decode_tokens = spec.decode_tokens;
             j.eval.quest_page = spec.quest_page;
+            j.eval.selection_layers = method_layers(spec, method);
+            j.eval.window_ratio = spec.lessismore_window_ratio;
             j.depends_on = dense_dep;
             if (method != EvalMethod::Dense) {
                 j.eval.tile = tile;
                 j.eval.topk = topk;
-                j.eval.granularity = granularity;
-                j.eval.pooling = pooling;
+                if (!ranks_own_keys(method)) {
+                    j.eval.granularity = granularity;
+                    j.eval.pooling = pooling;
+                }
             }
             if (schedule_job >= 0) {
                 j.schedule_key = plan[schedule_job].key;
@@ -135,6 +219,8 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
             key.prompt_tokens = spec.prompt_tokens;
             key.decode_tokens = spec.decode_tokens;
             key.quest_page = spec.quest_page;
+            key.selection_layers = j.eval.selection_layers;
+            key.window_ratio = j.eval.window_ratio;
             j.key = eval_key(key);
             plan.push_back(j);
         };
@@ -192,6 +278,18 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                             if (tile == spec.tile.front() && granularity == spec.granularity.front())
                                 method_jobs(method, tile, topk, granularity, {}, -1,
                                             fmt::format("quest ({}) page_size={}", topk_label(topk), spec.quest_page));
+                            continue;
+                        }
+                        // OmniKV and LessIsMore select single keys in their own way: one job per tile x top-k rule.
+                        if (ranks_own_keys(method)) {
+                            if (granularity == spec.granularity.front()) {
+                                std::string label =
+                                    fmt::format("{} (ctx={} tile={} {}) layers={}", eval_method_name(method), ctx, tile,
+                                                topk_label(topk), nlohmann::json(method_layers(spec, method)).dump());
+                                if (method == EvalMethod::LessIsMore)
+                                    label += fmt::format(" window_ratio={}", spec.lessismore_window_ratio);
+                                method_jobs(method, tile, topk, KeyGranularity::Token, {}, -1, label);
+                            }
                             continue;
                         }
                         // Streaming ranks nothing: pooling does not apply to it.
@@ -303,8 +401,22 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
     KASCADE_CHECK(fs::exists(spec.model), "{}: model.path \"{}\" does not exist", spec.file.string(), spec.model);
     KASCADE_CHECK(!tokenizer.empty() && fs::exists(tokenizer),
                   "{}: no tokenizer for model \"{}\" (set model.tokenizer)", spec.file.string(), spec.model);
-    Hashes hashes{model_content_hash(spec.model), tokenizer_content_hash(tokenizer, *load_tokenizer(tokenizer)),
-                  hash_hex(read_text_file(spec.text)), ""};
+    const std::unique_ptr<Tokenizer> tokenizer_files = load_tokenizer(tokenizer);
+    Hashes hashes{model_content_hash(spec.model),
+                  tokenizer_content_hash(tokenizer, *tokenizer_files),
+                  hash_hex(read_text_file(spec.text)),
+                  "",
+                  {}};
+    if (spec.datasets) {
+        for (const std::string& name : spec.datasets->names) {
+            try {
+                hashes.datasets.push_back(
+                    {name, read_dataset_run_files(spec.datasets->params(name), *tokenizer_files)});
+            } catch (const Error& e) {
+                KASCADE_FAIL("{}: [datasets] {}: {}", spec.file.string(), name, e.what());
+            }
+        }
+    }
     if (spec.task && !spec.task->haystack.empty()) {
         KASCADE_CHECK(fs::exists(spec.task->haystack), "{}: task.haystack \"{}\" does not exist", spec.file.string(),
                       spec.task->haystack);
@@ -378,6 +490,26 @@ void check_sweep_inputs(const SweepSpec& spec, const LoadedModel& model, const L
                           list, layers);
         }
     }
+    // OmniKV's and LessIsMore's layers within the model (the policies' own checks, naming the sweep keys).
+    try {
+        if (!spec.omnikv_filter_layers.empty())
+            check_omnikv_filter_layers(spec.omnikv_filter_layers, c.n_layers, "baselines.omnikv_filter_layers");
+        if (!spec.lessismore_selection_layers.empty())
+            check_lessismore_options(spec.lessismore_selection_layers, spec.lessismore_window_ratio, c.n_layers,
+                                     "baselines.lessismore_selection_layers", "baselines.lessismore_window_ratio");
+    } catch (const Error& e) {
+        KASCADE_FAIL("{}: {}", file, e.what());
+    }
+    if (spec.datasets) {
+        // Each dataset's prompts must fit the model's context with their answers: the stage's own checks.
+        for (const std::string& name : spec.datasets->names) {
+            try {
+                resolve_dataset_task(nullptr, model, spec.datasets->params(name));
+            } catch (const Error& e) {
+                KASCADE_FAIL("{}: [datasets] {}: {}", file, name, e.what());
+            }
+        }
+    }
     if (spec.task) {
         // Each task's prompts must fit the model's context with their answer, and the shortest must hold the
         // instruction, needles and question: the task stage's own checks, run once per task before any job.
@@ -397,6 +529,10 @@ void check_sweep_inputs(const SweepSpec& spec, const SweepPlan& plan) {
     check_sweep_inputs(spec, *model, *text);
 }
 
+std::string dataset_grid_json(int samples) {
+    return nlohmann::json{{"dataset_samples", samples}}.dump();
+}
+
 std::string task_grid_json(const TaskParams& p) {
     return nlohmann::json{{"lengths", p.lengths}, {"depths_pct", p.depths_pct}, {"samples", p.samples}}.dump();
 }
@@ -405,6 +541,8 @@ bool job_output_stored(ResultsDb& db, std::string_view stage, std::string_view k
     if (stage == "eval") return db.find_run(key).has_value();
     if (stage == "task") {
         const nlohmann::json grid = nlohmann::json::parse(task_grid);
+        if (grid.contains("dataset_samples"))
+            return dataset_samples_stored(db, key, grid["dataset_samples"].get<int>());
         return task_grid_stored(db, key, grid.at("lengths").get<std::vector<int>>(),
                                 grid.at("depths_pct").get<std::vector<double>>(), grid.at("samples").get<int>());
     }
@@ -457,6 +595,15 @@ JobOutcome run_sweep_job(Workspace& ws, LoadedModel& model, LoadedText& text, co
         const auto s = ws.db().load_schedule(r.id);
         outcome.summary =
             fmt::format("schedule {}: {} anchors, {} reuse", r.id, s->record.n_anchor_layers, s->record.n_reuse_layers);
+    } else if (job.stage == "task" && !job.dataset.dataset.empty()) {
+        DatasetTaskParams params = job.dataset;
+        if (params.method.method == EvalMethod::Kascade)
+            params.method.schedule_id = stored_schedule_id(ws, job.schedule_key, job.label);
+        const DatasetTaskSummary r = run_dataset_task(ws, model, params, {}, force);
+        KASCADE_ASSERT(ws.db().find_task_run(job.key)->id == r.task_run_id);
+        outcome.cached = r.samples_run == 0;
+        outcome.summary = fmt::format("task run {}: {} score {:.4f} density {:.3f}", r.task_run_id, params.dataset_name,
+                                      r.score, r.density);
     } else if (job.stage == "task") {
         TaskParams params = job.task;
         if (params.method.method == EvalMethod::Kascade)

@@ -37,9 +37,11 @@ struct SweepJob {
     std::string similarity_key;                          ///< schedule: its input
     ScheduleParams schedule;                             ///< schedule
     std::string schedule_key;                            ///< eval kascade: its schedule
-    EvalParams eval;        ///< eval (schedule_id is looked up by schedule_key when it runs)
-    TaskParams task;        ///< task (its method's schedule_id is looked up by schedule_key when it runs)
-    std::string task_grid;  ///< task: the grid it stores (task_grid_json), part of what "stored" means
+    EvalParams eval;  ///< eval (schedule_id is looked up by schedule_key when it runs)
+    TaskParams task;  ///< task (its method's schedule_id is looked up by schedule_key when it runs)
+    /// task on a dataset file ([datasets]; dataset.dataset is empty for the generated tasks of [task])
+    DatasetTaskParams dataset;
+    std::string task_grid;  ///< task: the samples it stores (task_grid_json / dataset_grid_json): what "stored" means
 };
 
 struct SweepPlan {
@@ -61,6 +63,10 @@ void check_sweep_inputs(const SweepSpec& spec, const SweepPlan& plan);
 
 /// The grid a task job stores, as sweep_jobs.task_grid holds it: {"lengths": [...], "depths_pct": [...], "samples": N}.
 std::string task_grid_json(const TaskParams& params);
+
+/// The samples a dataset task job stores, as sweep_jobs.task_grid holds it: {"dataset_samples": N} (the first N
+/// lines of its file).
+std::string dataset_grid_json(int samples);
 
 /// Whether a job's output is in the results folder of `db`: its run, its schedule, its artifact row with the file
 /// in place (what the stages check before computing), or every sample of its task grid (task_grid_json; task jobs).

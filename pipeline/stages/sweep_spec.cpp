@@ -229,6 +229,41 @@ SweepTaskSpec read_task_table(const fs::path& file, const toml::table* table,
     return task;
 }
 
+SweepDatasetSpec read_datasets_table(const fs::path& file, const toml::table* table,
+                                     std::map<std::string, std::string>& environment) {
+    TableReader t(file, "datasets", table,
+                  {"dir", "names", "prompt_file", "maxlen_file", "max_new_tokens", "max_length", "metric",
+                   "chat_template", "limit", "prefill"});
+    SweepDatasetSpec d;
+    d.dir = resolve_path(file, "datasets.dir", t.string("dir", "", true), environment);
+    d.names = t.strings("names");
+    KASCADE_CHECK(!d.names.empty(), "{}: missing datasets.names (dataset names, each a <dir>/<name>.jsonl file)",
+                  file.string());
+    for (const std::string& name : d.names) {
+        const fs::path jsonl = fs::path(d.dir) / (name + ".jsonl");
+        KASCADE_CHECK(fs::exists(jsonl), "{}: datasets.names = \"{}\": no file {}", file.string(), name,
+                      jsonl.string());
+    }
+    const std::string prompt_file = t.string("prompt_file", "");
+    if (!prompt_file.empty()) d.prompt_file = resolve_path(file, "datasets.prompt_file", prompt_file, environment);
+    const std::string maxlen_file = t.string("maxlen_file", "");
+    if (!maxlen_file.empty()) d.maxlen_file = resolve_path(file, "datasets.maxlen_file", maxlen_file, environment);
+    if (t.has("max_new_tokens")) d.max_new_tokens = t.int_integer("max_new_tokens", 0, param_range::kMaxNewTokens);
+    KASCADE_CHECK(t.has("max_length"),
+                  "{}: missing datasets.max_length (prompt tokens at most; longer prompts are cut in the middle)",
+                  file.string());
+    d.max_length = t.int_integer("max_length", 0, param_range::kTaskLength);
+    const std::string metric = t.string("metric", "");
+    if (!metric.empty()) d.metric = parse_longbench_metric(metric, "datasets.metric");
+    const std::string chat_template = t.string("chat_template", "");
+    if (!chat_template.empty()) d.chat_template = parse_chat_template(chat_template, "datasets.chat_template");
+    if (t.has("limit")) d.limit = t.int_integer("limit", 0, ValueRange{1, 1 << 30});
+    for (const std::string& name :
+         t.choices("prefill", {std::string(task_prefill_name(DatasetTaskParams{}.prefill))}, task_prefill_names()))
+        d.prefills.push_back(parse_task_prefill(name, "datasets.prefill"));
+    return d;
+}
+
 }  // namespace
 
 SweepSpec load_sweep_spec(const fs::path& file) {
@@ -244,8 +279,9 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     SweepSpec spec;
     spec.file = file;
 
-    TableReader top(file, "(top level)", &root,
-                    {"model", "text", "calibration", "test", "grid", "schedules", "baselines", "task", "slurm"});
+    TableReader top(
+        file, "(top level)", &root,
+        {"model", "text", "calibration", "test", "grid", "schedules", "baselines", "task", "datasets", "slurm"});
 
     TableReader model(file, "model", subtable(root, file, "model", true), {"path", "tokenizer"});
     spec.model = resolve_path(file, "model.path", model.string("path", "", true), spec.environment);
@@ -375,21 +411,48 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     }
 
     const toml::table* task_table = subtable(root, file, "task", false);
-    spec.perplexity = task_table == nullptr || root.contains("test");
+    const toml::table* datasets_table = subtable(root, file, "datasets", false);
+    spec.perplexity = (task_table == nullptr && datasets_table == nullptr) || root.contains("test");
     if (task_table != nullptr) spec.task = read_task_table(file, task_table, spec.environment);
+    if (datasets_table != nullptr) spec.datasets = read_datasets_table(file, datasets_table, spec.environment);
 
-    TableReader baselines(file, "baselines", subtable(root, file, "baselines", false), {"methods", "quest_page"});
-    for (const std::string& m : baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming", "quest"}))
+    TableReader baselines(
+        file, "baselines", subtable(root, file, "baselines", false),
+        {"methods", "quest_page", "omnikv_filter_layers", "lessismore_selection_layers", "lessismore_window_ratio"});
+    for (const std::string& m :
+         baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming", "quest", "omnikv", "lessismore"}))
         spec.baselines.push_back(*eval_method_from_name(m));
-    const bool has_quest =
-        std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Quest) != spec.baselines.end();
-    KASCADE_CHECK(!has_quest || decode || !spec.perplexity,
-                  "{}: baselines.methods = \"quest\" is a decode method: it needs test.phase = \"decode\" (or a "
-                  "[task] table without [test]: task answers are decoded)",
-                  file.string());
-    KASCADE_CHECK(has_quest || !baselines.has("quest_page"),
-                  "{}: baselines.quest_page applies to the quest method only", file.string());
+    const auto has_method = [&](EvalMethod m) {
+        return std::find(spec.baselines.begin(), spec.baselines.end(), m) != spec.baselines.end();
+    };
+    for (EvalMethod m : spec.baselines) {
+        KASCADE_CHECK(!is_decode_only_method(m) || decode || !spec.perplexity,
+                      "{}: baselines.methods = \"{}\" is a decode method: it needs test.phase = \"decode\" (or a "
+                      "[task] table without [test]: task answers are decoded)",
+                      file.string(), eval_method_name(m));
+    }
+    // Each method's own keys: refused without the method, required (the layer lists) with it.
+    const auto method_key = [&](const std::string& key, EvalMethod m, bool required) {
+        KASCADE_CHECK(has_method(m) || !baselines.has(key), "{}: baselines.{} applies to the {} method only",
+                      file.string(), key, eval_method_name(m));
+        KASCADE_CHECK(!required || !has_method(m) || baselines.has(key),
+                      "{}: baselines.methods has \"{}\": it needs baselines.{} (a list of layers)", file.string(),
+                      eval_method_name(m), key);
+    };
+    method_key("quest_page", EvalMethod::Quest, false);
+    method_key("omnikv_filter_layers", EvalMethod::OmniKv, true);
+    method_key("lessismore_selection_layers", EvalMethod::LessIsMore, true);
+    method_key("lessismore_window_ratio", EvalMethod::LessIsMore, false);
     spec.quest_page = baselines.int_integer("quest_page", EvalParams{}.quest_page, param_range::kQuestPage);
+    for (double l : baselines.numbers("omnikv_filter_layers", {}, param_range::kLayer, true))
+        spec.omnikv_filter_layers.push_back(static_cast<int>(l));
+    for (double l : baselines.numbers("lessismore_selection_layers", {}, param_range::kLayer, true))
+        spec.lessismore_selection_layers.push_back(static_cast<int>(l));
+    const std::vector<double> ratio =
+        baselines.numbers("lessismore_window_ratio", {EvalParams{}.window_ratio}, param_range::kWindowRatio, false);
+    KASCADE_CHECK(ratio.size() == 1, "{}: baselines.lessismore_window_ratio must be one number, found a list of {}",
+                  file.string(), ratio.size());
+    spec.lessismore_window_ratio = ratio.front();
 
     TableReader slurm(file, "slurm", subtable(root, file, "slurm", false),
                       {"partition", "time", "cpus_per_task", "mem", "array_throttle", "sbatch_args"});
@@ -434,6 +497,21 @@ TaskParams SweepTaskSpec::params(TaskKind kind) const {
     p.samples = samples;
     p.haystack = haystack;
     p.max_new_tokens = max_new_tokens;
+    p.method.method = EvalMethod::Dense;  // EvalParams's default is kascade
+    return p;
+}
+
+DatasetTaskParams SweepDatasetSpec::params(const std::string& name) const {
+    DatasetTaskParams p;
+    p.dataset = fs::path(dir) / (name + ".jsonl");
+    p.dataset_name = name;
+    p.prompt_file = prompt_file;
+    p.maxlen_file = maxlen_file;
+    p.max_new_tokens = max_new_tokens;
+    p.max_length = max_length;
+    p.metric = metric;
+    p.chat_template = chat_template;
+    p.limit = limit;
     p.method.method = EvalMethod::Dense;  // EvalParams's default is kascade
     return p;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/attention_types.h"
+#include "pipeline/stages/dataset_task_stage.h"
 #include "pipeline/stages/eval_method.h"
 #include "pipeline/stages/eval_stage.h"
 #include "pipeline/stages/param_ranges.h"
@@ -54,6 +55,25 @@ struct SweepTaskSpec {
     TaskParams params(TaskKind kind) const;
 };
 
+/// Table [datasets]: dataset task jobs (kascade task --dataset), one task run per dataset x prefill mode x method
+/// configuration, as [task]'s. The files are laid out as LongBench's: <dir>/<name>.jsonl. Defaults: those of
+/// DatasetTaskParams, but max_length is required (a sweep plans its keys before loading the model).
+struct SweepDatasetSpec {
+    std::string dir;                 ///< datasets.dir (required)
+    std::vector<std::string> names;  ///< datasets.names (required)
+    std::string prompt_file;         ///< datasets.prompt_file; empty: each sample's `prompt`
+    std::string maxlen_file;         ///< datasets.maxlen_file; empty: max_new_tokens is required
+    std::optional<int> max_new_tokens;
+    int max_length = 0;  ///< datasets.max_length (required)
+    std::optional<LongBenchMetric> metric;
+    std::optional<ChatTemplate> chat_template;  ///< datasets.chat_template; none: the tokenizer_config.json's
+    std::optional<int> limit;
+    std::vector<TaskPrefill> prefills;  ///< datasets.prefill (default: DatasetTaskParams's)
+
+    /// The run on dataset `name` this table describes, before a method is chosen (dense, the default prefill).
+    DatasetTaskParams params(const std::string& name) const;
+};
+
 struct SweepSpec {
     std::filesystem::path file;
     std::string model;
@@ -64,20 +84,26 @@ struct SweepSpec {
     int64_t test_offset = -1;        ///< -1: right after the calibration range
     bool test_offset_given = false;  ///< test.offset is in the file (else it follows the calibration range)
     int64_t test_tokens = EvalParams{}.n_tokens;
-    EvalPhase phase = EvalPhase::Prefill;     ///< test.phase
-    int prompt_tokens = 0;                    ///< test.prompt_tokens (decode)
-    int decode_tokens = 0;                    ///< test.decode_tokens (decode)
-    int quest_page = 0;                       ///< baselines.quest_page
-    std::vector<int> ctx;                     ///< grid.ctx (default: CaptureParams)
-    std::vector<int> tile;                    ///< grid.tile (default: CaptureParams)
-    std::vector<TopKRule> topk;               ///< from topk_tiles or topk_pct x k_min x k_rule; x round_k
-    std::vector<KeyGranularity> granularity;  ///< grid.key_granularity (default [token], the paper)
-    std::vector<Pooling> pooling;             ///< grid.pooling (default [post_softmax]; kascade and oracle runs)
-    std::vector<ScheduleParams> schedules;    ///< fully expanded
-    std::vector<int> schedule_tables;         ///< per schedule: i of the [[schedules]] table it came from
-    std::vector<EvalMethod> baselines;        ///< dense, oracle, streaming, quest (decode)
-    std::optional<SweepTaskSpec> task;        ///< [task]
-    bool perplexity = true;                   ///< plan eval (perplexity) jobs: no [task] table, or a [test] table
+    EvalPhase phase = EvalPhase::Prefill;  ///< test.phase
+    int prompt_tokens = 0;                 ///< test.prompt_tokens (decode)
+    int decode_tokens = 0;                 ///< test.decode_tokens (decode)
+    int quest_page = 0;                    ///< baselines.quest_page
+    /// baselines.omnikv_filter_layers and lessismore_selection_layers (each required with its method) and
+    /// lessismore_window_ratio
+    std::vector<int> omnikv_filter_layers;
+    std::vector<int> lessismore_selection_layers;
+    double lessismore_window_ratio = 0;
+    std::vector<int> ctx;                      ///< grid.ctx (default: CaptureParams)
+    std::vector<int> tile;                     ///< grid.tile (default: CaptureParams)
+    std::vector<TopKRule> topk;                ///< from topk_tiles or topk_pct x k_min x k_rule; x round_k
+    std::vector<KeyGranularity> granularity;   ///< grid.key_granularity (default [token], the paper)
+    std::vector<Pooling> pooling;              ///< grid.pooling (default [post_softmax]; kascade and oracle runs)
+    std::vector<ScheduleParams> schedules;     ///< fully expanded
+    std::vector<int> schedule_tables;          ///< per schedule: i of the [[schedules]] table it came from
+    std::vector<EvalMethod> baselines;         ///< dense, oracle, streaming; quest, omnikv, lessismore (decode)
+    std::optional<SweepTaskSpec> task;         ///< [task]
+    std::optional<SweepDatasetSpec> datasets;  ///< [datasets]
+    bool perplexity = true;  ///< plan eval (perplexity) jobs: neither [task] nor [datasets], or a [test] table
     SlurmSettings slurm;
     /// The ${VAR}s the file uses, with their values: batch scripts set them, so tasks read the same paths.
     std::map<std::string, std::string> environment;

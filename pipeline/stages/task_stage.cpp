@@ -42,7 +42,9 @@ std::string resolved_task_key(const LoadedModel& model, const ResolvedTask& r) {
                      .schedule_key = m.schedule ? m.schedule->record.key : "",
                      .granularity = m.granularity,
                      .pooling = m.pooling,
-                     .quest_page = m.params.quest_page});
+                     .quest_page = m.params.quest_page,
+                     .selection_layers = m.params.selection_layers,
+                     .window_ratio = m.params.window_ratio});
 }
 
 TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedTask& r) {
@@ -123,12 +125,13 @@ std::string task_key(const TaskKeyInputs& k) {
                              {"max_new_tokens", k.max_new_tokens},
                              {"prefill", std::string(task_prefill_name(k.prefill))},
                              {"method", std::string(eval_method_name(k.method))}};
-    add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, params);
+    add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
+                          k.window_ratio, params);
     return content_key("task", kTaskFormatVersion, inputs, params);
 }
 
 TaskPrefill effective_task_prefill(EvalMethod method, TaskPrefill requested) {
-    return method == EvalMethod::Quest || method == EvalMethod::Dense ? TaskPrefill::Dense : requested;
+    return is_decode_only_method(method) || method == EvalMethod::Dense ? TaskPrefill::Dense : requested;
 }
 
 bool task_grid_stored(ResultsDb& db, std::string_view key, const std::vector<int>& lengths,
@@ -184,6 +187,7 @@ ResolvedTask resolve_task(ResultsDb* db, const LoadedModel& model, const TaskPar
                   "method kascade needs the results folder of its schedule");
     r.method = resolve_method(db, model.model_hash, model.path.string(), method, max_length + r.max_new_tokens,
                               "longest length + max-new-tokens");
+    check_method_layers(method, model.weights.config.n_layers);
 
     if (params.haystack.empty()) {
         r.haystack = haystack_sentences(kFillerHaystack, "filler");

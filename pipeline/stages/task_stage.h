@@ -33,8 +33,8 @@ struct TaskParams {
     std::filesystem::path haystack;      ///< a text file; empty: the classic filler sentences
     std::optional<int> max_new_tokens;   ///< default: the task's (task_defaults)
     TaskPrefill prefill = TaskPrefill::Sparse;
-    /// The method and its budget: method, schedule_id, topk, tile, granularity, pooling, quest_page (the rest of
-    /// EvalParams is not used).
+    /// The method and its budget: method, schedule_id, topk, tile, granularity, pooling, quest_page,
+    /// selection_layers, window_ratio (the rest of EvalParams is not used).
     EvalParams method;
 };
 
@@ -53,11 +53,14 @@ struct TaskKeyInputs {
     KeyGranularity granularity = KeyGranularity::Token;  ///< ignored for dense and quest
     Pooling pooling = Pooling::PostSoftmax;              ///< ignored for dense and quest
     int quest_page = 0;                                  ///< quest
+    std::vector<int> selection_layers{};                 ///< omnikv, lessismore
+    double window_ratio = 0;                             ///< lessismore
 };
 std::string task_key(const TaskKeyInputs& inputs);
 
-/// The prefill a method's task run uses: Quest ranks pages only at decode time, so its prompt is prefilled densely
-/// as in its paper, and dense attention is the same computation either way (one prefill mode, one key).
+/// The prefill a method's task run uses: Quest, OmniKV and LessIsMore select only at decode time, so their prompt is
+/// prefilled densely as in their papers, and dense attention is the same computation either way (one prefill mode,
+/// one key).
 TaskPrefill effective_task_prefill(EvalMethod method, TaskPrefill requested);
 
 /// Whether every sample of the grid (lengths x depths x samples) of the task run `key` is stored.

@@ -394,12 +394,13 @@ class SequenceMatcher {
 // ---------------------------------------------------------------------------------------------------------------
 // The names
 
-constexpr EnumNames<LongBenchMetric, 6> kMetricNames{{{LongBenchMetric::QaF1, "qa_f1_score"},
+constexpr EnumNames<LongBenchMetric, 7> kMetricNames{{{LongBenchMetric::QaF1, "qa_f1_score"},
                                                       {LongBenchMetric::RougeL, "rouge_score"},
                                                       {LongBenchMetric::Classification, "classification_score"},
                                                       {LongBenchMetric::Retrieval, "retrieval_score"},
                                                       {LongBenchMetric::Count, "count_score"},
-                                                      {LongBenchMetric::CodeSim, "code_sim_score"}}};
+                                                      {LongBenchMetric::CodeSim, "code_sim_score"},
+                                                      {LongBenchMetric::ExactMatch, "exact_match"}}};
 
 /// One row of eval.py's dataset2metric.
 struct DatasetRow {
@@ -437,6 +438,11 @@ constexpr std::array<DatasetRow, 21> kDatasets{{
 }};
 
 constexpr std::string_view kLongBenchESuffix = "_e";
+
+/// pred.py's datasets whose prompt is given to an instruct model as is, without build_chat: few-shot and code
+/// completion prompts that the model continues.
+constexpr std::array<std::string_view, 6> kWithoutChatTemplate{"trec", "triviaqa", "samsum",
+                                                               "lsht", "lcc",      "repobench-p"};
 
 /// Every name the table knows, Chinese ones included (for "did you mean").
 std::vector<std::string> all_dataset_names() {
@@ -483,7 +489,9 @@ LongBenchDataset parse_longbench_dataset(std::string_view name, std::string_view
                           "invalid {}='{}': a Chinese LongBench dataset, and no Chinese metric is implemented "
                           "(LongBench scores it with {}); the English datasets are {}",
                           option, name, row.chinese_metric, fmt::join(longbench_dataset_names(), ", "));
-            return {row.name, e, *row.metric, row.first_line_only};
+            const bool chat = std::find(kWithoutChatTemplate.begin(), kWithoutChatTemplate.end(), row.name) ==
+                              kWithoutChatTemplate.end();
+            return {row.name, e, *row.metric, row.first_line_only, chat};
         }
     }
     const std::string suggestion = closest_match(name, all_dataset_names());
@@ -638,6 +646,10 @@ double longbench_code_sim_score(std::string_view prediction, std::string_view gr
     return static_cast<double>(longbench_fuzz_ratio(line, ground_truth)) / 100;
 }
 
+double longbench_exact_match(std::string_view prediction, std::string_view ground_truth) {
+    return longbench_normalize_answer(prediction) == longbench_normalize_answer(ground_truth) ? 1.0 : 0.0;
+}
+
 double longbench_metric_score(LongBenchMetric metric, std::string_view prediction, std::string_view ground_truth,
                               const std::vector<std::string>& all_classes) {
     switch (metric) {
@@ -653,6 +665,8 @@ double longbench_metric_score(LongBenchMetric metric, std::string_view predictio
             return longbench_count_score(prediction, ground_truth);
         case LongBenchMetric::CodeSim:
             return longbench_code_sim_score(prediction, ground_truth);
+        case LongBenchMetric::ExactMatch:
+            return longbench_exact_match(prediction, ground_truth);
     }
     KASCADE_ASSERT(false && "unknown LongBench metric");
     return 0;

@@ -34,6 +34,8 @@ enum class LongBenchMetric {
     Retrieval,       ///< retrieval_score: share of the numbers in the prediction equal to "Paragraph N"'s N
     Count,           ///< count_score: share of the numbers in the prediction equal to the answer
     CodeSim,         ///< code_sim_score: fuzz.ratio / 100 of the first code line and the answer
+    ExactMatch,      ///< exact_match: 1 if the normalised answers are equal (not one of eval.py's: for the user's
+                     ///< own datasets, as SQuAD's exact match)
 };
 
 std::string_view longbench_metric_name(LongBenchMetric metric);
@@ -47,6 +49,8 @@ struct LongBenchDataset {
     bool longbench_e;       ///< named "<name>_e": the LongBench-E test set, scored by the same rule
     LongBenchMetric metric;
     bool first_line_only;  ///< eval.py scores only the prediction's first line (trec, triviaqa, samsum, lsht)
+    bool chat_template;    ///< pred.py puts the prompt through an instruct model's chat template (all but its few-shot
+                           ///< and code-completion datasets: trec, triviaqa, samsum, lsht, lcc, repobench-p)
 };
 
 /// The English datasets of LongBench and LongBench-E ("qasper", "qasper_e", ...), as parse_longbench_dataset takes.
@@ -92,6 +96,9 @@ double longbench_retrieval_score(std::string_view prediction, std::string_view g
 
 /// count_score: the share of the digit runs of the prediction equal to the ground truth; 0 if it has none.
 double longbench_count_score(std::string_view prediction, std::string_view ground_truth);
+
+/// exact_match: 1 if normalize_answer gives the same text for both, else 0.
+double longbench_exact_match(std::string_view prediction, std::string_view ground_truth);
 
 /// fuzzywuzzy 0.18.0's fuzz.ratio with difflib's SequenceMatcher (LongBench's requirements.txt installs fuzzywuzzy
 /// without python-Levenshtein, so fuzz.py falls back to difflib): 100 if the strings are equal (both empty too),

@@ -26,8 +26,15 @@ bool fuzz_tokenizer_json(FuzzInput input);
 bool fuzz_tokenizer_bin(FuzzInput input);
 /// A tiktoken rank file, Llama 3's tokenizer.model (TiktokenTokenizer), then encoding and decoding with it.
 bool fuzz_tokenizer_tiktoken(FuzzInput input);
+/// A GGUF model file (load_model): container, llama.* keys and every tensor dequantized; then its embedded
+/// tokenizer (load_tokenizer), encoding and decoding with it.
+bool fuzz_gguf(FuzzInput input);
 /// A llama2.c checkpoint .bin (load_model): header and weight layout; then every weight is read.
 bool fuzz_llama2c_checkpoint(FuzzInput input);
+/// A torch.save data.pkl (read_torch_pickle, the restricted unpickler of Meta's consolidated.NN.pth).
+bool fuzz_torch_pickle(FuzzInput input);
+/// A zip archive (ZipArchive) with every entry read; then, where it is one, the torch.save file (TorchCheckpoint).
+bool fuzz_zip_archive(FuzzInput input);
 /// A sweep file (load_sweep_spec), with the model and text paths it names existing.
 bool fuzz_sweep_toml(FuzzInput input);
 /// An HDF5 artifact (H5ArtifactReader, read_artifact_header), then every group and dataset in it.
@@ -35,6 +42,10 @@ bool fuzz_h5_artifact(FuzzInput input);
 /// A shard's kascade.db, merged (merge_shards, as `kascade merge`) into a fresh folder: refused without a trace,
 /// or every artifact row merged with its verified file.
 bool fuzz_merge_shard(FuzzInput input);
+/// A `kascade chat` messages file (read_chat_messages), then rendered with every chat template family.
+bool fuzz_chat_messages(FuzzInput input);
+/// A chat_template text (recognize_chat_template): recognised as one family or refused.
+bool fuzz_chat_template(FuzzInput input);
 
 struct FuzzTarget {
     std::string_view name;  ///< the folder of its seeds (corpus/<name>) and regression inputs (regressions/<name>)
@@ -48,10 +59,15 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"tokenizer_json", fuzz_tokenizer_json},
     {"tokenizer_bin", fuzz_tokenizer_bin},
     {"tokenizer_tiktoken", fuzz_tokenizer_tiktoken},
+    {"gguf", fuzz_gguf},
     {"llama2c_checkpoint", fuzz_llama2c_checkpoint},
+    {"torch_pickle", fuzz_torch_pickle},
+    {"zip_archive", fuzz_zip_archive},
     {"sweep_toml", fuzz_sweep_toml},
     {"h5_artifact", fuzz_h5_artifact},
     {"merge_shard", fuzz_merge_shard},
+    {"chat_messages", fuzz_chat_messages},
+    {"chat_template", fuzz_chat_template},
 };
 
 }  // namespace kascade::fuzz

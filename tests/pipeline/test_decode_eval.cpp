@@ -15,6 +15,10 @@ namespace {
 const fs::path kGreedyReference = kShared / "models/stories260K/greedy-reference.txt";
 // 64 tiles or pages of 16 keys cover the model's whole context of 512 positions.
 const std::string kFullBudget = " --topk-tiles 64";
+// The decode baselines with their options: OmniKV and LessIsMore need their layer lists.
+const std::vector<std::string> kBaselines = {" --method oracle", " --method streaming", " --method quest",
+                                             " --method omnikv --filter-layers 2",
+                                             " --method lessismore --selection-layers 2"};
 
 std::string read_file(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -84,8 +88,9 @@ TEST_F(DecodeEval, ExperimentFileRunsEndToEndAndFullBudgetsEqualDenseDecode) {
     const auto runs = sql_rows(results_ / "kascade.db",
                                "SELECT method, phase, prompt_tokens, decode_tokens, n_scored, ctx, page_size, "
                                "printf('%.12g', ppl_dense), density < 1, topk_tiles FROM runs_flat ORDER BY id");
-    ASSERT_EQ(runs.size(), 6u);
-    const std::vector<std::string> methods = {"dense", "kascade", "kascade", "oracle", "streaming", "quest"};
+    ASSERT_EQ(runs.size(), 8u);
+    const std::vector<std::string> methods = {"dense",     "kascade", "kascade", "oracle",
+                                              "streaming", "quest",   "omnikv",  "lessismore"};
     for (size_t i = 0; i < runs.size(); ++i) {
         const auto& r = runs[i];
         EXPECT_EQ(r[0], methods[i]);
@@ -99,20 +104,28 @@ TEST_F(DecodeEval, ExperimentFileRunsEndToEndAndFullBudgetsEqualDenseDecode) {
         EXPECT_EQ(r[8], r[0] == "dense" ? "0" : "1") << r[0];
         EXPECT_EQ(r[9], r[0] == "dense" ? "NULL" : "4");
     }
-    // Per-layer rows: Quest keeps layers 0 and 1 dense and selects pages in the others.
+    // Per-layer rows: Quest keeps layers 0 and 1 dense and selects pages in the others; OmniKV filters at layer 2
+    // (3 is dense after it, 4 reuses its keys); LessIsMore selects at 2 for 3 and 4. Their layer lists are stored.
+    const auto roles = [&](const std::string& method) {
+        return sql_value(results_ / "kascade.db",
+                         "SELECT group_concat(role) FROM (SELECT role FROM run_layers l JOIN runs r ON r.id = "
+                         "l.run_id WHERE r.method = '" +
+                             method + "' ORDER BY layer)");
+    };
+    EXPECT_EQ(roles("quest"), "dense,dense,quest,quest,quest");
+    EXPECT_EQ(roles("omnikv"), "dense,dense,filter,dense,reuse");
+    EXPECT_EQ(roles("lessismore"), "dense,dense,selection,reuse,reuse");
     EXPECT_EQ(sql_value(results_ / "kascade.db",
-                        "SELECT group_concat(role) FROM (SELECT role FROM run_layers l JOIN runs r ON r.id = l.run_id "
-                        "WHERE r.method = 'quest' ORDER BY layer)"),
-              "dense,dense,quest,quest,quest");
+                        "SELECT group_concat(method || ' ' || selection_layers || ' ' || ifnull(window_ratio, '-') || "
+                        "' ' || tile, '; ') FROM runs_flat WHERE selection_layers IS NOT NULL"),
+              "omnikv [2] - 16; lessismore [2] 0.25 16");
 
     // With a budget covering the whole context every decode policy attends every key: its NLL is dense decode's.
     const std::string schedule_id =
         sql_value(results_ / "kascade.db", "SELECT schedule_id FROM runs WHERE method = 'kascade' LIMIT 1");
     EXPECT_LT(nll_relative_difference(eval_decode(" --schedule " + schedule_id + kFullBudget)), 1e-6);
-    for (const char* method : {"oracle", "streaming", "quest"}) {
-        EXPECT_LT(nll_relative_difference(eval_decode(std::string(" --method ") + method + kFullBudget)), 1e-6)
-            << method;
-    }
+    for (const std::string& method : kBaselines)
+        EXPECT_LT(nll_relative_difference(eval_decode(method + kFullBudget)), 1e-6) << method;
 
     // Generation with the schedule and a full budget writes the published dense greedy text.
     const CommandResult generated = run_kascade("generate --results " + shell_quote(results_) + model_args() +
@@ -123,9 +136,8 @@ TEST_F(DecodeEval, ExperimentFileRunsEndToEndAndFullBudgetsEqualDenseDecode) {
 }
 
 TEST_F(DecodeEval, GenerateWithEachBaselineAtAFullBudgetWritesTheDenseGreedyText) {
-    for (const char* method : {"oracle", "streaming", "quest"}) {
-        const CommandResult r =
-            run_kascade("generate" + model_args() + " --method " + method + kFullBudget + " -n 256 --greedy");
+    for (const std::string& method : kBaselines) {
+        const CommandResult r = run_kascade("generate" + model_args() + method + kFullBudget + " -n 256 --greedy");
         ASSERT_EQ(r.exit_code, 0) << r.err;
         EXPECT_EQ(r.out, read_file(kGreedyReference)) << method;
         // One summary line with both figures: the prompt's prefill, then the decode steps.
@@ -139,8 +151,10 @@ TEST_F(DecodeEval, BadDecodeOptionsAreOneLineErrorsThatWriteNothing) {
     const std::string eval = "eval --results " + shell_quote(results_) + model_args() + text;
     expect_error(run_kascade(eval + " --method dense --phase decoding"),
                  "invalid --phase='decoding' (expected prefill, decode); did you mean decode?");
-    expect_error(run_kascade(eval + " --method quset --phase decode --topk-tiles 4"),
-                 "invalid --method='quset' (expected dense, kascade, oracle, streaming, quest); did you mean quest?");
+    expect_error(
+        run_kascade(eval + " --method quset --phase decode --topk-tiles 4"),
+        "invalid --method='quset' (expected dense, kascade, oracle, streaming, quest, omnikv, lessismore); did "
+        "you mean quest?");
     expect_error(run_kascade(eval + " --method quest --topk-tiles 4"),
                  "method quest is a decode method (it attends densely in prefill): add --phase decode");
     expect_error(run_kascade(eval + " --method oracle --topk-tiles 4 --phase decode --prompt-tokens 300"),
@@ -157,6 +171,32 @@ TEST_F(DecodeEval, BadDecodeOptionsAreOneLineErrorsThatWriteNothing) {
                  "--page-size applies to --method quest");
     expect_error(run_kascade("generate" + model_args() + " --method kascade -n 16"),
                  "--method kascade needs --schedule ID");
+    // OmniKV and LessIsMore: their own options, their layers within the model, decode only.
+    const std::string decode = " --topk-tiles 4 --phase decode";
+    expect_error(run_kascade(eval + " --method omnikv" + decode),
+                 "--method omnikv needs --filter-layers L,L,... (the Kascade paper's for Llama-3.1-8B: 2,8,18)");
+    expect_error(run_kascade(eval + " --method lessismore --filter-layers 2" + decode),
+                 "--filter-layers applies to --method omnikv");
+    expect_error(run_kascade(eval + " --method omnikv --filter-layers 2 --window-ratio 0.5" + decode),
+                 "--selection-layers and --window-ratio apply to --method lessismore");
+    expect_error(run_kascade(eval + " --method omnikv --filter-layers 2 --pooling pre_softmax" + decode),
+                 "--pooling does not apply to --method omnikv");
+    expect_error(run_kascade(eval + " --method lessismore --selection-layers 2 --key-granularity tile" + decode),
+                 "--method lessismore selects single keys: --key-granularity tile does not apply to it");
+    expect_error(run_kascade(eval + " --method lessismore --selection-layers 2 --window-ratio 1.5" + decode),
+                 "--window-ratio 1.5 is out of range (must be in [0, 1])");
+    expect_error(run_kascade(eval + " --method omnikv --filter-layers 2 --topk-tiles 4"),
+                 "method omnikv is a decode method (it attends densely in prefill): add --phase decode");
+    expect_error(run_kascade(eval + " --method omnikv --filter-layers 1" + decode),
+                 "invalid --filter-layers=1: layer 1 must be in [2, 4] (layers 0..1 attend densely, as in OmniKV's "
+                 "reference; the model has 5 layers)");
+    expect_error(run_kascade(eval + " --method omnikv --filter-layers 2,3" + decode),
+                 "layers 2 and 3 are adjacent, but the layer after a filter layer attends densely");
+    expect_error(run_kascade(eval + " --method lessismore --selection-layers 2,5" + decode),
+                 "invalid --selection-layers=2,5: layer 5 must be in [0, 4] (the model has 5 layers)");
+    expect_error(
+        run_kascade("generate" + model_args() + " --method lessismore --selection-layers 9 --topk-tiles 4 -n 32"),
+        "invalid --selection-layers=9: layer 9 must be in [0, 4]");
     EXPECT_FALSE(fs::exists(results_));
 
     const std::string sweep = tiny_sweep_toml();
@@ -166,6 +206,20 @@ TEST_F(DecodeEval, BadDecodeOptionsAreOneLineErrorsThatWriteNothing) {
     };
     expect_error(sweep_with(replace(sweep, "\"streaming\"]", "\"streaming\", \"quest\"]")),
                  "baselines.methods = \"quest\" is a decode method: it needs test.phase = \"decode\"");
+    const std::string decode_sweep = replace(sweep, "[test]\n",
+                                             "[test]\nphase = \"decode\"\nprompt_tokens = 200\n"
+                                             "decode_tokens = 56\n");
+    expect_error(sweep_with(replace(sweep, "\"streaming\"]",
+                                    "\"streaming\", \"lessismore\"]\n"
+                                    "lessismore_selection_layers = [2]")),
+                 "baselines.methods = \"lessismore\" is a decode method: it needs test.phase = \"decode\"");
+    expect_error(sweep_with(replace(decode_sweep, "\"streaming\"]", "\"streaming\", \"omnikv\"]")),
+                 "baselines.methods has \"omnikv\": it needs baselines.omnikv_filter_layers (a list of layers)");
+    expect_error(sweep_with(replace(decode_sweep, "\"streaming\"]", "\"streaming\"]\nlessismore_window_ratio = 0.5")),
+                 "baselines.lessismore_window_ratio applies to the lessismore method only");
+    expect_error(sweep_with(replace(decode_sweep, "\"streaming\"]",
+                                    "\"streaming\", \"omnikv\"]\nomnikv_filter_layers = [2, 7]")),
+                 "invalid baselines.omnikv_filter_layers=2,7: layer 7 must be in [2, 4]");
     expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nphase = \"decod\"\n")),
                  "test.phase = \"decod\" is not one of: prefill, decode");
     expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nprompt_tokens = 64\n")),

@@ -26,13 +26,15 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(EvalMethod, EveryMethodAndPhaseHasOneName) {
-    for (EvalMethod m :
-         {EvalMethod::Dense, EvalMethod::Kascade, EvalMethod::Oracle, EvalMethod::Streaming, EvalMethod::Quest})
+    for (EvalMethod m : {EvalMethod::Dense, EvalMethod::Kascade, EvalMethod::Oracle, EvalMethod::Streaming,
+                         EvalMethod::Quest, EvalMethod::OmniKv, EvalMethod::LessIsMore})
         EXPECT_EQ(parse_eval_method(eval_method_name(m), "--method"), m);
-    EXPECT_EQ(eval_method_names(), (std::vector<std::string>{"dense", "kascade", "oracle", "streaming", "quest"}));
+    EXPECT_EQ(eval_method_names(),
+              (std::vector<std::string>{"dense", "kascade", "oracle", "streaming", "quest", "omnikv", "lessismore"}));
     EXPECT_EQ(parse_eval_phase("decode", "--phase"), EvalPhase::Decode);
     EXPECT_EQ(error_of([] { parse_eval_method("Oracle", "--method"); }),
-              "invalid --method='Oracle' (expected dense, kascade, oracle, streaming, quest); did you mean oracle?");
+              "invalid --method='Oracle' (expected dense, kascade, oracle, streaming, quest, omnikv, lessismore); did "
+              "you mean oracle?");
     EXPECT_EQ(error_of([] { parse_eval_phase("generate", "test.phase"); }),
               "invalid test.phase='generate' (expected prefill, decode)");
 }
@@ -81,6 +83,56 @@ TEST(EvalKey, DecodeKeysDependOnPhaseAndCounts) {
     EvalKeyInputs other_tile = quest;
     other_tile.tile = 32;
     EXPECT_EQ(eval_key(other_tile), eval_key(quest));
+}
+
+TEST(EvalKey, OmniKvAndLessIsMoreKeysNameTheirLayersAndOnlyThem) {
+    EvalKeyInputs decode = oracle_inputs();
+    decode.phase = EvalPhase::Decode;
+    decode.prompt_tokens = 256;
+    decode.decode_tokens = 256;
+    // The other methods' keys do not see the layer lists or the ratio.
+    EvalKeyInputs oracle_with_layers = decode;
+    oracle_with_layers.selection_layers = {2, 8};
+    oracle_with_layers.window_ratio = 0.5;
+    EXPECT_EQ(eval_key(oracle_with_layers), eval_key(decode));
+
+    EvalKeyInputs omnikv = decode;
+    omnikv.method = EvalMethod::OmniKv;
+    omnikv.selection_layers = {2};
+    const nlohmann::json inputs = {{"model", "m"}, {"tokenizer", "t"}, {"text", "x"}};
+    nlohmann::json params = {{"method", "omnikv"},
+                             {"ctx", 512},
+                             {"token_offset", 8687},
+                             {"n_tokens", 8192},
+                             {"phase", "decode"},
+                             {"prompt_tokens", 256},
+                             {"decode_tokens", 256},
+                             {"tile", 16},
+                             {"filter_layers", nlohmann::json::array({2})},
+                             {"topk", {{"topk_tiles", 4}, {"round_k", 0}}}};
+    EXPECT_EQ(eval_key(omnikv), content_key("eval", kEvalFormatVersion, inputs, params));
+    EvalKeyInputs omnikv_granularity = omnikv;  // no key granularity, pooling or window ratio
+    omnikv_granularity.granularity = KeyGranularity::Tile;
+    omnikv_granularity.pooling = Pooling::PreSoftmax;
+    omnikv_granularity.window_ratio = 0.5;
+    EXPECT_EQ(eval_key(omnikv_granularity), eval_key(omnikv));
+    EvalKeyInputs omnikv_layers = omnikv;
+    omnikv_layers.selection_layers = {2, 4};
+    EXPECT_NE(eval_key(omnikv_layers), eval_key(omnikv));
+
+    EvalKeyInputs lessismore = omnikv;
+    lessismore.method = EvalMethod::LessIsMore;
+    lessismore.window_ratio = 0.25;
+    params.erase("filter_layers");
+    params["method"] = "lessismore";
+    params["selection_layers"] = nlohmann::json::array({2});
+    params["window_ratio"] = 0.25;
+    params["sink_tokens"] = 4;
+    EXPECT_EQ(eval_key(lessismore), content_key("eval", kEvalFormatVersion, inputs, params));
+    EvalKeyInputs other_ratio = lessismore;
+    other_ratio.window_ratio = 0.5;
+    EXPECT_NE(eval_key(other_ratio), eval_key(lessismore));
+    EXPECT_NE(eval_key(lessismore), eval_key(omnikv));
 }
 
 TEST(DecodeWindows, WholeWindowsOfPromptPlusDecodeTokens) {

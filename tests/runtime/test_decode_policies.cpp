@@ -29,42 +29,18 @@
 #include "pipeline/runtime/streaming_attention.h"
 #include "pipeline/runtime/transformer.h"
 #include "random_checkpoint.h"
+#include "teacher_forced_decode.h"
 
 namespace fs = std::filesystem;
 using namespace kascade;
+using kascade::test::decode_causal_keys;
+using kascade::test::small_windowed_gqa_config;
+using kascade::test::teacher_forced_decode_nll;
+using kascade::test::tokens_for_test;
 
 namespace {
 
 const fs::path kModel = fs::path(KASCADE_SHARED_DIR) / "models/stories260K/stories260K.bin";
-
-std::vector<int32_t> tokens_for_test(int n, int vocab) {
-    std::vector<int32_t> t(n);
-    for (int i = 0; i < n; ++i) t[i] = 3 + (i * 37 + (i / 7) * 11) % (vocab - 3);
-    return t;
-}
-
-/// Prefills tokens[0 .. prompt) densely, then feeds tokens[prompt .. n-1) one at a time through `policy`; returns the
-/// summed negative log-likelihood (double) of tokens[prompt+1 .. n) under the decode steps' logits.
-double teacher_forced_decode_nll(const Transformer& model, AttentionPolicy& policy, const std::vector<int32_t>& tokens,
-                                 int prompt) {
-    const ModelConfig& c = model.config();
-    const int n = static_cast<int>(tokens.size());
-    KvCache cache(c, n, policy.kv_page_size());
-    DenseAttention dense;
-    std::vector<float> hidden(static_cast<size_t>(prompt) * c.dim), logits(c.vocab_size);
-    model.forward(std::span(tokens).first(prompt), cache, dense, hidden.data());
-    double nll = 0;
-    for (int t = prompt; t + 1 < n; ++t) {
-        model.forward(std::span(tokens).subspan(t, 1), cache, policy, hidden.data());
-        model.lm_head(hidden.data(), 1, logits.data());
-        double m = -INFINITY;
-        for (float x : logits) m = std::max(m, static_cast<double>(x));
-        double sum = 0;
-        for (float x : logits) sum += std::exp(x - m);
-        nll += m + std::log(sum) - logits[tokens[t + 1]];
-    }
-    return nll;
-}
 
 AttentionSchedule reuse_schedule(int n_layers, int n_kv_heads) {
     // 0 dense, 1 anchor, 2-3 reuse 1 (3 with a permuted head map), 4.. anchors.
@@ -115,13 +91,6 @@ std::vector<NamedPolicy> decode_policies(const ModelConfig& c, const SparseAtten
     return out;
 }
 
-/// Causal keys of `steps` decode steps after a prompt of `prompt` tokens, per query head, with window w (0 = none).
-double decode_causal_keys(int prompt, int steps, int window) {
-    double keys = 0;
-    for (int n_k = prompt + 1; n_k <= prompt + steps; ++n_k) keys += window > 0 ? std::min(n_k, window) : n_k;
-    return keys;
-}
-
 void expect_full_budget_equals_dense(const Transformer& model, const std::vector<int32_t>& tokens, int prompt,
                                      int tile) {
     const ModelConfig& c = model.config();
@@ -148,22 +117,6 @@ TEST(DecodePolicies, FullBudgetEqualsDenseDecodeOnStories260K) {
         SCOPED_TRACE("tile " + std::to_string(tile));
         expect_full_budget_equals_dense(model, tokens, 100, tile);
     }
-}
-
-nlohmann::json small_windowed_gqa_config(int window) {
-    nlohmann::json config = nlohmann::json::parse(
-        std::ifstream(fs::path(KASCADE_SHARED_DIR) / "models/configs/mistral-7b-v0.1/config.json"));
-    config["num_hidden_layers"] = 5;
-    config["vocab_size"] = 256;
-    config["bos_token_id"] = 1;
-    config["eos_token_id"] = 2;
-    config["hidden_size"] = 64;
-    config["intermediate_size"] = 96;
-    config["num_attention_heads"] = 4;
-    config["num_key_value_heads"] = 2;
-    config["head_dim"] = 16;
-    config["sliding_window"] = window;
-    return config;
 }
 
 TEST(DecodePolicies, FullBudgetEqualsDenseDecodeOnAWindowedGqaModel) {

@@ -149,6 +149,139 @@ TEST(ResultsDb, Version4UpgradesRunsInPlaceAsPrefillRuns) {
         SQLite::Exception);
 }
 
+TEST(ResultsDb, Version8UpgradesTaskRunsInPlaceAndAdmitsDatasetRuns) {
+    // A version-7 database with a task run, a sample and a higher id handed out before: the upgrade rebuilds
+    // task_runs, which must keep the rows, the ids, the counter and the samples' cascade.
+    TempDir tmp;
+    {
+        SQLite::Database raw(tmp.path() / "kascade.db", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        raw.exec("PRAGMA foreign_keys = ON");
+        for (int v = 0; v < 7; ++v) raw.exec(schema_migrations()[v].sql);
+        raw.exec("PRAGMA user_version = 7");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec("INSERT INTO texts VALUES (1, 'h', 't', 10, 't')");
+        raw.exec(
+            "INSERT INTO task_runs (id, key, model_id, task, metric, seed, max_new_tokens, prefill, method, "
+            "git_commit, machine, created_at) VALUES (3, 'k', 1, 'passkey', 'number_match', 0, 12, 'dense', 'dense', "
+            "'g', 'm', 'c')");
+        raw.exec("UPDATE sqlite_sequence SET seq = 5 WHERE name = 'task_runs'");
+        raw.exec("INSERT INTO task_samples VALUES (3, 1024, 50, 0, 0.5, '[\"1\"]', '1', 1, 2, 1, NULL, NULL, 1, 'f')");
+    }
+    ResultsDb db(tmp.path());
+    EXPECT_EQ(db.schema_version(), kSchemaVersion);
+    SQLite::Database& raw = db.database();
+    EXPECT_EQ(raw.execAndGet("SELECT task || ' ' || key FROM task_runs WHERE id = 3").getString(), "passkey k");
+    EXPECT_EQ(raw.execAndGet("SELECT seq FROM sqlite_sequence WHERE name = 'task_runs'").getInt(), 5);
+    EXPECT_EQ(raw.execAndGet("SELECT score FROM task_samples_flat WHERE task_run_id = 3").getDouble(), 1.0);
+    EXPECT_EQ(raw.execAndGet("PRAGMA foreign_keys").getInt(), 1);
+
+    // A dataset run names its dataset, length cap and chat template, and its file; other tasks have none of them.
+    const std::string insert =
+        "INSERT INTO task_runs (key, model_id, text_id, task, metric, seed, max_new_tokens, prefill, method, "
+        "git_commit, machine, created_at, dataset_name, max_length, chat_template) VALUES ";
+    raw.exec(insert +
+             "('d', 1, 1, 'dataset', 'qa_f1_score', 0, 32, 'dense', 'dense', 'g', 'm', 'c', 'qasper', 512, "
+             "'none')");
+    EXPECT_EQ(raw.execAndGet("SELECT max(id) FROM task_runs").getInt(), 6);
+    EXPECT_THROW(raw.exec(insert + "('e', 1, 1, 'dataset', 'qa_f1_score', 0, 32, 'dense', 'dense', 'g', 'm', 'c', "
+                                   "NULL, 512, 'none')"),
+                 SQLite::Exception);
+    EXPECT_THROW(raw.exec(insert + "('f', 1, 1, 'passkey', 'number_match', 0, 32, 'dense', 'dense', 'g', 'm', 'c', "
+                                   "'qasper', 512, 'none')"),
+                 SQLite::Exception);
+    EXPECT_THROW(raw.exec(insert + "('g', 1, NULL, 'dataset', 'qa_f1_score', 0, 32, 'dense', 'dense', 'g', 'm', "
+                                   "'c', 'qasper', 512, 'none')"),
+                 SQLite::Exception);
+    // A sample's cut is recorded iff its prompt was longer than what the model read.
+    const std::string sample =
+        "INSERT INTO dataset_samples (task_run_id, sample_index, prompt_tokens, full_tokens, cut_at, answers_json, "
+        "generated, score, generated_tokens, density, threads, finished_at) VALUES ";
+    raw.exec(sample + "(6, 0, 512, 900, 256, '[]', 'x', 0.5, 3, 1, 1, 'f')");
+    raw.exec(sample + "(6, 1, 100, 100, NULL, '[]', 'x', 1, 3, 1, 1, 'f')");
+    EXPECT_THROW(raw.exec(sample + "(6, 2, 512, 900, NULL, '[]', 'x', 1, 3, 1, 1, 'f')"), SQLite::Exception);
+    EXPECT_EQ(raw.execAndGet("SELECT avg(score) || ' ' || dataset_name FROM dataset_samples_flat").getString(),
+              "0.75 qasper");
+    raw.exec("DELETE FROM task_runs WHERE id = 6");
+    EXPECT_EQ(count_rows(db, "dataset_samples"), 0);
+}
+
+TEST(ResultsDb, Version9UpgradesRunsAndTaskRunsInPlaceAndAdmitsOmniKvAndLessIsMore) {
+    // A version-8 database with a Quest decode run (metrics, layers), a task run with a sample, and higher ids handed
+    // out before: the upgrade rebuilds runs, run_layers and task_runs, keeping the rows, ids, counters, the cascades
+    // and the views over them.
+    TempDir tmp;
+    {
+        SQLite::Database raw(tmp.path() / "kascade.db", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        raw.exec("PRAGMA foreign_keys = ON");
+        for (int v = 0; v < 8; ++v) raw.exec(schema_migrations()[v].sql);
+        raw.exec("PRAGMA user_version = 8");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec("INSERT INTO texts VALUES (1, 'h', 't', 10, 't')");
+        raw.exec(
+            "INSERT INTO runs (id, key, model_id, text_id, method, topk_tiles, ctx, token_offset, n_tokens, "
+            "git_commit, machine, threads, started_at, finished_at, phase, prompt_tokens, decode_tokens, page_size) "
+            "VALUES (4, 'q', 1, 1, 'quest', 4, 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, 16)");
+        raw.exec("UPDATE sqlite_sequence SET seq = 6 WHERE name = 'runs'");
+        raw.exec(
+            "INSERT INTO run_metrics (run_id, n_scored, nll_sparse, ppl_sparse, density, wall_s) "
+            "VALUES (4, 256, 1.5, 4.48, 0.5, 2)");
+        raw.exec(
+            "INSERT INTO run_layers (run_id, layer, role, density) VALUES (4, 0, 'dense', 1), (4, 2, 'quest', 0.5)");
+        raw.exec(
+            "INSERT INTO task_runs (id, key, model_id, task, metric, seed, max_new_tokens, prefill, method, "
+            "git_commit, machine, created_at) VALUES (3, 'k', 1, 'passkey', 'number_match', 0, 12, 'dense', 'dense', "
+            "'g', 'm', 'c')");
+        raw.exec("UPDATE sqlite_sequence SET seq = 5 WHERE name = 'task_runs'");
+        raw.exec("INSERT INTO task_samples VALUES (3, 1024, 50, 0, 0.5, '[\"1\"]', '1', 1, 2, 1, NULL, NULL, 1, 'f')");
+    }
+    ResultsDb db(tmp.path());
+    EXPECT_EQ(db.schema_version(), kSchemaVersion);
+    SQLite::Database& raw = db.database();
+    EXPECT_EQ(raw.execAndGet("SELECT method || ' ' || page_size || ' ' || phase FROM runs WHERE id = 4").getString(),
+              "quest 16 decode");
+    EXPECT_EQ(raw.execAndGet("SELECT seq FROM sqlite_sequence WHERE name = 'runs'").getInt(), 6);
+    EXPECT_EQ(raw.execAndGet("SELECT seq FROM sqlite_sequence WHERE name = 'task_runs'").getInt(), 5);
+    EXPECT_EQ(raw.execAndGet("SELECT ppl_sparse FROM runs_flat WHERE id = 4").getDouble(), 4.48);
+    EXPECT_TRUE(raw.execAndGet("SELECT selection_layers FROM runs_flat WHERE id = 4").isNull());
+    EXPECT_EQ(raw.execAndGet("SELECT score FROM task_samples_flat WHERE task_run_id = 3").getDouble(), 1.0);
+    EXPECT_EQ(count_rows(db, "run_layers"), 2);
+    EXPECT_EQ(raw.execAndGet("PRAGMA foreign_keys").getInt(), 1);
+    EXPECT_EQ(raw.execAndGet("PRAGMA legacy_alter_table").getInt(), 0);
+
+    // OmniKV and LessIsMore are decode runs with their layer list; LessIsMore also has its window ratio.
+    const std::string insert =
+        "INSERT INTO runs (key, model_id, text_id, method, ctx, token_offset, n_tokens, git_commit, machine, threads, "
+        "started_at, finished_at, phase, prompt_tokens, decode_tokens, selection_layers, window_ratio) VALUES ";
+    raw.exec(insert + "('o', 1, 1, 'omnikv', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, '[2]', NULL)");
+    raw.exec(insert +
+             "('l', 1, 1, 'lessismore', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, '[2,13]', 0.25)");
+    EXPECT_EQ(raw.execAndGet("SELECT max(id) FROM runs").getInt(), 8);
+    for (const std::string& bad :
+         {"('a', 1, 1, 'omnikv', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, NULL, NULL)",
+          "('b', 1, 1, 'omnikv', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'prefill', NULL, NULL, '[2]', NULL)",
+          "('c', 1, 1, 'lessismore', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, '[2]', NULL)",
+          "('d', 1, 1, 'lessismore', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, '[2]', 1.5)",
+          "('e', 1, 1, 'dense', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, '[2]', NULL)"})
+        EXPECT_THROW(raw.exec(insert + bad), SQLite::Exception) << bad;
+    raw.exec(
+        "INSERT INTO run_layers (run_id, layer, role, density) VALUES (7, 2, 'filter', 1), (8, 2, 'selection', 1)");
+    EXPECT_THROW(raw.exec("INSERT INTO run_layers (run_id, layer, role, density) VALUES (7, 3, 'bogus', 1)"),
+                 SQLite::Exception);
+    const std::string task =
+        "INSERT INTO task_runs (key, model_id, task, metric, seed, max_new_tokens, prefill, method, git_commit, "
+        "machine, created_at, selection_layers, window_ratio) VALUES ";
+    raw.exec(task + "('t', 1, 'passkey', 'number_match', 0, 12, 'dense', 'lessismore', 'g', 'm', 'c', '[1]', 0.5)");
+    EXPECT_EQ(raw.execAndGet("SELECT max(id) FROM task_runs").getInt(), 6);
+    EXPECT_THROW(raw.exec(task + "('u', 1, 'passkey', 'number_match', 0, 12, 'dense', 'omnikv', 'g', 'm', 'c', NULL, "
+                                 "NULL)"),
+                 SQLite::Exception);
+    // The cascades still reach the rebuilt tables.
+    raw.exec("DELETE FROM runs WHERE id = 4");
+    EXPECT_EQ(count_rows(db, "run_metrics"), 0);
+    raw.exec("DELETE FROM task_runs WHERE id = 3");
+    EXPECT_EQ(count_rows(db, "task_samples"), 0);
+}
+
 TEST(ResultsDb, Version5AddsArtifactChecksumsThatOlderArtifactsLack) {
     TempDir tmp;
     {
@@ -275,6 +408,7 @@ TEST(ResultsDb, FieldListsMatchTheSchema) {
     expect_fields_match_table<KernelBenchRecord>(db);
     expect_fields_match_table<TaskRunRecord>(db);
     expect_fields_match_table<TaskSampleRecord>(db);
+    expect_fields_match_table<DatasetSampleRecord>(db);
     expect_fields_match_table<SweepRecord>(db);
     expect_fields_match_table<SweepJobRecord>(db);
     expect_fields_match_table<JobFailureRecord>(db);

@@ -283,6 +283,10 @@ TEST(LongBenchDatasets, TableIsEvalPysDataset2Metric) {
         EXPECT_FALSE(d.longbench_e) << name;
         EXPECT_EQ(longbench_metric_name(d.metric), metric) << name;
         EXPECT_EQ(d.first_line_only, first_line) << name;
+        // pred.py: `if dataset not in ["trec", "triviaqa", "samsum", "lsht", "lcc", "repobench-p"]: build_chat`.
+        const bool raw =
+            name == "trec" || name == "triviaqa" || name == "samsum" || name == "lcc" || name == "repobench-p";
+        EXPECT_EQ(d.chat_template, !raw) << name;
     }
     // pred.py's LongBench-E list: 13 datasets, loaded as "<name>_e", scored as the base dataset.
     const std::vector<std::string> e{
@@ -311,6 +315,16 @@ TEST(LongBenchDatasets, RefusesChineseAndUnknown) {
     // qmsum is not in LongBench-E.
     const std::string not_e = error_of([] { parse_longbench_dataset("qmsum_e", "--dataset"); });
     EXPECT_NE(not_e.find("did you mean qmsum?"), std::string::npos) << not_e;
+}
+
+TEST(LongBenchMetrics, ExactMatchComparesNormalisedAnswers) {
+    // normalize_answer drops case, string.punctuation and the articles, and collapses spaces.
+    EXPECT_EQ(longbench_exact_match("The Eiffel  Tower!", "eiffel tower"), 1.0);
+    EXPECT_EQ(longbench_exact_match("An apple", "apple."), 1.0);
+    EXPECT_EQ(longbench_exact_match("Eiffel Tower, Paris", "Eiffel Tower"), 0.0);
+    EXPECT_EQ(longbench_exact_match("", ""), 1.0);
+    const LongBenchDataset d{"own", false, LongBenchMetric::ExactMatch, false, true};
+    EXPECT_EQ(longbench_sample_score(d, "Paris", {"London", "paris"}, {}), 1.0);  // best over the answers
 }
 
 TEST(LongBenchDatasets, MetricNames) {
@@ -419,7 +433,8 @@ TEST(LongBenchPythonReference, GeneratedCasesMatch) {
         if (kind == "fuzz_ratio") {
             got = longbench_fuzz_ratio(pred, truth);
         } else {
-            const LongBenchDataset d{"generated", false, parse_longbench_metric(kind, "kind"), c["first_line"]};
+            const LongBenchDataset d{"generated", false, parse_longbench_metric(kind, "kind"), c["first_line"],
+                                     /*chat_template=*/true};
             got = longbench_sample_score(d, pred, {truth}, c["all_classes"].get<std::vector<std::string>>());
         }
         mismatches += got != expected[i].get<double>();

@@ -67,8 +67,13 @@ TEST_F(TaskStage, EveryMethodAtAFullBudgetAnswersAsDense) {
         ASSERT_EQ(task_json(task, grid, " --method dense").exit_code, 0);
         const auto dense = samples(results_, "method = 'dense' AND task = '" + task + "'");
         ASSERT_EQ(dense.size(), 6u);
-        const std::vector<std::string> methods = {" --method oracle", " --method streaming", " --method quest",
-                                                  " --schedule " + schedule_id, " --method oracle --prefill dense"};
+        const std::vector<std::string> methods = {" --method oracle",
+                                                  " --method streaming",
+                                                  " --method quest",
+                                                  " --method omnikv --filter-layers 2",
+                                                  " --method lessismore --selection-layers 2",
+                                                  " --schedule " + schedule_id,
+                                                  " --method oracle --prefill dense"};
         for (const std::string& method : methods) {
             SCOPED_TRACE(method);
             const CommandResult r = task_json(task, grid, method + full);
