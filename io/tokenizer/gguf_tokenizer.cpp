@@ -14,25 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::size_t utf8_length(unsigned char lead) {
-    if (lead >= 0xF0) return 4;
-    if (lead >= 0xE0) return 3;
-    if (lead >= 0xC0) return 2;
-    return 1;
-}
-
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
-    std::string out;
-    std::size_t last = 0;
-    for (std::size_t at = text.find(from); at != std::string_view::npos; at = text.find(from, last)) {
-        out.append(text.substr(last, at - last));
-        out.append(to);
-        last = at + from.size();
-    }
-    out.append(text.substr(last));
-    return out;
-}
-
 // The pre-tokenizer regular expressions of llama.cpp (llm_tokenizer_bpe in llama-vocab.cpp) for the
 // tokenizer.ggml.pre names of Llama-family models, applied one after the other, matches and the text between them
 // kept as pieces.
@@ -241,7 +222,7 @@ std::vector<int32_t> GgufTokenizer::encode(std::string_view text) const {
         }
         std::string piece = add_space_prefix_ && after_special ? " " : "";
         piece += segment.text;
-        encode_sentencepiece(replace_all(piece, " ", kMetaspace), ids);
+        encode_sentencepiece(spaces_to_metaspace(piece), ids);
         after_special = false;
     }
     return ids;
@@ -250,7 +231,7 @@ std::vector<int32_t> GgufTokenizer::encode(std::string_view text) const {
 void GgufTokenizer::encode_sentencepiece(std::string_view text, std::vector<int32_t>& out) const {
     std::vector<int32_t> symbols;
     for (std::size_t i = 0; i < text.size();) {
-        const std::size_t length = std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
+        const std::size_t length = std::min(utf8_sequence_length(static_cast<unsigned char>(text[i])), text.size() - i);
         const std::string character(text.substr(i, length));
         i += length;
         if (const auto it = ids_.find(character); it != ids_.end()) {
@@ -287,7 +268,7 @@ std::string GgufTokenizer::decode_piece(int32_t prev, int32_t id) const {
         case TokenType::Undefined:
             break;
     }
-    std::string piece = replace_all(text, kMetaspace, " ");
+    std::string piece = metaspace_to_spaces(text);
     const bool at_start = prev < 0 || (prev == bos_id_ && bos_id_ >= 0);
     if (add_space_prefix_ && at_start && piece.starts_with(' ')) piece.erase(0, 1);
     return piece;

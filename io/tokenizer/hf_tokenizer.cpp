@@ -42,25 +42,6 @@ const json& field_or_null(const json& object, const char* key) {
     return object.contains(key) ? object[key] : null_value;
 }
 
-std::size_t utf8_length(unsigned char lead) {
-    if (lead >= 0xF0) return 4;
-    if (lead >= 0xE0) return 3;
-    if (lead >= 0xC0) return 2;
-    return 1;
-}
-
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
-    std::string out;
-    std::size_t last = 0;
-    for (std::size_t at = text.find(from); at != std::string_view::npos; at = text.find(from, last)) {
-        out.append(text.substr(last, at - last));
-        out.append(to);
-        last = at + from.size();
-    }
-    out.append(text.substr(last));
-    return out;
-}
-
 }  // namespace
 
 HfTokenizer::HfTokenizer(const std::filesystem::path& path, std::string_view json_text) : name_(path.string()) {
@@ -173,7 +154,7 @@ void HfTokenizer::load(const json& root) {
             text = std::string(1, static_cast<char>(byte));
             byte_ids_[byte] = id.get<int32_t>();
         } else {
-            text = replace_all(token, kMetaspace, " ");
+            text = metaspace_to_spaces(token);
         }
     }
     for (auto& [content, id] : added) token_text_[id] = std::move(content);
@@ -347,7 +328,8 @@ void HfTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) 
         }
     } else {
         for (std::size_t i = 0; i < word.size();) {
-            const std::size_t length = std::min(utf8_length(static_cast<unsigned char>(word[i])), word.size() - i);
+            const std::size_t length =
+                std::min(utf8_sequence_length(static_cast<unsigned char>(word[i])), word.size() - i);
             const std::string_view character = word.substr(i, length);
             i += length;
             if (const int32_t id = token_id(character); id >= 0) {

@@ -19,4 +19,35 @@ int byte_fallback_value(std::string_view piece) {
     return value;
 }
 
+namespace {
+
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+    std::string out;
+    std::size_t last = 0;
+    for (std::size_t at = text.find(from); at != std::string_view::npos; at = text.find(from, last)) {
+        out.append(text.substr(last, at - last));
+        out.append(to);
+        last = at + from.size();
+    }
+    out.append(text.substr(last));
+    return out;
+}
+
+}  // namespace
+
+std::string spaces_to_metaspace(std::string_view text) {
+    return replace_all(text, " ", kMetaspace);
+}
+
+std::string metaspace_to_spaces(std::string_view text) {
+    return replace_all(text, kMetaspace, " ");
+}
+
+std::size_t utf8_sequence_length(unsigned char lead) {
+    if (lead >= 0xF0) return 4;
+    if (lead >= 0xE0) return 3;
+    if (lead >= 0xC0) return 2;
+    return 1;
+}
+
 }  // namespace kascade

@@ -125,10 +125,12 @@ DatasetRunFiles read_dataset_run_files(const DatasetTaskParams& params, const To
                       "--dataset needs the answer length: --maxlen-file dataset2maxlen.json or --max-new-tokens N");
         f.max_new_tokens = read_dataset_max_new_tokens(params.maxlen_file, params.dataset_name);
     }
-    f.samples = read_dataset_jsonl(params.dataset);
+    // One read: the samples and the file's texts row (its hash keys the run) come from the same bytes.
+    const std::string contents = read_file(params.dataset);
+    f.samples = parse_dataset_jsonl(contents, params.dataset);
     if (params.limit && static_cast<std::size_t>(*params.limit) < f.samples.size())
         f.samples.resize(static_cast<std::size_t>(*params.limit));
-    f.dataset_text = text_record(params.dataset, read_file(params.dataset));
+    f.dataset_text = text_record(params.dataset, contents);
     if (!params.prompt_file.empty())
         f.prompt_template = read_dataset_prompt_template(params.prompt_file, params.dataset_name);
     for (const DatasetSample& sample : f.samples) dataset_prompt_text(params, f.prompt_template, sample);

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "pipeline/stages/enum_names.h"
+#include "pipeline/tasks/python_text.h"
 
 namespace kascade {
 
@@ -43,12 +44,6 @@ std::pair<char32_t, size_t> code_point_at(std::string_view s, size_t i) {
     char32_t c = length == 1 ? b : b & (0x7F >> length);
     for (size_t k = 1; k < length; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
     return {c, length};
-}
-
-/// Python's str.isspace(), the characters str.strip() removes (the `trim` filter and `.strip()` of a template).
-bool is_python_space(char32_t c) {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 /// Python's s.strip(): without whitespace at either end.

@@ -36,13 +36,16 @@ nlohmann::json read_json_object(const std::filesystem::path& path, std::string_v
 }  // namespace
 
 std::vector<DatasetSample> read_dataset_jsonl(const std::filesystem::path& path) {
-    const std::string text = read_file(path);
+    return parse_dataset_jsonl(read_file(path), path);
+}
+
+std::vector<DatasetSample> parse_dataset_jsonl(std::string_view text, const std::filesystem::path& path) {
     std::vector<DatasetSample> samples;
     std::size_t begin = 0;
     for (int line_no = 1; begin < text.size(); ++line_no) {
         std::size_t end = text.find('\n', begin);
         if (end == std::string::npos) end = text.size();
-        const std::string_view line = std::string_view(text).substr(begin, end - begin);
+        const std::string_view line = text.substr(begin, end - begin);
         begin = end + 1;
         if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
 

@@ -27,6 +27,8 @@ struct DatasetSample {
 /// `answers` missing or not a string / array of strings, `all_classes` neither null nor an array of strings, `_id`
 /// not a string. An empty file is an error too.
 std::vector<DatasetSample> read_dataset_jsonl(const std::filesystem::path& path);
+/// The same on the file's contents already read (`path` names it in the errors).
+std::vector<DatasetSample> parse_dataset_jsonl(std::string_view text, const std::filesystem::path& path);
 
 /// The entry `name` of a dataset2prompt.json-style file (a JSON object of name -> template string). An error names
 /// the file and the dataset if the file is not such an object or has no string entry of that name.

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "io/closest_match.h"
 #include "pipeline/stages/enum_names.h"
+#include "pipeline/tasks/python_text.h"
 
 namespace kascade {
 
@@ -92,12 +93,6 @@ std::string encode_utf8(std::u32string_view s) {
 utf8proc_category_t category(char32_t c) {
     if (c > 0x10FFFF || is_escaped_byte(c)) return UTF8PROC_CATEGORY_CS;  // what Python sees: a lone surrogate
     return utf8proc_category(static_cast<utf8proc_int32_t>(c));
-}
-
-/// str.isspace(), which str.split() splits at: the whole list of Python 3.11 (checked over all code points).
-bool is_python_space(char32_t c) {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 /// `\w` of a str pattern: str.isalnum() (a letter or a number) or '_'.
