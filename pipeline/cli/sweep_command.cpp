@@ -42,7 +42,7 @@ std::string ids_condition(const std::string& column, const std::vector<int64_t>&
 /// The sweep's runs (perplexity) and task runs (mean score per length, or per dataset), as `kascade query runs` /
 /// `query tasks` / `query datasets`.
 void print_result_tables(const std::string& results_dir, const SweepReport& report) {
-    if (report.run_ids.empty() && report.task_run_ids.empty()) return;
+    if (report.run_ids.empty() && report.task_run_ids.empty() && report.dataset_run_ids.empty()) return;
     QueryDb db(std::filesystem::path(results_dir) / ResultsDb::kFileName);
     if (!report.run_ids.empty()) {
         RunsQuery query;
@@ -51,25 +51,25 @@ void print_result_tables(const std::string& results_dir, const SweepReport& repo
         write_result(stdout, query_runs(db, query), OutputFormat::Table);
     }
     if (!report.task_run_ids.empty()) {
-        // Task runs on generated prompts and on dataset files: a table each, for those the sweep has.
-        const std::string ids = ids_condition("task_run_id", report.task_run_ids);
-        for (const QueryResult& table :
-             {query_task_scores(db, ids, /*by_depth=*/false), query_dataset_scores(db, ids)}) {
-            if (table.rows.empty()) continue;
-            std::printf("\n");
-            write_result(stdout, table, OutputFormat::Table);
-        }
+        std::printf("\n");
+        write_result(stdout, query_task_scores(db, ids_condition("task_run_id", report.task_run_ids), false),
+                     OutputFormat::Table);
+    }
+    if (!report.dataset_run_ids.empty()) {
+        std::printf("\n");
+        write_result(stdout, query_dataset_scores(db, ids_condition("task_run_id", report.dataset_run_ids)),
+                     OutputFormat::Table);
     }
 }
 
 /// The runs are stored whatever happens here: a report that cannot be drawn is a warning, not a failure.
 void write_sweep_report(const std::string& results_dir, const SweepSpec& spec, const SweepReport& report) {
-    if (report.run_ids.empty() && report.task_run_ids.empty()) return;
+    if (report.run_ids.empty() && report.task_run_ids.empty() && report.dataset_run_ids.empty()) return;
     try {
         ReportOptions options;
         options.results_dir = results_dir;
-        options.where = ids_condition("id", report.run_ids);
-        options.task_where = ids_condition("task_run_id", report.task_run_ids);
+        options.selection = {ids_condition("id", report.run_ids), ids_condition("task_run_id", report.task_run_ids),
+                             ids_condition("task_run_id", report.dataset_run_ids)};
         options.out_dir = default_report_dir(results_dir, spec.file.stem().string());
         options.title = spec.file.filename().string();
         check_may_replace_report(

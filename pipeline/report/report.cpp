@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -148,7 +150,81 @@ std::string task_runs_table(const ReportData& data) {
     return out + "</table>\n";
 }
 
-/// "N runs of M on T, selected by <code>...</code>" and the same for task runs: what the page shows.
+/// The cell of a mean score or density: 4 decimals, as `kascade query` rounds them.
+std::string mean_cell(double value) {
+    return fmt::format("<td>{:.4f}</td>", value);
+}
+
+/// One row per method configuration, one column per dataset: the mean score of the configuration's run on it (the
+/// layout of LongBench's tables), and the mean over the datasets when the configuration ran every one of them. Runs
+/// of one configuration on the same dataset (e.g. another max_new_tokens) get a row of their own.
+std::string dataset_scores_table(const ReportData& data) {
+    struct ScoreRow {
+        std::string model, method, budget, prefill, max_length;
+        std::map<std::string, double> score;  ///< dataset name -> mean score
+    };
+    std::set<std::string> datasets;
+    std::vector<ScoreRow> rows;
+    for (const ReportTaskRun& r : data.dataset_runs) {
+        datasets.insert(r.dataset_name);
+        ScoreRow key{short_name(r.model_path),
+                     task_method_text(r),
+                     task_budget_text(r),
+                     r.method == "dense" ? "" : r.prefill,
+                     r.max_length ? std::to_string(*r.max_length) : "",
+                     {}};
+        auto row = std::find_if(rows.begin(), rows.end(), [&](const ScoreRow& o) {
+            return std::tie(o.model, o.method, o.budget, o.prefill, o.max_length) ==
+                       std::tie(key.model, key.method, key.budget, key.prefill, key.max_length) &&
+                   !o.score.count(r.dataset_name);
+        });
+        if (row == rows.end()) row = rows.insert(rows.end(), key);
+        row->score[r.dataset_name] = r.mean_score();
+    }
+    std::string out =
+        "<table id=\"dataset-scores\">\n<tr><th>model</th><th>method</th><th>budget</th><th>prefill</th>"
+        "<th>max length</th>";
+    for (const std::string& d : datasets) out += "<th>" + html_escape(d) + "</th>";
+    out += "<th>average</th></tr>\n";
+    for (const ScoreRow& row : rows) {
+        out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>", html_escape(row.model),
+                           html_escape(row.method), html_escape(row.budget), html_escape(row.prefill), row.max_length);
+        double sum = 0;
+        for (const std::string& d : datasets) {
+            const auto it = row.score.find(d);
+            out += it == row.score.end() ? "<td></td>" : mean_cell(it->second);
+            if (it != row.score.end()) sum += it->second;
+        }
+        out +=
+            row.score.size() == datasets.size() ? mean_cell(sum / static_cast<double>(datasets.size())) : "<td></td>";
+        out += "</tr>\n";
+    }
+    return out + "</table>\n";
+}
+
+/// One row per dataset run: its dataset, metric and configuration, how many samples are selected and how many of
+/// them were cut in the middle, their mean score and density.
+std::string dataset_runs_table(const ReportData& data) {
+    std::string out =
+        "<table id=\"dataset-runs\">\n<tr><th>task run</th><th>dataset</th><th>metric</th><th>method</th>"
+        "<th>budget</th><th>prefill</th><th>model</th><th>file</th><th>max length</th><th>chat template</th>"
+        "<th>samples</th><th>cut</th><th>mean score</th><th>density</th><th>commit</th></tr>\n";
+    for (const ReportTaskRun& r : data.dataset_runs) {
+        const auto cut =
+            std::count_if(r.samples.begin(), r.samples.end(), [](const ReportTaskSample& s) { return s.cut; });
+        out += fmt::format(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+            "<td>{}</td><td>{}</td><td>{}</td>{}{}<td>{}</td></tr>\n",
+            r.id, html_escape(r.dataset_name), html_escape(r.metric), html_escape(task_method_text(r)),
+            html_escape(task_budget_text(r)), html_escape(r.prefill), html_escape(short_name(r.model_path)),
+            html_escape(task_haystack_name(r)), r.max_length ? std::to_string(*r.max_length) : "",
+            html_escape(r.chat_template), r.samples.size(), cut, mean_cell(r.mean_score()), mean_cell(r.mean_density()),
+            html_escape(r.git_commit));
+    }
+    return out + "</table>\n";
+}
+
+/// "N runs of M on T, selected by <code>...</code>" and the same for task and dataset runs: what the page shows.
 std::string selection_text(const ReportData& data, std::set<std::string>& commits) {
     std::vector<std::string> parts;
     if (!data.runs.empty()) {
@@ -177,6 +253,21 @@ std::string selection_text(const ReportData& data, std::set<std::string>& commit
                                     html_escape(fmt::format("{}", fmt::join(models, ", "))),
                                     html_escape(fmt::format("{}", fmt::join(tasks, ", "))),
                                     html_escape(data.task_where.empty() ? "every task sample" : data.task_where)));
+    }
+    if (!data.dataset_runs.empty()) {
+        std::set<std::string> models, datasets;
+        std::size_t samples = 0;
+        for (const ReportTaskRun& r : data.dataset_runs) {
+            commits.insert(r.git_commit);
+            models.insert(short_name(r.model_path));
+            datasets.insert(r.dataset_name);
+            samples += r.samples.size();
+        }
+        parts.push_back(
+            fmt::format("{} dataset runs ({} samples) of {} on {}, selected by <code>{}</code>",
+                        data.dataset_runs.size(), samples, html_escape(fmt::format("{}", fmt::join(models, ", "))),
+                        html_escape(fmt::format("{}", fmt::join(datasets, ", "))),
+                        html_escape(data.dataset_where.empty() ? "every dataset sample" : data.dataset_where)));
     }
     return fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -215,6 +306,7 @@ std::string page(const ReportOptions& options, const ReportData& data, const std
     }
     if (!data.runs.empty()) html += "<li><a href=\"#table\">Runs</a></li>\n";
     if (!data.task_runs.empty()) html += "<li><a href=\"#task-table\">Task runs</a></li>\n";
+    if (!data.dataset_runs.empty()) html += "<li><a href=\"#dataset-table\">Dataset runs</a></li>\n";
     html += "</ul>\n";
     if (!data.notes.empty()) {
         html += "<p>Not shown:</p>\n<ul>\n";
@@ -243,6 +335,16 @@ std::string page(const ReportOptions& options, const ReportData& data, const std
             "<h2 id=\"task-table\">Task runs</h2>\n<p>Per task run, the mean over its selected samples: score (by the "
             "task's metric, 1 = every expected string found), score per prompt length, and density.</p>\n" +
             task_runs_table(data);
+    }
+    if (!data.dataset_runs.empty()) {
+        html +=
+            "<h2 id=\"dataset-table\">Dataset runs</h2>\n<p>Per method configuration and dataset, the mean score of "
+            "the selected samples by the dataset's metric (0 to 1; LongBench's tables print it times 100), and the "
+            "average over the datasets where the configuration ran every one of them.</p>\n" +
+            dataset_scores_table(data) +
+            "<p>Per dataset run: the samples selected, how many prompts were cut in the middle to the max length, "
+            "their mean score and mean density.</p>\n" +
+            dataset_runs_table(data);
     }
     html += "</body>\n</html>\n";
     return html;
@@ -290,7 +392,7 @@ ReportSummary write_report(const ReportOptions& options) {
                       "choose a new or empty folder",
                       target.string());
     }
-    const ReportData data = load_report_data(options.results_dir, options.where, options.task_where);
+    const ReportData data = load_report_data(options.results_dir, options.selection);
 
     std::vector<ReportFigure> figures;
     for (auto* make : {pareto_figures, topk_figures, similarity_figures, schedule_figures, run_figures, kernel_figures,
@@ -320,7 +422,11 @@ ReportSummary write_report(const ReportOptions& options) {
         fs::rename(partial.path(), target);
     }
     partial.done();
-    return {target, target / "index.html", static_cast<int>(data.runs.size()), static_cast<int>(data.task_runs.size()),
+    return {target,
+            target / "index.html",
+            static_cast<int>(data.runs.size()),
+            static_cast<int>(data.task_runs.size()),
+            static_cast<int>(data.dataset_runs.size()),
             static_cast<int>(figures.size())};
 }
 

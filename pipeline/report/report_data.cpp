@@ -255,29 +255,37 @@ double ReportSimilarity::layer_pair(const std::string& measure, int b, int a) co
     return sum / n_kv_heads;
 }
 
-ReportData load_report_data(const fs::path& results_dir, const std::string& where, const std::string& task_where) {
+ReportData load_report_data(const fs::path& results_dir, const ReportSelection& selection) {
     const fs::path db_file = results_dir / ResultsDb::kFileName;
     KASCADE_CHECK(fs::exists(db_file), "no results database {} (run `kascade sweep FILE --results {}` first)",
                   db_file.string(), results_dir.string());
     QueryDb db(db_file);
     ReportData data;
     data.results_dir = results_dir;
-    data.where = where;
-    data.task_where = task_where;
-    // A condition names what the reader asked for: with one of the two, the other kind is left out; with neither,
-    // the report shows everything the folder holds.
-    if (!where.empty() || task_where.empty()) load_runs(db, data);
-    if (!task_where.empty() || where.empty()) data.task_runs = load_report_task_runs(db, task_where);
+    data.where = selection.where;
+    data.task_where = selection.task_where;
+    data.dataset_where = selection.dataset_where;
+    // A condition names what the reader asked for: the kinds without one are left out; with none, the report shows
+    // everything the folder holds.
+    const bool none_given = selection.where.empty() && selection.task_where.empty() && selection.dataset_where.empty();
+    if (none_given || !selection.where.empty()) load_runs(db, data);
+    if (none_given || !selection.task_where.empty()) data.task_runs = load_report_task_runs(db, selection.task_where);
+    if (none_given || !selection.dataset_where.empty())
+        data.dataset_runs = load_report_dataset_runs(db, selection.dataset_where);
     // A condition that matches nothing is most likely a mistake in it: say which one, and write nothing.
-    KASCADE_CHECK(where.empty() || !data.runs.empty(),
+    KASCADE_CHECK(selection.where.empty() || !data.runs.empty(),
                   "--where \"{}\" matches no run in {}; no report written (`kascade query runs --where ...` lists "
                   "what there is)",
-                  where, db_file.string());
-    KASCADE_CHECK(task_where.empty() || !data.task_runs.empty(),
+                  selection.where, db_file.string());
+    KASCADE_CHECK(selection.task_where.empty() || !data.task_runs.empty(),
                   "--task-where \"{}\" matches no task sample in {}; no report written (`kascade query tasks "
                   "--where ...` lists what there is)",
-                  task_where, db_file.string());
-    KASCADE_CHECK(!data.runs.empty() || !data.task_runs.empty(),
+                  selection.task_where, db_file.string());
+    KASCADE_CHECK(selection.dataset_where.empty() || !data.dataset_runs.empty(),
+                  "--dataset-where \"{}\" matches no dataset sample in {}; no report written (`kascade query "
+                  "datasets --where ...` lists what there is)",
+                  selection.dataset_where, db_file.string());
+    KASCADE_CHECK(!data.runs.empty() || !data.task_runs.empty() || !data.dataset_runs.empty(),
                   "{} holds no run and no task run; no report written (`kascade sweep`, `kascade eval` and `kascade "
                   "task` store them)",
                   db_file.string());

@@ -1,6 +1,7 @@
 // pipeline/report/report_data.h: what a report shows, read from a results folder: the selected runs (runs_flat)
 // with their per-layer rows, their schedules and similarity artifacts (HDF5), the kernel benchmarks, and the
-// selected samples of long-context task runs (task_samples_flat; report_task_data.h).
+// selected samples of long-context task runs, on generated prompts (task_samples_flat) and on dataset files
+// (dataset_samples_flat; report_task_data.h).
 //
 // Everything is read through a read-only SQLite connection and read-only HDF5 handles: a report never changes the
 // results it describes.
@@ -100,21 +101,29 @@ struct ReportData {
     std::filesystem::path results_dir;
     std::string where;            ///< the run selection, SQL on runs_flat ("" = none given)
     std::string task_where;       ///< the task sample selection, SQL on task_samples_flat ("" = none given)
+    std::string dataset_where;    ///< the dataset sample selection, SQL on dataset_samples_flat ("" = none given)
     std::vector<ReportRun> runs;  ///< by id
     std::map<std::int64_t, ReportSchedule> schedules;      ///< of the selected kascade runs, by id
     std::map<std::string, ReportSimilarity> similarities;  ///< of those schedules, by key
     std::vector<ReportKernelBench> kernel_bench;           ///< every kernel_bench row (when runs are shown)
     std::vector<ReportTaskRun> task_runs;                  ///< by id, each with its selected samples
+    std::vector<ReportTaskRun> dataset_runs;               ///< task runs on dataset files, the same way
     std::vector<std::string> notes;  ///< what could not be shown and why (e.g. an artifact file that is gone)
 };
 
-/// Reads from <results_dir>/kascade.db the runs matching `where` (SQL on runs_flat) with what they refer to, and the
-/// task samples matching `task_where` (SQL on task_samples_flat) grouped by task run. A condition selects its kind
-/// only: with `where` alone no task run is read, with `task_where` alone no run; with neither, everything is.
-/// Throws kascade::Error if the database is missing, a condition is invalid SQL or matches nothing, or nothing is
-/// selected at all (a folder with neither runs nor task runs).
-ReportData load_report_data(const std::filesystem::path& results_dir, const std::string& where,
-                            const std::string& task_where = {});
+/// Which stored results a report shows: one SQL condition per kind, each "" when not given.
+struct ReportSelection {
+    std::string where;          ///< runs (runs_flat)
+    std::string task_where;     ///< samples of task runs on generated prompts (task_samples_flat)
+    std::string dataset_where;  ///< samples of task runs on dataset files (dataset_samples_flat)
+};
+
+/// Reads from <results_dir>/kascade.db the runs matching `where` with what they refer to, and the task and dataset
+/// samples matching their conditions, grouped by task run. A condition selects its kind only: with `where` alone no
+/// task run is read, with `task_where` alone no run and no dataset run; with none, everything is. Throws
+/// kascade::Error if the database is missing, a condition is invalid SQL or matches nothing, or nothing is selected
+/// at all (a folder with neither runs nor task runs).
+ReportData load_report_data(const std::filesystem::path& results_dir, const ReportSelection& selection);
 
 /// "stories260K" for ".../stories260K.bin", "smollm2-135m" for ".../smollm2-135m/", "wiki.test.raw" for a text.
 std::string short_name(const std::string& path);

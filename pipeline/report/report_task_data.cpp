@@ -1,5 +1,6 @@
 #include "pipeline/report/report_task_data.h"
 
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -89,57 +90,103 @@ std::string task_haystack_name(const ReportTaskRun& r) {
     return r.haystack_path.empty() ? std::string("filler") : short_name(r.haystack_path);
 }
 
-std::vector<ReportTaskRun> load_report_task_runs(QueryDb& db, const std::string& task_where) {
-    const std::string sql =
-        "SELECT task_run_id, task, metric, seed, max_new_tokens, prefill, method, schedule_id, policy, n_anchors, "
-        "anchor_list, tile, topk_tiles, topk_pct, k_min, k_rule, round_k, key_granularity, pooling, page_size, "
-        "length, depth_pct, sample_index, score, density, model_path, model_hash, haystack_path, git_commit "
-        "FROM task_samples_flat" +
-        (task_where.empty() ? std::string() : " WHERE (" + task_where + ")") +
-        " ORDER BY task_run_id, length, depth_pct, sample_index";
-    const QueryResult result = db.select(sql, fmt::format("--task-where \"{}\"", task_where));
+namespace {
+
+/// The columns task_samples_flat and dataset_samples_flat share: a run's method configuration and its model.
+constexpr const char* kRunColumns =
+    "task_run_id, metric, max_new_tokens, prefill, method, schedule_id, policy, n_anchors, anchor_list, tile, "
+    "topk_tiles, topk_pct, k_min, k_rule, round_k, key_granularity, pooling, page_size, score, density, model_path, "
+    "model_hash, git_commit";
+
+/// A new run from the shared columns of its first sample row.
+ReportTaskRun run_of(const Row& r) {
+    ReportTaskRun run;
+    run.id = *opt_int(r["task_run_id"]);
+    run.metric = text(r["metric"]);
+    run.max_new_tokens = opt_int(r["max_new_tokens"]).value_or(0);
+    run.prefill = text(r["prefill"]);
+    run.method = text(r["method"]);
+    run.schedule_id = opt_int(r["schedule_id"]);
+    run.policy = text(r["policy"]);
+    run.n_anchors = opt_int(r["n_anchors"]);
+    run.anchor_list = text(r["anchor_list"]);
+    run.tile = opt_int(r["tile"]);
+    run.topk_tiles = opt_int(r["topk_tiles"]);
+    run.topk_pct = opt_real(r["topk_pct"]);
+    run.k_min = opt_int(r["k_min"]);
+    run.k_rule = text(r["k_rule"]);
+    run.round_k = opt_int(r["round_k"]);
+    run.key_granularity = text(r["key_granularity"]);
+    run.pooling = text(r["pooling"]);
+    run.page_size = opt_int(r["page_size"]);
+    run.model_path = text(r["model_path"]);
+    run.model_hash = text(r["model_hash"]);
+    run.git_commit = text(r["git_commit"]);
+    return run;
+}
+
+/// Rows of `view` matching `where`, one per sample, grouped into runs: `start` fills a run's own columns from its
+/// first row, `sample` a sample's.
+template <class StartRun, class ReadSample>
+std::vector<ReportTaskRun> load_runs_of_view(QueryDb& db, const std::string& view, const std::string& columns,
+                                             const std::string& where, const std::string& option,
+                                             const std::string& order, StartRun start, ReadSample sample) {
+    const std::string sql = fmt::format("SELECT {}, {} FROM {}{} ORDER BY task_run_id, {}", kRunColumns, columns, view,
+                                        where.empty() ? std::string() : " WHERE (" + where + ")", order);
+    const QueryResult result = db.select(sql, fmt::format("{} \"{}\"", option, where));
     std::vector<ReportTaskRun> runs;
     for (size_t i = 0; i < result.rows.size(); ++i) {
         const Row r(result, i);
-        const std::int64_t id = *opt_int(r["task_run_id"]);
-        if (runs.empty() || runs.back().id != id) {
-            ReportTaskRun run;
-            run.id = id;
-            run.task = text(r["task"]);
-            run.metric = text(r["metric"]);
-            run.seed = opt_int(r["seed"]).value_or(0);
-            run.max_new_tokens = opt_int(r["max_new_tokens"]).value_or(0);
-            run.prefill = text(r["prefill"]);
-            run.method = text(r["method"]);
-            run.schedule_id = opt_int(r["schedule_id"]);
-            run.policy = text(r["policy"]);
-            run.n_anchors = opt_int(r["n_anchors"]);
-            run.anchor_list = text(r["anchor_list"]);
-            run.tile = opt_int(r["tile"]);
-            run.topk_tiles = opt_int(r["topk_tiles"]);
-            run.topk_pct = opt_real(r["topk_pct"]);
-            run.k_min = opt_int(r["k_min"]);
-            run.k_rule = text(r["k_rule"]);
-            run.round_k = opt_int(r["round_k"]);
-            run.key_granularity = text(r["key_granularity"]);
-            run.pooling = text(r["pooling"]);
-            run.page_size = opt_int(r["page_size"]);
-            run.model_path = text(r["model_path"]);
-            run.model_hash = text(r["model_hash"]);
-            run.haystack_path = text(r["haystack_path"]);
-            run.git_commit = text(r["git_commit"]);
-            runs.push_back(std::move(run));
+        if (runs.empty() || runs.back().id != *opt_int(r["task_run_id"])) {
+            runs.push_back(run_of(r));
+            start(r, runs.back());
         }
         ReportTaskSample s;
-        s.length = opt_int(r["length"]).value_or(0);
-        s.depth_pct = real_or_nan(r["depth_pct"]);
-        s.sample_index = opt_int(r["sample_index"]).value_or(0);
         s.score = real_or_nan(r["score"]);
         s.density = real_or_nan(r["density"]);
+        sample(r, s);
         runs.back().samples.push_back(s);
     }
     load_schedule_settings(db, runs);
     return runs;
+}
+
+}  // namespace
+
+std::vector<ReportTaskRun> load_report_task_runs(QueryDb& db, const std::string& task_where) {
+    return load_runs_of_view(
+        db, "task_samples_flat", "task, seed, haystack_path, length, depth_pct, sample_index", task_where,
+        "--task-where", "length, depth_pct, sample_index",
+        [](const Row& r, ReportTaskRun& run) {
+            run.task = text(r["task"]);
+            run.seed = opt_int(r["seed"]).value_or(0);
+            run.haystack_path = text(r["haystack_path"]);
+        },
+        [](const Row& r, ReportTaskSample& s) {
+            s.length = opt_int(r["length"]).value_or(0);
+            s.depth_pct = real_or_nan(r["depth_pct"]);
+            s.sample_index = opt_int(r["sample_index"]).value_or(0);
+        });
+}
+
+std::vector<ReportTaskRun> load_report_dataset_runs(QueryDb& db, const std::string& dataset_where) {
+    return load_runs_of_view(
+        db, "dataset_samples_flat",
+        "dataset_name, max_length, chat_template, dataset_path, prompt_tokens, cut_at, sample_index", dataset_where,
+        "--dataset-where", "sample_index",
+        [](const Row& r, ReportTaskRun& run) {
+            run.task = "dataset";
+            run.dataset_name = text(r["dataset_name"]);
+            run.max_length = opt_int(r["max_length"]);
+            run.chat_template = text(r["chat_template"]);
+            run.haystack_path = text(r["dataset_path"]);
+        },
+        [](const Row& r, ReportTaskSample& s) {
+            s.length = opt_int(r["prompt_tokens"]).value_or(0);
+            s.depth_pct = std::nan("");
+            s.cut = opt_int(r["cut_at"]).has_value();
+            s.sample_index = opt_int(r["sample_index"]).value_or(0);
+        });
 }
 
 }  // namespace kascade

@@ -713,7 +713,8 @@ SweepReport run_sweep(const fs::path& results_dir, const SweepSpec& spec, const 
         if (j.stage == "eval") {
             if (const auto id = ws.db().find_run(j.key)) report.run_ids.push_back(*id);
         } else if (j.stage == "task") {
-            if (const auto run = ws.db().find_task_run(j.key)) report.task_run_ids.push_back(run->id);
+            if (const auto run = ws.db().find_task_run(j.key))
+                (j.dataset.dataset.empty() ? report.task_run_ids : report.dataset_run_ids).push_back(run->id);
         }
     }
     std::fprintf(log, "sweep done: %d jobs computed, %d reused%s, %.1f s\n", report.computed,

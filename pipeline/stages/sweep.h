@@ -95,9 +95,10 @@ struct SweepReport {
     std::string key;
     std::vector<SweepJob> jobs;
     int computed = 0;
-    int failed = 0;                     ///< jobs that ended with an error (and jobs that needed them)
-    std::vector<int64_t> run_ids;       ///< the stored runs of this sweep, in plan order
-    std::vector<int64_t> task_run_ids;  ///< the stored task runs of this sweep, in plan order
+    int failed = 0;                        ///< jobs that ended with an error (and jobs that needed them)
+    std::vector<int64_t> run_ids;          ///< the stored runs of this sweep, in plan order
+    std::vector<int64_t> task_run_ids;     ///< the stored task runs on generated prompts, in plan order
+    std::vector<int64_t> dataset_run_ids;  ///< the stored task runs on dataset files, in plan order
 };
 
 /// Makes the plan and runs it as `options` say, logging one line per job to `log`. Throws on the first failed

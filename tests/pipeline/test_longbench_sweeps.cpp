@@ -2,7 +2,8 @@
 // each file, scaled to a small random-weights model of its family, plans and runs its capture, schedule and dataset
 // task jobs for every method it names, on two LongBench-format datasets made here (one that LongBench puts through
 // the chat template, one it gives as is), and `kascade query datasets` then holds one scored run per method and
-// dataset with the chat template LongBench's rule gives.
+// dataset with the chat template LongBench's rule gives; the sweep's report has a row per method and a column per
+// dataset.
 //
 // Scaled, not as published: the files' layer lists (anchors up to 23, OmniKV filtering at 18) need the real depth, and
 // the real width at the 4 layers OmniKV needs (a filter layer from 2 on, then a dense layer, then one that reuses)
@@ -17,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/file_util.h"
 #include "pipeline/sweep_fixture.h"
 
 namespace {
@@ -117,7 +119,7 @@ void run_case(const SweepCase& c) {
                             " KASCADE_ASSETS=" + shell_quote(kShared);
     const CommandResult sweep =
         run_shell(env + " " + shell_quote(KASCADE_BIN) + " sweep " + shell_quote(file) + " --results " +
-                      shell_quote(results) + " --no-report 2>" + shell_quote(dir / "err.txt"),
+                      shell_quote(results) + " 2>" + shell_quote(dir / "err.txt"),
                   dir / "err.txt");
     ASSERT_EQ(sweep.exit_code, 0) << sweep.err << sweep.out;
 
@@ -135,12 +137,26 @@ void run_case(const SweepCase& c) {
         EXPECT_EQ(row.at("chat_template"), dataset == "qasper" ? c.qasper_chat_template : "none") << row;
         EXPECT_EQ(row.at("metric"), dataset == "qasper" ? "qa_f1_score" : "classification_score");
         EXPECT_EQ(row.at("max_length").get<int>(), 200);
-        if (method == "kascade") EXPECT_EQ(row.at("topk_pct").get<double>(), 10.0);
+        if (method == "kascade") {
+            EXPECT_EQ(row.at("topk_pct").get<double>(), 10.0);
+        }
     }
     for (const std::string dataset : {"qasper", "trec"})
         for (const std::string& method : c.methods)
             EXPECT_TRUE(seen.count({dataset, method})) << dataset << " " << method << " missing in " << q.out;
     EXPECT_EQ(rows.size(), 2 * c.methods.size());
+
+    // The sweep's report shows them: a row per method, a column per dataset.
+    const std::string html = kascade::read_file(results / "reports" / fs::path(c.file).stem() / "index.html");
+    std::smatch table;
+    ASSERT_TRUE(std::regex_search(html, table, std::regex("<table id=\"dataset-scores\">([\\s\\S]*?)</table>")))
+        << sweep.out;
+    const std::string body = table[1];
+    EXPECT_NE(body.find("<th>qasper</th><th>trec</th><th>average</th>"), std::string::npos) << body;
+    const std::regex row_start("<tr>");
+    const auto row_count =
+        std::distance(std::sregex_iterator(body.begin(), body.end(), row_start), std::sregex_iterator());
+    EXPECT_EQ(row_count, static_cast<long>(c.methods.size()) + 1) << body;  // and the header
 }
 
 }  // namespace

@@ -62,30 +62,6 @@ std::string shared_task_results() {
     return run_task_commands(kTaskResults);
 }
 
-/// The cells of the table with this id: the header row's names, then one map per row from name to cell text.
-std::vector<std::map<std::string, std::string>> html_table(const std::string& html, const std::string& id) {
-    std::vector<std::map<std::string, std::string>> rows;
-    std::smatch table;
-    if (!std::regex_search(html, table, std::regex("<table id=\"" + id + "\">([\\s\\S]*?)</table>"))) return rows;
-    const std::string body = table[1];
-    const std::regex row_re("<tr>([\\s\\S]*?)</tr>"), cell_re("<t[dh]>([^<]*)</t[dh]>");
-    std::vector<std::string> header;
-    for (auto r = std::sregex_iterator(body.begin(), body.end(), row_re); r != std::sregex_iterator(); ++r) {
-        const std::string row = (*r)[1];
-        std::vector<std::string> cells;
-        for (auto c = std::sregex_iterator(row.begin(), row.end(), cell_re); c != std::sregex_iterator(); ++c)
-            cells.push_back((*c)[1]);
-        if (header.empty()) {
-            header = cells;
-            continue;
-        }
-        std::map<std::string, std::string> named;
-        for (size_t i = 0; i < cells.size() && i < header.size(); ++i) named[header[i]] = cells[i];
-        rows.push_back(named);
-    }
-    return rows;
-}
-
 /// The rows of datablock `name` in a gnuplot script, each split on whitespace.
 std::vector<std::vector<std::string>> datablock_rows(const std::string& script, const std::string& name) {
     std::vector<std::vector<std::string>> rows;
