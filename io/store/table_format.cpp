@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "io/closest_match.h"
+#include "base/closest_match.h"
 #include "io/store/schema.h"
 
 namespace kascade {

@@ -10,7 +10,7 @@
 
 #include "base/error.h"
 #include "build_info.h"
-#include "io/closest_match.h"
+#include "base/closest_match.h"
 #include "pipeline/cli/commands.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "base/error.h"
-#include "io/closest_match.h"
+#include "base/closest_match.h"
 
 namespace kascade {
 

@@ -9,7 +9,7 @@
 #include <toml++/toml.h>
 
 #include "base/error.h"
-#include "io/closest_match.h"
+#include "base/closest_match.h"
 #include "io/file_util.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/stages/eval_stage.h"

@@ -14,7 +14,7 @@
 #include <utf8proc.h>
 
 #include "base/error.h"
-#include "io/closest_match.h"
+#include "base/closest_match.h"
 #include "pipeline/stages/enum_names.h"
 #include "pipeline/tasks/python_text.h"
 

@@ -11,6 +11,7 @@
 
 #include "pipeline/stages/capture_stage.h"
 #include "pipeline/stages/content_key.h"
+#include "pipeline/stages/dataset_task_stage.h"
 #include "pipeline/stages/eval_stage.h"
 #include "pipeline/stages/schedule_stage.h"
 #include "pipeline/stages/similarity_stage.h"
@@ -84,6 +85,19 @@ TEST(PinnedContentKeys, EvalKeys) {
     quest.topk.tiles = 4;
     quest.quest_page = 16;
     EXPECT_EQ(eval_key(quest), "d3b9e1b94bc8a7af");
+
+    EvalKeyInputs omnikv = quest;
+    omnikv.method = EvalMethod::OmniKv;
+    omnikv.quest_page = 0;
+    omnikv.tile = 16;
+    omnikv.selection_layers = {2, 8, 18};
+    EXPECT_EQ(eval_key(omnikv), "0328264d239512bc");
+
+    EvalKeyInputs lessismore = omnikv;
+    lessismore.method = EvalMethod::LessIsMore;
+    lessismore.selection_layers = {2, 13};
+    lessismore.window_ratio = 0.25;
+    EXPECT_EQ(eval_key(lessismore), "f9d09d919878c9a5");
 }
 
 TEST(PinnedContentKeys, TaskKeys) {
@@ -104,6 +118,32 @@ TEST(PinnedContentKeys, TaskKeys) {
     streaming.topk.k_min_tokens = 32;
     streaming.haystack_hash = kTextHash;
     EXPECT_EQ(task_key(streaming), "f60842519e998380");
+}
+
+TEST(PinnedContentKeys, DatasetTaskKeys) {
+    DatasetKeyInputs dense;
+    dense.model_hash = kModelHash;
+    dense.tokenizer_hash = kTokenizerHash;
+    dense.dataset_hash = kTextHash;
+    dense.prompt_template = "{context}\n{input}";
+    dense.dataset_name = "qasper";
+    dense.max_length = 31500;
+    dense.max_new_tokens = 128;
+    dense.chat_template = ChatTemplate::Llama31;
+    dense.prefill = TaskPrefill::Dense;
+    EXPECT_EQ(dataset_task_key(dense), "28af1d08db476e2f");
+
+    DatasetKeyInputs kascade = dense;
+    kascade.dataset_name = "trec";
+    kascade.metric = LongBenchMetric::Classification;
+    kascade.chat_template = ChatTemplate::None;
+    kascade.prefill = TaskPrefill::Sparse;
+    kascade.method = EvalMethod::Kascade;
+    kascade.tile = 32;
+    kascade.topk.pct = 10;
+    kascade.topk.k_rule = KRule::Rolling;
+    kascade.schedule_key = "00112233aabbccdd";
+    EXPECT_EQ(dataset_task_key(kascade), "2e918f4532d2d24c");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// io/closest_match.cpp: edit distance and the closest candidate.
-#include "io/closest_match.h"
+// base/closest_match.cpp: edit distance and the closest candidate.
+#include "base/closest_match.h"
 
 #include <algorithm>
 #include <cctype>

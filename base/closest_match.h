@@ -1,4 +1,4 @@
-// io/closest_match.h: the "did you mean" of every error about an unknown name (a subcommand, a sweep key, a column).
+// base/closest_match.h: the "did you mean" of every error about an unknown name (a subcommand, a sweep key, a column).
 #pragma once
 
 #include <string>
