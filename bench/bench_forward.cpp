@@ -144,7 +144,7 @@ std::filesystem::path model_path(const std::string& name) {
 const ModelWeights& model_weights(const std::string& name, Numerics numerics) {
     static std::string loaded_key;
     static std::unique_ptr<ModelWeights> loaded;
-    const std::string key = name + "/" + std::string(weights_dtype_name(weights_dtype(numerics)));
+    const std::string key = name + "/" + std::string(mode_name(weights_dtype(numerics)));
     if (key != loaded_key) {
         loaded.reset();
         loaded = std::make_unique<ModelWeights>(load_model(model_path(name), LoadOptions{weights_dtype(numerics)}));
@@ -203,19 +203,19 @@ AttentionSchedule every_fourth_layer_anchors(const ModelConfig& c) {
 
 /// A way of attending that a row can run; the first of each list is the baseline of `speedup`.
 struct AttentionMethod {
-    std::string name;
+    EvalMethod method;
     std::function<std::unique_ptr<AttentionPolicy>(const ModelConfig&)> make;
 };
 
 AttentionMethod dense_method() {
-    return {"dense", [](const ModelConfig&) { return std::make_unique<DenseAttention>(); }};
+    return {EvalMethod::Dense, [](const ModelConfig&) { return std::make_unique<DenseAttention>(); }};
 }
 
 /// The sparse methods' options: tile 32, top-k 10 % of the keys with a 128-token floor (the paper's k rule).
 const SparseAttentionOptions kSparseOptions{.tile = 32, .topk = {.tiles = 0, .pct = 10.0f, .k_min_tokens = 128}};
 
 AttentionMethod kascade_method() {
-    return {"kascade", [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
+    return {EvalMethod::Kascade, [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
                 return std::make_unique<KascadeAttention>(every_fourth_layer_anchors(c), kSparseOptions);
             }};
 }
@@ -230,27 +230,27 @@ std::vector<int> layers_below(std::vector<int> layers, int n_layers) {
 std::vector<AttentionMethod> decode_methods() {
     return {dense_method(),
             kascade_method(),
-            {"oracle",
+            {EvalMethod::Oracle,
              [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
                  return std::make_unique<KascadeAttention>(AttentionSchedule::oracle(c.n_layers), kSparseOptions);
              }},
-            {"streaming",
+            {EvalMethod::Streaming,
              [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
                  return std::make_unique<StreamingAttention>(c.n_layers, kSparseOptions);
              }},
-            {"quest",
+            {EvalMethod::Quest,
              [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
                  return std::make_unique<QuestAttention>(c.n_layers,
                                                          QuestOptions{.page = 16, .topk = kSparseOptions.topk});
              }},
-            {"omnikv",
+            {EvalMethod::OmniKv,
              [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
                  return std::make_unique<OmniKvAttention>(
                      c.n_layers, OmniKvOptions{.tile = kSparseOptions.tile,
                                                .topk = kSparseOptions.topk,
                                                .filter_layers = layers_below({2, 8, 18}, c.n_layers)});
              }},
-            {"lessismore", [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
+            {EvalMethod::LessIsMore, [](const ModelConfig& c) -> std::unique_ptr<AttentionPolicy> {
                  return std::make_unique<LessIsMoreAttention>(
                      c.n_layers, LessIsMoreOptions{.tile = kSparseOptions.tile,
                                                    .topk = kSparseOptions.topk,
@@ -264,9 +264,9 @@ machine_limits::MachineLimits g_limits;
 /// Per "<kind>/<model>/<size>/<numerics>": the dense row's seconds and attention milliseconds per iteration.
 std::map<std::string, std::pair<double, double>> g_dense_time;
 
-void report_speedup(benchmark::State& state, const std::string& group, const std::string& method, double seconds,
+void report_speedup(benchmark::State& state, const std::string& group, EvalMethod method, double seconds,
                     double attention_ms) {
-    if (method == "dense") {
+    if (method == EvalMethod::Dense) {
         g_dense_time[group] = {seconds, attention_ms};
     } else if (g_dense_time.count(group)) {
         state.counters["speedup"] = g_dense_time[group].first / seconds;
@@ -337,7 +337,7 @@ void BM_prefill(benchmark::State& state, const std::string& model_name, int ctx,
     const double arithmetic_peak = bf16_products ? g_limits.bf16_arith_gflops : g_limits.fp32_arith_gflops;
     if (arithmetic_peak > 0) state.counters["pct_arith"] = 100.0 * gflops / arithmetic_peak;
     report_speedup(state, "prefill/" + model_name + "/" + std::to_string(ctx) + "/" + numerics_name(numerics),
-                   method.name, seconds / n, stats.attention_ms / n);
+                   method.method, seconds / n, stats.attention_ms / n);
 }
 
 /// Fills every layer of `cache` with `positions` random keys and values (through KvCache::write, which keeps page
@@ -403,7 +403,7 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
     state.counters["adjacent_GB/s"] = adjacent_gbps;
     state.counters["pct_adjacent"] = 100.0 * gbps / adjacent_gbps;
     report_speedup(state, "decode/" + model_name + "/" + std::to_string(positions) + "/" + numerics_name(numerics),
-                   method.name, seconds / n, stats.attention_ms / n);
+                   method.method, seconds / n, stats.attention_ms / n);
 }
 
 // ---- rows ----
@@ -413,8 +413,8 @@ std::string size_label(int n) {
 }
 
 void register_prefill(const std::string& model, int ctx, Numerics numerics, const AttentionMethod& method) {
-    const std::string name =
-        "prefill/" + model + "/ctx:" + std::to_string(ctx) + "/" + method.name + "/" + numerics_name(numerics);
+    const std::string name = "prefill/" + model + "/ctx:" + std::to_string(ctx) + "/" +
+                             std::string(mode_name(method.method)) + "/" + numerics_name(numerics);
     benchmark::RegisterBenchmark(name.c_str(), BM_prefill, model, ctx, numerics, method)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(2.0)
@@ -422,8 +422,8 @@ void register_prefill(const std::string& model, int ctx, Numerics numerics, cons
 }
 
 void register_decode(const std::string& model, int positions, Numerics numerics, const AttentionMethod& method) {
-    const std::string name =
-        "decode/" + model + "/T:" + size_label(positions) + "/" + method.name + "/" + numerics_name(numerics);
+    const std::string name = "decode/" + model + "/T:" + size_label(positions) + "/" +
+                             std::string(mode_name(method.method)) + "/" + numerics_name(numerics);
     benchmark::RegisterBenchmark(name.c_str(), BM_decode, model, positions, numerics, method)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(1.0)
@@ -454,7 +454,7 @@ void register_all() {
             for (int positions : m.decode_positions) {
                 // Sparse decode rows from 8K cached tokens on (at 64 the 128-key floor keeps every key anyway).
                 for (const AttentionMethod& method : decode_methods()) {
-                    if (positions >= 8192 || method.name == "dense")
+                    if (positions >= 8192 || method.method == EvalMethod::Dense)
                         register_decode(m.model, positions, numerics, method);
                 }
             }

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/modes.h"
+
 namespace kascade {
 
 struct AttnShape {
@@ -76,32 +78,7 @@ struct TileMass {
     }
 };
 
-/// Which keys a selection keeps, as whole key tiles or as individual keys. Token is the paper's (its reference code
-/// keeps the top-k individual keys per (KV head, query tile)); tile is the block-sparse variant of the first CPU
-/// prototype. Names: "token", "tile".
-enum class KeyGranularity { Token, Tile };
-
-/// What an anchor pools per (KV head, query tile, key or key tile) to rank keys: the paper's sum of post-softmax
-/// probabilities over the group's query heads and the tile's queries, or the pre-softmax ablation, the max scaled raw
-/// score over them. Names: "post_softmax", "pre_softmax".
-enum class Pooling { PostSoftmax, PreSoftmax };
-
-/// What the percentage of TopKRule::pct is a percentage of (the rule has no effect with TopKRule::tiles). Names:
-///   "sequence": the paper's default, k = min(max(k_min, floor(p% * L)), L) - tile with L the whole sequence (the
-///               window, if the layer has one and it is shorter): one k for every query tile; the tile's own keys
-///               (attended anyway) are taken out of the budget, as the reference code's `k -= tile` does.
-///   "rolling":  the paper's rolling prefill, k_s = max(k_min, floor(p% * s)) for the tile starting at position s
-///               (s capped by the window); tiles with s <= k_s see all their candidates, i.e. run dense.
-///   "visible":  the first prototype's rule, k = max(k_min, floor(p% * V)) with V the keys the tile's last query sees
-///               (min(window, (q_tile + 1) * tile)).
-enum class KRule { Sequence, Rolling, Visible };
-
-std::string_view key_granularity_name(KeyGranularity g);
-std::optional<KeyGranularity> key_granularity_from_name(std::string_view name);
-std::string_view pooling_name(Pooling p);
-std::optional<Pooling> pooling_from_name(std::string_view name);
-std::string_view k_rule_name(KRule r);
-std::optional<KRule> k_rule_from_name(std::string_view name);
+// KeyGranularity, Pooling and KRule, with their names: base/modes.h.
 
 /// How many keys a query tile keeps: a fixed number of key tiles, or a percentage (see KRule) with a floor of
 /// k_min_tokens, optionally rounded up to a multiple of round_k tokens (the paper's kernels use 128). With tile

@@ -31,10 +31,6 @@ size_t matrix_type_size(MatrixType type) {
     return type == MatrixType::F32 ? 4 : 2;
 }
 
-const char* matmul_precision_name(MatmulPrecision precision) {
-    return precision == MatmulPrecision::Bf16 ? "bf16" : "exact";
-}
-
 const char* matmul_path() {
     return mm::kPathName;
 }

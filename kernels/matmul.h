@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <span>
+#include "base/modes.h"
 
 namespace kascade {
 
@@ -46,11 +47,7 @@ struct MatrixView {
     int cols = 0;
 };
 
-/// How a product treats its activations (see the numerics above).
-enum class MatmulPrecision { Exact, Bf16 };
-
-/// "exact", "bf16".
-const char* matmul_precision_name(MatmulPrecision precision);
+// MatmulPrecision, how a product treats its activations (see the numerics above), and its names: base/modes.h.
 
 /// One product of a fused call: y = x W^T (+ bias); y is [n][w.rows] with row stride y_stride (0 = w.rows).
 struct MatmulTarget {

@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "base/error.h"
+#include "base/modes.h"
 #include "io/file_util.h"
 #include "io/store/record_sql.h"
 #include "io/store/schema.h"
@@ -275,7 +276,8 @@ std::int64_t ResultsDb::insert_schedule(const ScheduleRecord& schedule,
         const ScheduleLayerRecord& l = layers[i];
         KASCADE_CHECK(l.layer == static_cast<std::int64_t>(i), "{}: {} lists layer {} at position {}, expected {}",
                       db_file_.string(), what, l.layer, i, i);
-        if (l.role != "reuse") {
+        const std::string where = fmt::format("{}: {} layer {} role", db_file_.string(), what, i);
+        if (parse_mode<LayerRole>(l.role, where) != LayerRole::Reuse) {
             KASCADE_CHECK(!l.anchor_layer,
                           "{}: {} layer {} has role '{}' and an anchor_layer (only reuse layers have one)",
                           db_file_.string(), what, i, l.role);
@@ -286,8 +288,9 @@ std::int64_t ResultsDb::insert_schedule(const ScheduleRecord& schedule,
         KASCADE_CHECK(l.anchor_layer && *l.anchor_layer >= 0 && *l.anchor_layer < l.layer,
                       "{}: {} reuse layer {} needs an anchor_layer in [0, {})", db_file_.string(), what, i, i);
         const std::string& anchor_role = layers[static_cast<std::size_t>(*l.anchor_layer)].role;
-        KASCADE_CHECK(anchor_role != "reuse", "{}: {} layer {} reuses layer {}, which is itself a reuse layer",
-                      db_file_.string(), what, i, *l.anchor_layer);
+        KASCADE_CHECK(parse_mode<LayerRole>(anchor_role, where) != LayerRole::Reuse,
+                      "{}: {} layer {} reuses layer {}, which is itself a reuse layer", db_file_.string(), what, i,
+                      *l.anchor_layer);
     }
     return guarded(db_file_, "storing " + what, [&] {
         SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);

@@ -6,10 +6,17 @@
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
+
 namespace kascade {
 
 /// Element type of a stored tensor. Only the floating-point types a Llama checkpoint uses are supported.
 enum class DType { F32, F16, BF16 };
+/// kascade's names (random-model --dtype); the files' own spellings are dtype_name's.
+template <>
+struct EnumNameTable<DType> {
+    static constexpr EnumNames<DType, 3> names{{{DType::F32, "f32"}, {DType::F16, "f16"}, {DType::BF16, "bf16"}}};
+};
 
 /// The safetensors spelling: "F32", "F16", "BF16".
 std::string_view dtype_name(DType dtype);

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/modes.h"
 #include "io/weights/dtype.h"
 #include "io/weights/model_config.h"
 
@@ -30,13 +31,7 @@ struct WeightMatrix {
 /// Row `row` of `m` as fp32 (out: [m.cols]): an embedding lookup.
 void weight_row_to_f32(const WeightMatrix& m, int row, float* out);
 
-/// The dtype weight matrices have in memory: as in the file, or all converted at load.
-enum class WeightsDType { File, F32, BF16 };
-
-/// "file", "f32", "bf16" (the --weights-dtype values).
-std::string_view weights_dtype_name(WeightsDType dtype);
-/// The WeightsDType named `name`, or throws kascade::Error naming `option`, the value and the choices.
-WeightsDType parse_weights_dtype(std::string_view name, std::string_view option);
+// WeightsDType, the dtype weight matrices have in memory, and its names: base/modes.h.
 
 struct LoadOptions {
     WeightsDType weights_dtype = WeightsDType::File;

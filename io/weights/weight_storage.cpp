@@ -8,25 +8,6 @@
 
 namespace kascade {
 
-std::string_view weights_dtype_name(WeightsDType dtype) {
-    switch (dtype) {
-        case WeightsDType::File:
-            return "file";
-        case WeightsDType::F32:
-            return "f32";
-        case WeightsDType::BF16:
-            return "bf16";
-    }
-    return "file";
-}
-
-WeightsDType parse_weights_dtype(std::string_view name, std::string_view option) {
-    for (WeightsDType d : {WeightsDType::File, WeightsDType::F32, WeightsDType::BF16}) {
-        if (name == weights_dtype_name(d)) return d;
-    }
-    KASCADE_FAIL("{} \"{}\" is not a weights dtype (expected file, f32 or bf16)", option, name);
-}
-
 void weight_row_to_f32(const WeightMatrix& m, int row, float* out) {
     const std::size_t size = dtype_size(m.dtype);
     const auto* src = static_cast<const std::uint8_t*>(m.data) + static_cast<std::size_t>(row) * m.cols * size;

@@ -24,7 +24,7 @@ void run_chat(const ChatArgs& args) {
     std::optional<ChatTemplate> named;
     if (args.chat_template) {
         try {
-            named = parse_chat_template(*args.chat_template, kChatTemplateOption);
+            named = parse_mode<ChatTemplate>(*args.chat_template, kChatTemplateOption);
         } catch (const Error& e) {  // a mistyped name is a mistake in the command line
             throw UsageError(e.what());
         }
@@ -66,7 +66,7 @@ void register_chat_command(CLI::App& app) {
                   "end with the header of the assistant's turn, where the model's answer starts");
     cmd->add_option(
         "--chat-template", args->chat_template,
-        "template family instead of the config's: " + fmt::format("{}", fmt::join(chat_template_names(), ", ")) +
+        "template family instead of the config's: " + fmt::format("{}", fmt::join(mode_names<ChatTemplate>(), ", ")) +
             " (none: the messages' contents concatenated, nothing added)");
     cmd->callback([args] { run_chat(*args); });
 }

@@ -18,7 +18,7 @@ struct EvalArgs {
     std::string text;
     int64_t schedule_id = 0;
     std::string method;
-    std::string phase{eval_phase_name(EvalParams{}.phase)};
+    std::string phase{mode_name(EvalParams{}.phase)};
     TopKOptions topk;
     BaselineLayerOptions layers;
     std::optional<int> tile;
@@ -85,9 +85,9 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
     cmd->callback([args, schedule, method, ctx, prompt_tokens, decode_tokens, page_size, &common] {
         KASCADE_USAGE_CHECK(schedule->count() + method->count() == 1, "eval needs --schedule ID or --method NAME");
         EvalParams p = args->params;
-        p.method = schedule->count() ? EvalMethod::Kascade : parse_eval_method(args->method, "--method");
+        p.method = schedule->count() ? EvalMethod::Kascade : parse_mode<EvalMethod>(args->method, "--method");
         if (schedule->count()) p.schedule_id = args->schedule_id;
-        p.phase = parse_eval_phase(args->phase, "--phase");
+        p.phase = parse_mode<EvalPhase>(args->phase, "--phase");
         // Options of the other phase or method would be ignored: refuse them rather than run something else.
         if (p.phase == EvalPhase::Decode) {
             KASCADE_USAGE_CHECK(
@@ -102,7 +102,7 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
         const TopKRule rule = args->topk.rule();
         if (args->topk.given()) p.topk = rule;
         p.granularity = args->topk.key_granularity();
-        if (!args->pooling.empty()) p.pooling = parse_pooling(args->pooling, "--pooling");
+        if (!args->pooling.empty()) p.pooling = parse_mode<Pooling>(args->pooling, "--pooling");
         args->layers.apply(p, args->method);
         p.tile = args->tile;
         p.token_offset = args->offset;

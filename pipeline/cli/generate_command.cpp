@@ -27,7 +27,7 @@ struct GenerateArgs {
     int steps = 256;
     bool greedy = false;
     SamplerOptions sampler{.temperature = 1.0f, .top_p = 0.9f, .seed = 42};
-    std::string method{eval_method_name(EvalMethod::Dense)};
+    std::string method{mode_name(EvalMethod::Dense)};
     int64_t schedule_id = 0;
     bool has_schedule = false;
     TopKOptions topk;
@@ -42,13 +42,13 @@ struct GenerateArgs {
 ResolvedEval resolve_generate_method(const GenerateArgs& args, const std::string& results_dir, int max_positions) {
     EvalParams p;
     p.phase = EvalPhase::Decode;
-    p.method = args.has_schedule ? EvalMethod::Kascade : parse_eval_method(args.method, "--method");
+    p.method = args.has_schedule ? EvalMethod::Kascade : parse_mode<EvalMethod>(args.method, "--method");
     KASCADE_USAGE_CHECK(args.has_schedule || p.method != EvalMethod::Kascade,
                         "--method kascade needs --schedule ID (see `kascade status`)");
     const TopKRule rule = args.topk.rule();
     if (args.topk.given()) p.topk = rule;
     p.granularity = args.topk.key_granularity();
-    if (!args.pooling.empty()) p.pooling = parse_pooling(args.pooling, "--pooling");
+    if (!args.pooling.empty()) p.pooling = parse_mode<Pooling>(args.pooling, "--pooling");
     args.layers.apply(p, args.method);
     p.tile = args.tile;
     p.quest_page = args.page_size;
@@ -136,7 +136,7 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
                  "decode steps in %.3f s (%.1f decode tokens/s; %s, key density %.4f)\n",
                  prompt_tokens, prefill_seconds, prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0.0, generated,
                  std::max(generated - 1, 0), seconds, seconds > 0 ? std::max(generated - 1, 0) / seconds : 0.0,
-                 std::string(eval_method_name(method.params.method)).c_str(), density.ratio());
+                 std::string(mode_name(method.params.method)).c_str(), density.ratio());
 }
 }  // namespace
 

@@ -8,21 +8,28 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/closest_match.h"
 #include "base/error.h"
 #include "build_info.h"
-#include "base/closest_match.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/cli/stage_program_name.h"
 
 namespace {
 
-/// CLI11 reports a mistyped subcommand as "A subcommand is required"; name it instead, with the closest command.
-void reject_unknown_command(const CLI::App& app, int argc, char** argv) {
+/// The subcommands registered on the root app, in registration order.
+std::vector<std::string> command_names(const CLI::App& app) {
     std::vector<std::string> names;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
         names.push_back(sub->get_name());
     }
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
+    return names;
+}
+
+/// CLI11 reports a mistyped subcommand as "A subcommand is required"; name it instead, with the closest command.
+void reject_unknown_command(const CLI::App& app, const std::vector<std::string>& args) {
+    const std::vector<std::string> names = command_names(app);
+    for (size_t i = 1; i < args.size(); ++i) {
+        const std::string& arg = args[i];
         if (arg == "--results") {  // the one root option that takes a value
             ++i;
             continue;
@@ -119,8 +126,12 @@ int main(int argc, char** argv) {
     kascade::cli::register_merge_command(app, common);
     kascade::cli::register_report_command(app, common);
     try {
-        reject_unknown_command(app, argc, argv);
-        app.parse(argc, argv);
+        // Started as kascade-<command> (a stage executable, a link to this binary): run `kascade <command>`.
+        std::vector<std::string> args = kascade::cli::stage_program_arguments({argv, argv + argc}, command_names(app));
+        reject_unknown_command(app, args);
+        std::vector<char*> parsed_argv;
+        for (std::string& arg : args) parsed_argv.push_back(arg.data());
+        app.parse(static_cast<int>(parsed_argv.size()), parsed_argv.data());
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
         // Usage errors: the one error form too, exit code 2 (CLI11's own codes, 100-120, mean nothing to a user).

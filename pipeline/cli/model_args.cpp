@@ -31,14 +31,11 @@ void ModelArgs::add_runtime_options_to(CLI::App& command) {
 }
 
 LoadOptions ModelArgs::load_options() const {
-    return LoadOptions{.weights_dtype = parse_weights_dtype(weights_dtype, "--weights-dtype")};
+    return LoadOptions{.weights_dtype = parse_mode<WeightsDType>(weights_dtype, "--weights-dtype")};
 }
 
 MatmulPrecision ModelArgs::matmul_precision() const {
-    for (MatmulPrecision p : {MatmulPrecision::Exact, MatmulPrecision::Bf16}) {
-        if (matmul == matmul_precision_name(p)) return p;
-    }
-    KASCADE_FAIL("--matmul \"{}\" is not a matrix-product precision (expected exact or bf16)", matmul);
+    return parse_mode<MatmulPrecision>(matmul, "--matmul");
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_for(const ModelArgs& args) {

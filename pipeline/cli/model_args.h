@@ -16,8 +16,8 @@ namespace kascade::cli {
 struct ModelArgs {
     std::string model;
     std::string tokenizer;  ///< empty: the tokenizer found next to the model
-    std::string weights_dtype = std::string(weights_dtype_name(LoadOptions{}.weights_dtype));
-    std::string matmul = matmul_precision_name(MatmulPrecision::Exact);
+    std::string weights_dtype = std::string(mode_name(LoadOptions{}.weights_dtype));
+    std::string matmul{mode_name(MatmulPrecision::Exact)};
 
     void add_to(CLI::App& command, bool model_required = true);
     /// --weights-dtype and --matmul, for the commands that run the model directly (the stages use the file's

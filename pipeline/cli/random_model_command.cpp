@@ -36,10 +36,7 @@ void register_random_model_command(CLI::App& app) {
     cmd->add_option("--dtype", args->dtype, "stored dtype: bf16, f16 or f32")->capture_default_str();
     cmd->add_flag("--force", args->force, "replace a config.json or model.safetensors already in --out");
     cmd->callback([args] {
-        const std::string& d = args->dtype;
-        KASCADE_CHECK(d == "bf16" || d == "f16" || d == "f32",
-                      "--dtype \"{}\" is not supported (expected bf16, f16 or f32)", d);
-        args->options.dtype = d == "bf16" ? DType::BF16 : d == "f16" ? DType::F16 : DType::F32;
+        args->options.dtype = parse_mode<DType>(args->dtype, "--dtype");
         check_may_write_files("--out", args->out, {"config.json", "model.safetensors"}, args->force);
         write_random_checkpoint(args->config, args->out, args->options);
         std::printf("%s\n", args->out.c_str());

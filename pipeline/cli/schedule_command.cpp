@@ -12,7 +12,10 @@ namespace {
 struct ScheduleArgs {
     std::string similarity;
     ScheduleParams params;
-    std::string policy{schedule_policy_name(ScheduleParams{}.policy)};
+    std::string policy{mode_name(ScheduleParams{}.policy)};
+    std::string metric{mode_name(ScheduleParams{}.metric)};
+    std::string aggregation{mode_name(ScheduleParams{}.aggregation)};
+    std::string head_map{mode_name(ScheduleParams{}.head_map)};
     std::string anchor_list;
     bool force = false;
 };
@@ -56,12 +59,15 @@ void register_schedule_command(CLI::App& app, const CommonOptions& common) {
                     ->capture_default_str(),
                 param_range::kAnchors);
     cmd->add_option("--anchor-list", args->anchor_list, "fixed policy: anchor layers, e.g. 0,2,8");
-    cmd->add_option("--metric", args->params.metric, "recall | jaccard")->capture_default_str();
-    cmd->add_option("--aggregation", args->params.aggregation, "over query tiles: mean | min")->capture_default_str();
-    cmd->add_option("--head-map", args->params.head_map, "argmax | identity | pooled")->capture_default_str();
+    cmd->add_option("--metric", args->metric, "recall | jaccard")->capture_default_str();
+    cmd->add_option("--aggregation", args->aggregation, "over query tiles: mean | min")->capture_default_str();
+    cmd->add_option("--head-map", args->head_map, "argmax | identity | pooled")->capture_default_str();
     cmd->add_flag("--force", args->force, "recompute even if the schedule exists");
     cmd->callback([args, &common] {
-        args->params.policy = parse_schedule_policy(args->policy, "--policy");
+        args->params.policy = parse_mode<SchedulePolicy>(args->policy, "--policy");
+        args->params.metric = parse_mode<SimilarityMetric>(args->metric, "--metric");
+        args->params.aggregation = parse_mode<SimilarityAggregation>(args->aggregation, "--aggregation");
+        args->params.head_map = parse_mode<HeadMapMode>(args->head_map, "--head-map");
         if (!args->anchor_list.empty()) args->params.anchor_list = parse_anchor_list(args->anchor_list);
         Workspace ws(common.results_dir);
         const ScheduleResult r = run_schedule(ws, args->similarity, args->params, args->force);

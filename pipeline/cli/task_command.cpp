@@ -18,7 +18,7 @@ namespace kascade::cli {
 namespace {
 struct TaskArgs {
     ModelArgs model;
-    std::string task{task_kind_name(TaskParams{}.task)};
+    std::string task{mode_name(TaskParams{}.task)};
     std::vector<int> lengths = TaskParams{}.lengths;
     int depths = 1;
     std::vector<double> depth_pcts;
@@ -26,7 +26,7 @@ struct TaskArgs {
     uint64_t seed = TaskParams{}.seed;
     std::string haystack;
     std::optional<int> max_new_tokens;
-    std::string prefill{task_prefill_name(TaskParams{}.prefill)};
+    std::string prefill{mode_name(TaskParams{}.prefill)};
     int64_t schedule_id = 0;
     std::string method;
     TopKOptions topk;
@@ -66,15 +66,15 @@ void print_summary(const TaskSummary& s, const TaskParams& p, bool json) {
     if (json) {
         nlohmann::json by_length = nlohmann::json::object();
         for (const auto& [length, score] : s.by_length) by_length[std::to_string(length)] = score;
-        const nlohmann::json out = {{"run_ids", {s.task_run_id}},     {"task_run_id", s.task_run_id},
-                                    {"task", task_kind_name(p.task)}, {"score", s.score},
-                                    {"by_length", by_length},         {"density", s.density},
-                                    {"samples_run", s.samples_run},   {"samples_stored", s.samples_stored}};
+        const nlohmann::json out = {{"run_ids", {s.task_run_id}},   {"task_run_id", s.task_run_id},
+                                    {"task", mode_name(p.task)},    {"score", s.score},
+                                    {"by_length", by_length},       {"density", s.density},
+                                    {"samples_run", s.samples_run}, {"samples_stored", s.samples_stored}};
         std::printf("%s\n", out.dump().c_str());
         return;
     }
     std::printf("task run %lld  %s  score %.4f  density %.4f  (%d samples run, %d stored already)\n",
-                static_cast<long long>(s.task_run_id), std::string(task_kind_name(p.task)).c_str(), s.score, s.density,
+                static_cast<long long>(s.task_run_id), std::string(mode_name(p.task)).c_str(), s.score, s.density,
                 s.samples_run, s.samples_stored);
     for (const auto& [length, score] : s.by_length) std::printf("  length %6d  score %.4f\n", length, score);
 }
@@ -89,8 +89,8 @@ void run_dataset_command(const TaskArgs& args, TaskPrefill prefill, const EvalPa
     p.maxlen_file = args.maxlen_file;
     p.max_new_tokens = args.max_new_tokens;
     p.max_length = args.max_length;
-    if (!args.metric.empty()) p.metric = parse_longbench_metric(args.metric, "--metric");
-    if (!args.chat_template.empty()) p.chat_template = parse_chat_template(args.chat_template, "--chat-template");
+    if (!args.metric.empty()) p.metric = parse_mode<LongBenchMetric>(args.metric, "--metric");
+    if (!args.chat_template.empty()) p.chat_template = parse_mode<ChatTemplate>(args.chat_template, "--chat-template");
     p.limit = args.limit;
     p.prefill = prefill;
     p.method = method;
@@ -104,7 +104,7 @@ void run_dataset_command(const TaskArgs& args, TaskPrefill prefill, const EvalPa
         std::printf("%s\n", model->tokenizer->decode(tokens.tokens).c_str());
         std::fprintf(stderr, "kascade: %zu prompt tokens (%lld before the cut, chat template %s); answers: %s\n",
                      tokens.tokens.size(), static_cast<long long>(tokens.full_tokens),
-                     std::string(chat_template_name(r.files.chat_template)).c_str(),
+                     std::string(mode_name(r.files.chat_template)).c_str(),
                      nlohmann::json(r.files.samples.front().answers).dump().c_str());
         return;
     }
@@ -114,8 +114,7 @@ void run_dataset_command(const TaskArgs& args, TaskPrefill prefill, const EvalPa
     std::optional<ProgressLine> progress;
     const DatasetTaskSummary s = run_dataset_task(ws, model, p, [&](int done, int total) {
         if (!progress)
-            progress.emplace(fmt::format("task {} {}", args.dataset_name, eval_method_name(method.method)), total,
-                             "samples");
+            progress.emplace(fmt::format("task {} {}", args.dataset_name, mode_name(method.method)), total, "samples");
         progress->update(done);
     });
     if (progress) progress->finish();
@@ -141,7 +140,8 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         "qasper --prompt-file LongBench/config/dataset2prompt.json --maxlen-file LongBench/config/dataset2maxlen.json "
         "--max-length 31500 --schedule 3");
     args->model.add_to(*cmd);
-    cmd->add_option("--task", args->task, fmt::format("{}", fmt::join(task_kind_names(), ", ")))->capture_default_str();
+    cmd->add_option("--task", args->task, fmt::format("{}", fmt::join(mode_names<TaskKind>(), ", ")))
+        ->capture_default_str();
     check_range(
         cmd->add_option("--lengths", args->lengths, "prompt lengths in tokens, BOS included (e.g. 1024,2048,4096)")
             ->delimiter(',')
@@ -196,12 +196,12 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         param_range::kTaskLength);
     auto* metric = cmd->add_option("--metric", args->metric,
                                    fmt::format("a dataset's metric, needed for a name LongBench does not have: {}",
-                                               fmt::join(longbench_metric_names(), ", ")));
+                                               fmt::join(mode_names<LongBenchMetric>(), ", ")));
     auto* chat_template =
         cmd->add_option("--chat-template", args->chat_template,
                         fmt::format("the instruct model's chat template: {} (default: the one tokenizer_config.json "
                                     "holds, none without one)",
-                                    fmt::join(chat_template_names(), " | ")));
+                                    fmt::join(mode_names<ChatTemplate>(), " | ")));
     auto* limit = check_range(cmd->add_option("--limit", args->limit, "only the first N samples of --dataset"), 1);
     for (CLI::Option* o : {dataset_name, prompt_file, maxlen_file, max_length, metric, chat_template, limit})
         o->needs(dataset);
@@ -214,16 +214,16 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
     cmd->callback([args, schedule, method, depth_pcts, page_size, dataset, &common] {
         KASCADE_USAGE_CHECK(schedule->count() + method->count() == 1, "task needs --schedule ID or --method NAME");
         TaskParams p;
-        p.task = parse_task_kind(args->task, "--task");
+        p.task = parse_mode<TaskKind>(args->task, "--task");
         p.lengths = args->lengths;
         p.depths_pct = depth_pcts->count() ? args->depth_pcts : evenly_spaced_depths(args->depths);
         p.samples = args->samples;
         p.seed = args->seed;
         p.haystack = args->haystack;
         p.max_new_tokens = args->max_new_tokens;
-        p.prefill = parse_task_prefill(args->prefill, "--prefill");
+        p.prefill = parse_mode<TaskPrefill>(args->prefill, "--prefill");
         EvalParams& m = p.method;
-        m.method = schedule->count() ? EvalMethod::Kascade : parse_eval_method(args->method, "--method");
+        m.method = schedule->count() ? EvalMethod::Kascade : parse_mode<EvalMethod>(args->method, "--method");
         if (schedule->count()) m.schedule_id = args->schedule_id;
         KASCADE_USAGE_CHECK(m.method == EvalMethod::Dense || m.method == EvalMethod::Kascade || args->topk.given(),
                             "--method {} needs a key budget: --topk-tiles N or --topk-pct P", args->method);
@@ -232,7 +232,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         const TopKRule rule = args->topk.rule();
         if (args->topk.given()) m.topk = rule;
         m.granularity = args->topk.key_granularity();
-        if (!args->pooling.empty()) m.pooling = parse_pooling(args->pooling, "--pooling");
+        if (!args->pooling.empty()) m.pooling = parse_mode<Pooling>(args->pooling, "--pooling");
         args->layers.apply(m, args->method);
         m.tile = args->tile;
         m.quest_page = args->page_size;
@@ -253,7 +253,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         Workspace ws(common.results_dir);
         LoadedModel& model = ws.model(args->model.model, args->model.tokenizer);
         const int total = static_cast<int>(p.lengths.size() * p.depths_pct.size()) * p.samples;
-        ProgressLine progress(fmt::format("task {} {}", args->task, eval_method_name(m.method)), total, "samples");
+        ProgressLine progress(fmt::format("task {} {}", args->task, mode_name(m.method)), total, "samples");
         const TaskSummary s = run_task(ws, model, p, [&](int done, int) { progress.update(done); });
         progress.finish();
         print_summary(s, p, args->json);

@@ -19,7 +19,7 @@ struct TopKOptions {
     int tiles = 0;
     float pct = 0;
     int k_min = TopKRule{}.k_min_tokens;
-    std::string k_rule{k_rule_name(TopKRule{}.k_rule)};
+    std::string k_rule{mode_name(TopKRule{}.k_rule)};
     int round_k = TopKRule{}.round_k;
     std::string granularity;  ///< empty: the command's default
     CLI::Option* k_rule_option = nullptr;
@@ -52,11 +52,11 @@ struct TopKOptions {
     TopKRule rule() const {
         KASCADE_USAGE_CHECK(given() || (k_rule_option->count() == 0 && round_k_option->count() == 0),
                             "--k-rule and --round-k need --topk-tiles N or --topk-pct P");
-        return TopKRule{tiles, pct, k_min, parse_k_rule(k_rule, "--k-rule"), round_k};
+        return TopKRule{tiles, pct, k_min, parse_mode<KRule>(k_rule, "--k-rule"), round_k};
     }
     std::optional<KeyGranularity> key_granularity() const {
         if (granularity.empty()) return std::nullopt;
-        return parse_key_granularity(granularity, "--key-granularity");
+        return parse_mode<KeyGranularity>(granularity, "--key-granularity");
     }
 };
 

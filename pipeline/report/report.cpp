@@ -17,6 +17,7 @@
 #include "io/store/results_db.h"
 #include "pipeline/report/gnuplot.h"
 #include "pipeline/report/report_figures.h"
+#include "pipeline/report/report_rows.h"
 #include "pipeline/report/report_task_figures.h"
 
 namespace kascade {
@@ -24,6 +25,8 @@ namespace kascade {
 namespace fs = std::filesystem;
 
 namespace {
+
+using report_rows::name_or_empty;
 
 /// The page names its generator; a folder whose index.html does not is not a report and is never replaced.
 constexpr std::string_view kGeneratorMeta = "<meta name=\"generator\" content=\"kascade report\">";
@@ -90,17 +93,17 @@ std::string runs_table(const ReportData& data, const std::set<std::int64_t>& run
         "<th>commit</th></tr>\n";
     for (const ReportRun& r : data.runs) {
         std::string setting;
-        if (r.policy == "threshold")
+        if (r.policy == SchedulePolicy::Threshold)
             setting = fmt::format("threshold {:g}, max dist {}", r.threshold.value_or(0), r.max_reuse_dist.value_or(0));
-        else if (r.policy == "dp")
+        else if (r.policy == SchedulePolicy::Dp)
             setting = fmt::format("dp K={}", r.n_anchors.value_or(0));
-        else if (r.policy == "fixed")
+        else if (r.policy == SchedulePolicy::Fixed)
             setting = "fixed " + r.anchor_list;
-        if (!r.head_map.empty() && r.head_map != "argmax") setting += ", heads " + r.head_map;
+        if (r.head_map && r.head_map != HeadMapMode::Argmax) setting += ", heads " + name_or_empty(r.head_map);
         if (!r.calib_text_path.empty() && r.calib_text_path != r.text_path)
             setting += ", calibrated on " + short_name(r.calib_text_path);
-        if (!r.metric.empty() && (r.metric != "recall" || r.aggregation != "mean"))
-            setting += ", " + r.metric + " " + r.aggregation;
+        if (r.metric && (r.metric != SimilarityMetric::Recall || r.aggregation != SimilarityAggregation::Mean))
+            setting += ", " + name_or_empty(r.metric) + " " + name_or_empty(r.aggregation);
         const std::string topk = r.topk_tiles && r.page_size
                                      ? fmt::format("{} pages of {}", *r.topk_tiles, *r.page_size)
                                  : r.topk_tiles ? fmt::format("{} tiles", *r.topk_tiles)
@@ -111,8 +114,8 @@ std::string runs_table(const ReportData& data, const std::set<std::int64_t>& run
         out += fmt::format(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td>"
             "<td>{:+.3f}</td><td>{:.4f}</td><td>{}</td><td>{}</td></tr>\n",
-            id, html_escape(r.method), html_escape(setting), html_escape(topk),
-            r.tile && r.method != "dense" ? std::to_string(*r.tile) : "", r.ctx, r.ppl_dense, r.ppl_sparse,
+            id, html_escape(mode_name(r.method)), html_escape(setting), html_escape(topk),
+            r.tile && r.method != EvalMethod::Dense ? std::to_string(*r.tile) : "", r.ctx, r.ppl_dense, r.ppl_sparse,
             r.degradation_pct, r.density, r.tokens_per_s ? fmt::format("{:.0f}", *r.tokens_per_s) : "",
             html_escape(r.git_commit));
     }
@@ -137,9 +140,9 @@ std::string task_runs_table(const ReportData& data) {
         out += fmt::format(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
             "<td>{:.4f}</td>",
-            r.id, html_escape(r.task), html_escape(task_method_text(r)), html_escape(budget), html_escape(r.prefill),
-            html_escape(short_name(r.model_path)), html_escape(task_haystack_name(r)), r.samples.size(),
-            r.mean_score());
+            r.id, html_escape(r.task), html_escape(task_method_text(r)), html_escape(budget),
+            html_escape(mode_name(r.prefill)), html_escape(short_name(r.model_path)),
+            html_escape(task_haystack_name(r)), r.samples.size(), r.mean_score());
         const std::map<std::int64_t, double> by_length = r.score_by_length();
         for (std::int64_t length : lengths) {
             const auto it = by_length.find(length);
@@ -170,7 +173,7 @@ std::string dataset_scores_table(const ReportData& data) {
         ScoreRow key{short_name(r.model_path),
                      task_method_text(r),
                      task_budget_text(r),
-                     r.method == "dense" ? "" : r.prefill,
+                     r.method == EvalMethod::Dense ? "" : std::string(mode_name(r.prefill)),
                      r.max_length ? std::to_string(*r.max_length) : "",
                      {}};
         auto row = std::find_if(rows.begin(), rows.end(), [&](const ScoreRow& o) {
@@ -216,7 +219,7 @@ std::string dataset_runs_table(const ReportData& data) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
             "<td>{}</td><td>{}</td><td>{}</td>{}{}<td>{}</td></tr>\n",
             r.id, html_escape(r.dataset_name), html_escape(r.metric), html_escape(task_method_text(r)),
-            html_escape(task_budget_text(r)), html_escape(r.prefill), html_escape(short_name(r.model_path)),
+            html_escape(task_budget_text(r)), html_escape(mode_name(r.prefill)), html_escape(short_name(r.model_path)),
             html_escape(task_haystack_name(r)), r.max_length ? std::to_string(*r.max_length) : "",
             html_escape(r.chat_template), r.samples.size(), cut, mean_cell(r.mean_score()), mean_cell(r.mean_density()),
             html_escape(r.git_commit));

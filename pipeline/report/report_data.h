@@ -14,13 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "base/modes.h"
 #include "pipeline/report/report_task_data.h"
 
 namespace kascade {
 
 struct ReportRunLayer {
     int layer = 0;
-    std::string role;  ///< dense | anchor | reuse | streaming
+    RunLayerRole role = RunLayerRole::Dense;
     std::optional<int> anchor_layer;
     double density = 0;                   ///< attended / causal pairs of the layer, [0, 1]
     std::optional<double> out_rel_error;  ///< ||out - out_dense|| / ||out_dense||
@@ -29,18 +30,24 @@ struct ReportRunLayer {
 /// One row of runs_flat (the columns a report uses) and its per-layer rows.
 struct ReportRun {
     std::int64_t id = 0;
-    std::string method;  ///< kascade | dense | oracle | streaming | ...
-    std::string policy;  ///< kascade runs: threshold | dp | fixed; else empty
+    EvalMethod method = EvalMethod::Dense;
+    std::optional<SchedulePolicy> policy;  ///< kascade runs
     std::optional<double> threshold;
     std::optional<std::int64_t> max_reuse_dist, n_anchors;
-    std::string anchor_list, metric, aggregation, head_map;
+    std::string anchor_list;
+    std::optional<SimilarityMetric> metric;            ///< kascade runs
+    std::optional<SimilarityAggregation> aggregation;  ///< kascade runs
+    std::optional<HeadMapMode> head_map;               ///< kascade runs
     std::optional<std::int64_t> tile, topk_tiles, k_min;
     std::optional<std::int64_t> page_size;  ///< quest: keys per page (its topk_tiles counts pages; tile is NULL)
     std::optional<double> topk_pct;
-    std::string key_granularity, k_rule, pooling;  ///< sparse runs: the selection variant; else empty
+    // Sparse runs: the selection variant.
+    std::optional<KeyGranularity> key_granularity;
+    std::optional<KRule> k_rule;
+    std::optional<Pooling> pooling;
     std::optional<std::int64_t> round_k;
     std::int64_t ctx = 0, token_offset = 0, n_tokens = 0;
-    std::string phase = "prefill";                             ///< prefill | decode
+    EvalPhase phase = EvalPhase::Prefill;
     std::optional<std::int64_t> prompt_tokens, decode_tokens;  ///< decode runs
     double ppl_dense = 0, ppl_sparse = 0, degradation_pct = 0, density = 1;
     std::optional<double> tokens_per_s;
@@ -54,7 +61,7 @@ struct ReportRun {
 
 struct ReportScheduleLayer {
     int layer = 0;
-    std::string role;  ///< dense | anchor | reuse
+    LayerRole role = LayerRole::Dense;
     std::optional<int> anchor_layer;
     std::vector<int> head_map;  ///< reuse layers: anchor KV head of each KV head
     std::optional<double> similarity;
@@ -62,7 +69,11 @@ struct ReportScheduleLayer {
 
 struct ReportSchedule {
     std::int64_t id = 0;
-    std::string key, similarity_key, policy, metric, aggregation, head_map;
+    std::string key, similarity_key;
+    SchedulePolicy policy = SchedulePolicy::Threshold;
+    std::optional<SimilarityMetric> metric;
+    std::optional<SimilarityAggregation> aggregation;
+    HeadMapMode head_map = HeadMapMode::Argmax;
     std::optional<double> threshold;
     std::optional<std::int64_t> max_reuse_dist, n_anchors;
     std::string anchor_list;

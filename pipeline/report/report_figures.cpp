@@ -10,28 +10,41 @@
 #include <fmt/ranges.h>
 
 #include "base/error.h"
+#include "pipeline/report/report_rows.h"
 #include "pipeline/report/report_style.h"
 
 namespace kascade {
+
+using report_rows::name_or_empty;
 
 namespace {
 
 /// A plot series: the method, and for Kascade the schedule policy (the curves a reader compares).
 std::string method_series(const ReportRun& run) {
-    if (run.method != "kascade" || run.policy.empty()) return run.method;
+    if (run.method != EvalMethod::Kascade || !run.policy) return std::string(mode_name(run.method));
     // A schedule calibrated on another text than it is tested on (calibration transfer) is a series of its own.
     if (!run.calib_text_path.empty() && run.calib_text_path != run.text_path)
-        return fmt::format("kascade ({}), calibrated on {}", run.policy, short_name(run.calib_text_path));
-    return fmt::format("kascade ({})", run.policy);
+        return fmt::format("kascade ({}), calibrated on {}", mode_name(*run.policy), short_name(run.calib_text_path));
+    return fmt::format("kascade ({})", mode_name(*run.policy));
 }
 
 /// Colours by layer role (run and schedule figures).
-std::string role_color(const std::string& role) {
-    if (role == "dense") return "0x7f7f7f";
-    // OmniKV's filter and LessIsMore's selection layers pick the keys later layers reuse, as anchors do.
-    if (role == "anchor" || role == "filter" || role == "selection") return "0xff7f0e";
-    if (role == "reuse") return "0x1f77b4";
-    if (role == "streaming") return "0xd62728";
+std::string role_color(RunLayerRole role) {
+    switch (role) {
+        case RunLayerRole::Dense:
+            return "0x7f7f7f";
+        // OmniKV's filter and LessIsMore's selection layers pick the keys later layers reuse, as anchors do.
+        case RunLayerRole::Anchor:
+        case RunLayerRole::Filter:
+        case RunLayerRole::Selection:
+            return "0xff7f0e";
+        case RunLayerRole::Reuse:
+            return "0x1f77b4";
+        case RunLayerRole::Streaming:
+            return "0xd62728";
+        case RunLayerRole::Quest:
+            break;
+    }
     return "0x9467bd";
 }
 
@@ -48,14 +61,18 @@ std::string topk_text(const std::optional<std::int64_t>& tiles, const std::optio
 }
 
 /// The schedule-setting parameters of a kascade run or schedule, e.g. "threshold 0.65, max dist 4".
-std::string policy_text(const std::string& policy, const std::optional<double>& threshold,
+std::string policy_text(SchedulePolicy policy, const std::optional<double>& threshold,
                         const std::optional<std::int64_t>& max_dist, const std::optional<std::int64_t>& n_anchors,
                         const std::string& anchor_list) {
-    if (policy == "threshold")
-        return fmt::format("threshold {}, max dist {}", report_num(threshold.value_or(NAN)), max_dist.value_or(0));
-    if (policy == "dp") return fmt::format("dp, K = {}", n_anchors.value_or(0));
-    if (policy == "fixed") return fmt::format("fixed anchors {}", anchor_list);
-    return policy;
+    switch (policy) {
+        case SchedulePolicy::Threshold:
+            return fmt::format("threshold {}, max dist {}", report_num(threshold.value_or(NAN)), max_dist.value_or(0));
+        case SchedulePolicy::Dp:
+            return fmt::format("dp, K = {}", n_anchors.value_or(0));
+        case SchedulePolicy::Fixed:
+            break;
+    }
+    return fmt::format("fixed anchors {}", anchor_list);
 }
 
 /// "a, b, c" of the distinct values, in order.
@@ -80,15 +97,15 @@ std::vector<std::pair<std::string, std::string>> setting_parts(const ReportRun& 
     add("max_reuse_dist", r.max_reuse_dist ? fmt::format("max dist {}", *r.max_reuse_dist) : "");
     add("n_anchors", r.n_anchors ? fmt::format("K={}", *r.n_anchors) : "");
     add("anchor_list", r.anchor_list.empty() ? "" : "anchors " + r.anchor_list);
-    add("metric", r.metric);
-    add("aggregation", r.aggregation.empty() ? "" : "agg " + r.aggregation);
-    add("head_map", r.head_map.empty() ? "" : "heads " + r.head_map);
+    add("metric", name_or_empty(r.metric));
+    add("aggregation", r.aggregation ? "agg " + name_or_empty(r.aggregation) : "");
+    add("head_map", r.head_map ? "heads " + name_or_empty(r.head_map) : "");
     add("tile", r.tile ? fmt::format("tile {}", *r.tile) : "");
     add("k_min", r.topk_pct && r.k_min ? fmt::format("k_min {}", *r.k_min) : "");
-    add("key_granularity", r.key_granularity.empty() ? "" : r.key_granularity + " keys");
-    add("k_rule", r.k_rule.empty() ? "" : "k " + r.k_rule);
+    add("key_granularity", r.key_granularity ? name_or_empty(r.key_granularity) + " keys" : "");
+    add("k_rule", r.k_rule ? "k " + name_or_empty(r.k_rule) : "");
     add("round_k", r.round_k && *r.round_k > 0 ? fmt::format("round k {}", *r.round_k) : "");
-    add("pooling", r.pooling.empty() ? "" : r.pooling == "pre_softmax" ? "pre-softmax" : "post-softmax");
+    add("pooling", !r.pooling ? "" : r.pooling == Pooling::PreSoftmax ? "pre-softmax" : "post-softmax");
     return parts;
 }
 
@@ -124,7 +141,7 @@ std::string budget_summary(const std::vector<const ReportRun*>& runs) {
     std::set<std::int64_t> tiles, pages, page_sizes, k_mins;
     std::set<double> pcts;
     for (const ReportRun* r : runs) {
-        if (r->method == "dense") continue;
+        if (r->method == EvalMethod::Dense) continue;
         if (r->topk_tiles) (r->page_size ? pages : tiles).insert(*r->topk_tiles);
         if (r->topk_tiles && r->page_size) page_sizes.insert(*r->page_size);
         if (r->topk_pct) pcts.insert(*r->topk_pct);
@@ -142,7 +159,7 @@ std::string budget_summary(const std::vector<const ReportRun*>& runs) {
 /// How a run's test windows were scored: "ctx 512" (prefill) or "decode, prompt 256 + 256" (a dense prefill of the
 /// prompt, then one token at a time). Runs of different phases never share a panel.
 std::string context_label(const ReportRun& r) {
-    if (r.phase == "decode")
+    if (r.phase == EvalPhase::Decode)
         return fmt::format("decode, prompt {} + {}", r.prompt_tokens.value_or(0), r.decode_tokens.value_or(0));
     return fmt::format("ctx {}", r.ctx);
 }
@@ -164,7 +181,7 @@ std::vector<ReportFigure> pareto_figures(const ReportData& data) {
         for (const ReportRun* r : runs) {
             series[method_series(*r)].push_back(r);
             commits.insert(r->git_commit);
-            if (r->tile && r->method != "dense") tiles.insert(*r->tile);
+            if (r->tile && r->method != EvalMethod::Dense) tiles.insert(*r->tile);
             if (r->page_size) page_sizes.insert(*r->page_size);
         }
         std::string points, front, plot;
@@ -231,7 +248,7 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
     for (const ReportRun& r : data.runs) {
         const auto range = std::make_tuple(r.model_hash, r.text_hash, context_label(r), r.token_offset, r.n_tokens);
         if (std::isfinite(r.ppl_dense)) dense_ppl[range] = r.ppl_dense;
-        if (r.method == "dense" || !std::isfinite(r.ppl_sparse)) continue;
+        if (r.method == EvalMethod::Dense || !std::isfinite(r.ppl_sparse)) continue;
         if (!r.topk_pct && !report_budget_keys(r.topk_tiles, r.tile, r.page_size)) continue;
         panels[{r.model_hash, r.text_hash, context_label(r), r.token_offset, r.n_tokens, r.topk_pct.has_value()}]
             .push_back(&r);
@@ -280,9 +297,9 @@ std::vector<ReportFigure> topk_figures(const ReportData& data) {
         ReportFigure f;
         f.section = ReportSection::TopK;
         f.heading = fmt::format("{} on {}, {}, budget in {}", model, text, context_label(first),
-                                pct                       ? "% of the causal keys"
-                                : first.phase == "decode" ? "keys per decode step"
-                                                          : "keys per query tile");
+                                pct                                ? "% of the causal keys"
+                                : first.phase == EvalPhase::Decode ? "keys per decode step"
+                                                                   : "keys per query tile");
         f.caption =
             "Test perplexity of each method and schedule setting as its top-k budget grows; the black line "
             "is dense attention on the same tokens.";
@@ -391,10 +408,10 @@ std::vector<ReportFigure> similarity_figures(const ReportData& data) {
 namespace {
 
 std::string schedule_title(const ReportSchedule& s, const ReportSimilarity* sim) {
-    std::string line1 =
-        fmt::format("schedule {}: {}; {} anchor + {} reuse of {} layers; {} {}, heads {}", s.id,
-                    policy_text(s.policy, s.threshold, s.max_reuse_dist, s.n_anchors, s.anchor_list), s.n_anchor_layers,
-                    s.n_reuse_layers, s.n_layers, s.metric, s.aggregation, s.head_map);
+    std::string line1 = fmt::format("schedule {}: {}; {} anchor + {} reuse of {} layers; {} {}, heads {}", s.id,
+                                    policy_text(s.policy, s.threshold, s.max_reuse_dist, s.n_anchors, s.anchor_list),
+                                    s.n_anchor_layers, s.n_reuse_layers, s.n_layers, name_or_empty(s.metric),
+                                    name_or_empty(s.aggregation), mode_name(s.head_map));
     return sim ? line1 + "\nfrom " + similarity_title(*sim) : line1;
 }
 
@@ -420,8 +437,8 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
         std::string layers, arcs, arc_labels;
         double top = 0.6;
         for (const ReportScheduleLayer& l : s.layers) {
-            layers += fmt::format("{} 0 {} {}\n", l.layer, role_color(l.role), l.role);
-            if (l.role != "reuse" || !l.anchor_layer) continue;
+            layers += fmt::format("{} 0 {} {}\n", l.layer, role_color(run_layer_role(l.role)), mode_name(l.role));
+            if (l.role != LayerRole::Reuse || !l.anchor_layer) continue;
             const int a = *l.anchor_layer, b = l.layer;
             const double height = 0.35 + 0.18 * (b - a);
             top = std::max(top, height);
@@ -474,10 +491,11 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
         // Head maps: per reuse layer, the KV-head pair similarity to its anchor and the anchor head each head uses.
         std::vector<const ReportScheduleLayer*> reuse;
         for (const ReportScheduleLayer& l : s.layers) {
-            if (l.role == "reuse" && l.anchor_layer && !l.head_map.empty()) reuse.push_back(&l);
+            if (l.role == LayerRole::Reuse && l.anchor_layer && !l.head_map.empty()) reuse.push_back(&l);
         }
         if (reuse.empty()) continue;
-        const std::string measure = s.metric + "_" + s.aggregation;
+        const std::string measure =
+            s.metric && s.aggregation ? similarity_measure_name(*s.metric, *s.aggregation) : std::string();
         const bool with_similarity = sim != nullptr && sim->measures.count(measure) > 0;
         const int H = static_cast<int>(reuse.front()->head_map.size());
         std::string blocks, body;
@@ -512,13 +530,13 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
         }
         ReportFigure h;
         h.section = ReportSection::Schedules;
-        h.heading = fmt::format("schedule {}: head maps ({})", id, s.head_map);
+        h.heading = fmt::format("schedule {}: head maps ({})", id, mode_name(s.head_map));
         h.caption = with_similarity
                         ? fmt::format(
                               "One matrix per reuse layer: row = its KV head, column = the anchor layer's KV "
                               "head, colour = their {} ({} over query tiles); the red ring marks the anchor "
                               "head each KV head reads (for 'pooled', every head reads one pooled set).",
-                              s.metric, s.aggregation)
+                              name_or_empty(s.metric), name_or_empty(s.aggregation))
                         : "One matrix per reuse layer: row = its KV head, column = the anchor KV head it reads (1).";
         h.plot.name = fmt::format("headmap-{}", id);
         h.plot.width = cols * 230 + 90;
@@ -544,7 +562,7 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
 std::vector<ReportFigure> run_figures(const ReportData& data) {
     std::vector<ReportFigure> figures;
     for (const ReportRun& r : data.runs) {
-        if (r.method == "dense" || r.layers.empty()) continue;
+        if (r.method == EvalMethod::Dense || r.layers.empty()) continue;
         std::string rows;
         bool has_error = false;
         for (const ReportRunLayer& l : r.layers) {
@@ -553,8 +571,8 @@ std::vector<ReportFigure> run_figures(const ReportData& data) {
             has_error = has_error || l.out_rel_error.has_value();
         }
         std::string setting = method_series(r);
-        if (r.method == "kascade")
-            setting = "kascade " + policy_text(r.policy, r.threshold, r.max_reuse_dist, r.n_anchors, r.anchor_list);
+        if (r.method == EvalMethod::Kascade && r.policy)
+            setting = "kascade " + policy_text(*r.policy, r.threshold, r.max_reuse_dist, r.n_anchors, r.anchor_list);
         const std::string budget = topk_text(r.topk_tiles, r.topk_pct, r.k_min, r.page_size);
         // Quest has pages (named in its budget), no tile.
         const std::string tile = r.tile ? fmt::format(", tile {}", *r.tile) : "";

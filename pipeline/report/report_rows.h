@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/enum_names.h"
 #include "base/error.h"
 #include "io/store/table_format.h"
 
@@ -36,6 +37,12 @@ inline double real_or_nan(const QueryValue& v) {
     return opt_real(v).value_or(std::numeric_limits<double>::quiet_NaN());
 }
 
+/// The name of a mode that may not apply ("" when it does not).
+template <typename E>
+std::string name_or_empty(const std::optional<E>& mode) {
+    return mode ? std::string(mode_name(*mode)) : std::string();
+}
+
 /// Row access by column name, so the SELECT lists of the loaders can be read as they are written.
 class Row {
   public:
@@ -46,6 +53,20 @@ class Row {
         }
         KASCADE_ASSERT(false && "column not selected");
         return result_.rows[row_][0];
+    }
+
+    /// A mode column (base/modes.h) read through its one name table: a value the table does not know is an error
+    /// naming the column, with the closest name. NULL and '' (a mode that does not apply) give nullopt.
+    template <typename E>
+    std::optional<E> opt_mode(std::string_view column) const {
+        const std::string value = text((*this)[column]);
+        if (value.empty()) return std::nullopt;
+        return parse_mode<E>(value, fmt::format("column {}", column));
+    }
+    /// A mode column that is never NULL.
+    template <typename E>
+    E mode(std::string_view column) const {
+        return parse_mode<E>(text((*this)[column]), fmt::format("column {}", column));
     }
 
   private:

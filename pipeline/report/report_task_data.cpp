@@ -65,12 +65,17 @@ std::map<std::int64_t, double> ReportTaskRun::density_by_length() const {
 }
 
 std::string task_method_text(const ReportTaskRun& r) {
-    if (r.method != "kascade") return r.method;
-    if (r.policy == "dp") return fmt::format("kascade dp anchors={}", r.n_anchors.value_or(0));
-    if (r.policy == "threshold")
-        return fmt::format("kascade threshold {:g} max dist {}", r.threshold.value_or(0), r.max_reuse_dist.value_or(0));
-    if (r.policy == "fixed") return "kascade fixed anchors " + r.anchor_list;
-    return r.policy.empty() ? std::string("kascade") : "kascade " + r.policy;
+    if (r.method != EvalMethod::Kascade || !r.policy) return std::string(mode_name(r.method));
+    switch (*r.policy) {
+        case SchedulePolicy::Dp:
+            return fmt::format("kascade dp anchors={}", r.n_anchors.value_or(0));
+        case SchedulePolicy::Threshold:
+            return fmt::format("kascade threshold {:g} max dist {}", r.threshold.value_or(0),
+                               r.max_reuse_dist.value_or(0));
+        case SchedulePolicy::Fixed:
+            return "kascade fixed anchors " + r.anchor_list;
+    }
+    return "kascade";
 }
 
 std::string task_budget_text(const ReportTaskRun& r) {
@@ -81,9 +86,10 @@ std::string task_budget_text(const ReportTaskRun& r) {
 }
 
 std::string task_run_label(const ReportTaskRun& r) {
-    if (r.method == "dense") return "dense";
+    if (r.method == EvalMethod::Dense) return "dense";
     const std::string budget = task_budget_text(r);
-    return fmt::format("{}{} ({} prefill)", task_method_text(r), budget.empty() ? "" : " " + budget, r.prefill);
+    return fmt::format("{}{} ({} prefill)", task_method_text(r), budget.empty() ? "" : " " + budget,
+                       mode_name(r.prefill));
 }
 
 std::string task_haystack_name(const ReportTaskRun& r) {
@@ -104,20 +110,20 @@ ReportTaskRun run_of(const Row& r) {
     run.id = *opt_int(r["task_run_id"]);
     run.metric = text(r["metric"]);
     run.max_new_tokens = opt_int(r["max_new_tokens"]).value_or(0);
-    run.prefill = text(r["prefill"]);
-    run.method = text(r["method"]);
+    run.prefill = r.mode<TaskPrefill>("prefill");
+    run.method = r.mode<EvalMethod>("method");
     run.schedule_id = opt_int(r["schedule_id"]);
-    run.policy = text(r["policy"]);
+    run.policy = r.opt_mode<SchedulePolicy>("policy");
     run.n_anchors = opt_int(r["n_anchors"]);
     run.anchor_list = text(r["anchor_list"]);
     run.tile = opt_int(r["tile"]);
     run.topk_tiles = opt_int(r["topk_tiles"]);
     run.topk_pct = opt_real(r["topk_pct"]);
     run.k_min = opt_int(r["k_min"]);
-    run.k_rule = text(r["k_rule"]);
+    run.k_rule = r.opt_mode<KRule>("k_rule");
     run.round_k = opt_int(r["round_k"]);
-    run.key_granularity = text(r["key_granularity"]);
-    run.pooling = text(r["pooling"]);
+    run.key_granularity = r.opt_mode<KeyGranularity>("key_granularity");
+    run.pooling = r.opt_mode<Pooling>("pooling");
     run.page_size = opt_int(r["page_size"]);
     run.model_path = text(r["model_path"]);
     run.model_hash = text(r["model_hash"]);

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/modes.h"
+
 namespace kascade {
 
 class QueryDb;
@@ -31,21 +33,23 @@ struct ReportTaskSample {
 /// One task run (a method with its budget or schedule on a task) and its selected samples.
 struct ReportTaskRun {
     std::int64_t id = 0;
-    std::string task;     ///< passkey | niah_single | ... (pipeline/tasks/task_kind.h) | dataset
-    std::string metric;   ///< number_match | string_match_all | string_match_part | a LongBench metric
-    std::string prefill;  ///< sparse (the prompt through the method) | dense (decode-only ablation)
-    std::string method;   ///< kascade | dense | oracle | streaming | quest
+    std::string task;    ///< passkey | niah_single | ... (pipeline/tasks/task_kind.h) | dataset
+    std::string metric;  ///< number_match | string_match_all | string_match_part | a LongBench metric
+    TaskPrefill prefill = TaskPrefill::Sparse;  ///< the prompt through the method, or dense (decode-only ablation)
+    EvalMethod method = EvalMethod::Dense;
     std::int64_t seed = 0, max_new_tokens = 0;
     // Kascade: the schedule and its policy setting (from the schedules table).
     std::optional<std::int64_t> schedule_id;
-    std::string policy;  ///< threshold | dp | fixed; empty for the other methods
+    std::optional<SchedulePolicy> policy;
     std::optional<double> threshold;
     std::optional<std::int64_t> max_reuse_dist, n_anchors;
     std::string anchor_list;
     // The key budget (NULL where the method has none: dense).
     std::optional<std::int64_t> tile, topk_tiles, k_min, round_k, page_size;
     std::optional<double> topk_pct;
-    std::string k_rule, key_granularity, pooling;
+    std::optional<KRule> k_rule;
+    std::optional<KeyGranularity> key_granularity;
+    std::optional<Pooling> pooling;
     std::string model_path, model_hash;
     std::string haystack_path;  ///< empty: the built-in filler; dataset runs: the JSONL file
     // Dataset runs only:

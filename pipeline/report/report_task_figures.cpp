@@ -10,9 +10,12 @@
 #include <fmt/ranges.h>
 
 #include "base/error.h"
+#include "pipeline/report/report_rows.h"
 #include "pipeline/report/report_style.h"
 
 namespace kascade {
+
+using report_rows::name_or_empty;
 
 namespace {
 
@@ -30,10 +33,11 @@ constexpr int kHeatmapColumns = 4;
 /// Dense first, then by method, schedule setting, budget and prefill mode (sparse before dense).
 bool panel_order(const ReportTaskRun* a, const ReportTaskRun* b) {
     const auto key = [](const ReportTaskRun* r) {
-        return std::make_tuple(r->method != "dense", r->method, r->policy, r->n_anchors.value_or(0),
-                               r->threshold.value_or(0), r->anchor_list, r->topk_pct.value_or(0),
+        return std::make_tuple(r->method != EvalMethod::Dense, mode_name(r->method), name_or_empty(r->policy),
+                               r->n_anchors.value_or(0), r->threshold.value_or(0), r->anchor_list,
+                               r->topk_pct.value_or(0),
                                report_budget_keys(r->topk_tiles, r->tile, r->page_size).value_or(0),
-                               r->prefill != "sparse", r->id);
+                               r->prefill != TaskPrefill::Sparse, r->id);
     };
     return key(a) < key(b);
 }
@@ -97,8 +101,8 @@ std::string index_tics(const std::map<T, int>& index) {
 
 /// The score-vs-density series: the method, Kascade by schedule policy (as in the perplexity figures' legends).
 std::string task_series(const ReportTaskRun& r) {
-    if (r.method == "kascade" && !r.policy.empty()) return "kascade (" + r.policy + ")";
-    return r.method;
+    if (r.method == EvalMethod::Kascade && r.policy) return "kascade (" + name_or_empty(r.policy) + ")";
+    return std::string(mode_name(r.method));
 }
 
 /// A point's own label beside it: what distinguishes it within its series ("K=2 10%", "128 keys"). Count budgets are
@@ -110,9 +114,11 @@ std::string point_label(const ReportTaskRun& r) {
     else if (const auto keys = report_budget_keys(r.topk_tiles, r.tile, r.page_size))
         budget = fmt::format("{} keys", *keys);
     std::string setting;
-    if (r.method == "kascade" && r.policy == "dp") setting = fmt::format("K={}", r.n_anchors.value_or(0));
-    if (r.method == "kascade" && r.policy == "threshold") setting = fmt::format("t={:g}", r.threshold.value_or(0));
-    if (r.method == "kascade" && r.policy == "fixed") setting = r.anchor_list;
+    if (r.method == EvalMethod::Kascade && r.policy == SchedulePolicy::Dp)
+        setting = fmt::format("K={}", r.n_anchors.value_or(0));
+    if (r.method == EvalMethod::Kascade && r.policy == SchedulePolicy::Threshold)
+        setting = fmt::format("t={:g}", r.threshold.value_or(0));
+    if (r.method == EvalMethod::Kascade && r.policy == SchedulePolicy::Fixed) setting = r.anchor_list;
     return setting.empty() || budget.empty() ? setting + budget : setting + " " + budget;
 }
 
@@ -161,7 +167,7 @@ std::vector<ReportFigure> needle_heatmap_figures(const ReportData& data) {
             blocks += gnuplot_datablock(fmt::format("p{}", p), rows);
             // Two title lines: the method and budget, then the prefill mode and the panel's mean.
             const std::string& label = labels.at(r.id);
-            const size_t paren = r.method == "dense" ? std::string::npos : label.find(" (");
+            const size_t paren = r.method == EvalMethod::Dense ? std::string::npos : label.find(" (");
             const std::string title = paren == std::string::npos
                                           ? fmt::format("{}\nmean score {:.3f}", label, r.mean_score())
                                           : fmt::format("{}\n{}, mean score {:.3f}", label.substr(0, paren),
@@ -218,9 +224,10 @@ std::vector<ReportFigure> task_density_figures(const ReportData& data) {
         if (lengths.size() > 1) panels.insert(panels.end(), lengths.begin(), lengths.end());
 
         // Series: method x prefill mode (dense, always densely prefilled, is one series); styles by method.
-        std::map<std::pair<std::string, std::string>, std::vector<const ReportTaskRun*>> series;
+        std::map<std::pair<std::string, std::optional<TaskPrefill>>, std::vector<const ReportTaskRun*>> series;
         for (const ReportTaskRun* r : runs)
-            series[{task_series(*r), r->method == "dense" ? "" : r->prefill}].push_back(r);
+            series[{task_series(*r), r->method == EvalMethod::Dense ? std::nullopt : std::optional(r->prefill)}]
+                .push_back(r);
         std::map<std::string, SeriesStyle> styles;
         for (const auto& [key, members] : series) {
             if (!styles.count(key.first)) styles[key.first] = report_series_style(key.first, styles.size());
@@ -240,7 +247,7 @@ std::vector<ReportFigure> task_density_figures(const ReportData& data) {
                     const double score = length ? by_length.at(*length) : r->mean_score();
                     const double density = length ? r->density_by_length().at(*length) : r->mean_density();
                     xy.emplace_back(density, score, point_label(*r));
-                    if (r->method == "dense" && !dense_score) dense_score = score;
+                    if (r->method == EvalMethod::Dense && !dense_score) dense_score = score;
                 }
                 if (xy.empty()) continue;  // gnuplot stops on an index with no points
                 std::sort(xy.begin(), xy.end());
@@ -250,9 +257,10 @@ std::vector<ReportFigure> task_density_figures(const ReportData& data) {
                         point_labels += fmt::format("{} {} {}\n", report_num(x), report_num(y), gnuplot_string(label));
                 }
                 points += "\n\n";
-                const bool dense_prefill = key.second == "dense";
+                const bool dense_prefill = key.second == TaskPrefill::Dense;
                 const SeriesStyle& style = styles.at(key.first);
-                const std::string title = key.second.empty() ? key.first : key.first + ", " + key.second + " prefill";
+                const std::string title =
+                    key.second ? key.first + ", " + name_or_empty(key.second) + " prefill" : key.first;
                 plot += fmt::format(
                     "{}$d{} index {} using 1:2 with linespoints pt {} ps 1.5 lw 1.3 dt {} lc rgb \"{}\" {}",
                     index == 0 ? "plot " : ", \\\n  ", p, index, prefill_point(style.point, dense_prefill),

@@ -31,8 +31,8 @@ class AttentionPolicy {
     /// Page size the KV cache must keep page bounds for (KvCache(config, capacity, policy.kv_page_size())); 0 = none.
     virtual int kv_page_size() const { return 0; }
 
-    /// Name of what `layer` does, used to split attention time by layer type ("dense", "anchor", "reuse", ...).
-    virtual std::string_view layer_role(int layer) const = 0;
+    /// What `layer` does (run_layers.role), also used to split attention time by layer type.
+    virtual RunLayerRole layer_role(int layer) const = 0;
 
     /// Called after a layer's attention block with its input x_in (the residual stream) and the block's output
     /// (after o_proj), both [n_rows][dim], when observes_layers() is true. The capture stage measures layer
@@ -46,7 +46,7 @@ class AttentionPolicy {
 class DenseAttention : public AttentionPolicy {
   public:
     void attend(const AttentionCall& call) override;
-    std::string_view layer_role(int) const override { return "dense"; }
+    RunLayerRole layer_role(int) const override { return RunLayerRole::Dense; }
 };
 
 }  // namespace kascade

@@ -4,18 +4,6 @@
 
 namespace kascade {
 
-std::string_view layer_role_name(LayerRole role) {
-    switch (role) {
-        case LayerRole::Dense:
-            return "dense";
-        case LayerRole::Anchor:
-            return "anchor";
-        case LayerRole::Reuse:
-            return "reuse";
-    }
-    return "?";
-}
-
 AttentionSchedule AttentionSchedule::all_dense(int n_layers) {
     AttentionSchedule s;
     s.layers.resize(n_layers);

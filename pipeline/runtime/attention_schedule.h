@@ -6,14 +6,11 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
+#include "base/modes.h"  // LayerRole
+
 namespace kascade {
-
-enum class LayerRole : int8_t { Dense = 0, Anchor = 1, Reuse = 2 };
-
-std::string_view layer_role_name(LayerRole role);
 
 struct LayerPlan {
     LayerRole role = LayerRole::Dense;

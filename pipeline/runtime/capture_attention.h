@@ -13,7 +13,7 @@ class CaptureAttention : public AttentionPolicy {
     CaptureAttention(int n_layers, int tile, bool save_qk);
 
     void attend(const AttentionCall& call) override;
-    std::string_view layer_role(int) const override { return "dense"; }
+    RunLayerRole layer_role(int) const override { return RunLayerRole::Dense; }
     bool observes_layers() const override { return true; }
     void observe_layer(int layer, const float* x_in, const float* attn_out, int n_rows, int dim) override;
 

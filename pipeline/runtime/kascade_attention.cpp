@@ -177,8 +177,8 @@ KascadeAttention::KascadeAttention(AttentionSchedule schedule, SparseAttentionOp
     density_.resize(n_layers);
 }
 
-std::string_view KascadeAttention::layer_role(int layer) const {
-    return layer_role_name(schedule_.layers[layer].role);
+RunLayerRole KascadeAttention::layer_role(int layer) const {
+    return run_layer_role(schedule_.layers[layer].role);
 }
 
 void KascadeAttention::reset_density() {

@@ -89,7 +89,7 @@ class KascadeAttention : public AttentionPolicy {
     KascadeAttention(AttentionSchedule schedule, SparseAttentionOptions options);
 
     void attend(const AttentionCall& call) override;
-    std::string_view layer_role(int layer) const override;
+    RunLayerRole layer_role(int layer) const override;
 
     /// Keys attended per layer since construction (or the last reset_density()).
     const std::vector<LayerDensity>& layer_density() const { return density_; }

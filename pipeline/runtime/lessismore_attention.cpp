@@ -97,16 +97,16 @@ LessIsMoreAttention::LessIsMoreAttention(int n_layers, LessIsMoreOptions options
     }
 }
 
-std::string_view LessIsMoreAttention::layer_role(int layer) const {
+RunLayerRole LessIsMoreAttention::layer_role(int layer) const {
     switch (roles_[layer]) {
         case Role::Selection:
-            return "selection";
+            return RunLayerRole::Selection;
         case Role::Reuse:
-            return "reuse";
+            return RunLayerRole::Reuse;
         case Role::Dense:
             break;
     }
-    return "dense";
+    return RunLayerRole::Dense;
 }
 
 void LessIsMoreAttention::reset_density() {

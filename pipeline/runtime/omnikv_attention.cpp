@@ -55,16 +55,16 @@ OmniKvAttention::OmniKvAttention(int n_layers, OmniKvOptions options)
     }
 }
 
-std::string_view OmniKvAttention::layer_role(int layer) const {
+RunLayerRole OmniKvAttention::layer_role(int layer) const {
     switch (roles_[layer]) {
         case Role::Filter:
-            return "filter";
+            return RunLayerRole::Filter;
         case Role::Reuse:
-            return "reuse";
+            return RunLayerRole::Reuse;
         case Role::Dense:
             break;
     }
-    return "dense";
+    return RunLayerRole::Dense;
 }
 
 void OmniKvAttention::reset_density() {

@@ -41,7 +41,7 @@ class OmniKvAttention : public AttentionPolicy {
 
     void attend(const AttentionCall& call) override;
     /// "dense", "filter" (attends densely, picks the set) or "reuse" (attends the last filter layer's set).
-    std::string_view layer_role(int layer) const override;
+    RunLayerRole layer_role(int layer) const override;
 
     /// Keys attended per layer since construction (or the last reset_density()).
     const std::vector<LayerDensity>& layer_density() const { return density_; }

@@ -14,7 +14,7 @@ class OutputErrorProbe : public AttentionPolicy {
     OutputErrorProbe(AttentionPolicy& inner, int n_layers);
 
     void attend(const AttentionCall& call) override;
-    std::string_view layer_role(int layer) const override { return inner_.layer_role(layer); }
+    RunLayerRole layer_role(int layer) const override { return inner_.layer_role(layer); }
 
     double relative_error(int layer) const;
 

@@ -28,7 +28,9 @@ class QuestAttention : public AttentionPolicy {
     QuestAttention(int n_layers, QuestOptions options);
 
     void attend(const AttentionCall& call) override;
-    std::string_view layer_role(int layer) const override { return layer < options_.dense_layers ? "dense" : "quest"; }
+    RunLayerRole layer_role(int layer) const override {
+        return layer < options_.dense_layers ? RunLayerRole::Dense : RunLayerRole::Quest;
+    }
     int kv_page_size() const override { return options_.page; }
 
     /// Keys attended per layer since construction (or the last reset_density()).

@@ -39,7 +39,9 @@ class StreamingAttention : public AttentionPolicy {
     StreamingAttention(int n_layers, SparseAttentionOptions options);
 
     void attend(const AttentionCall& call) override;
-    std::string_view layer_role(int layer) const override { return layer == 0 ? "dense" : "streaming"; }
+    RunLayerRole layer_role(int layer) const override {
+        return layer == 0 ? RunLayerRole::Dense : RunLayerRole::Streaming;
+    }
     const std::vector<LayerDensity>& layer_density() const { return density_; }
     void reset_density();
 

@@ -38,7 +38,7 @@ LongBenchDataset dataset_scoring(const DatasetTaskParams& p) {
             if (std::string_view(e.what()).find("Chinese") != std::string_view::npos) throw;
         }
         KASCADE_FAIL("--dataset-name '{}' is not a LongBench dataset, so its metric is unknown: give --metric ({})",
-                     p.dataset_name, fmt::join(longbench_metric_names(), ", "));
+                     p.dataset_name, fmt::join(mode_names<LongBenchMetric>(), ", "));
     }
     LongBenchDataset scoring = longbench ? parse_longbench_dataset(p.dataset_name, "--dataset-name")
                                          : LongBenchDataset{"", false, *p.metric, false, true};
@@ -63,13 +63,13 @@ TaskRunRecord dataset_run_record(Workspace& ws, LoadedModel& model, const Resolv
     if (m.schedule) run.schedule_id = m.schedule->record.id;
     run.task = std::string(kDatasetTask);
     run.dataset_name = r.params.dataset_name;
-    run.metric = std::string(longbench_metric_name(r.files.scoring.metric));
+    run.metric = std::string(mode_name(r.files.scoring.metric));
     run.seed = 0;
     run.max_new_tokens = r.files.max_new_tokens;
     run.max_length = r.max_length;
-    run.chat_template = std::string(chat_template_name(r.files.chat_template));
-    run.prefill = std::string(task_prefill_name(r.params.prefill));
-    run.method = std::string(eval_method_name(m.params.method));
+    run.chat_template = std::string(mode_name(r.files.chat_template));
+    run.prefill = std::string(mode_name(r.params.prefill));
+    run.method = std::string(mode_name(m.params.method));
     set_method_columns(m, run);
     run.git_commit = KASCADE_GIT_COMMIT;
     run.machine = machine_description();
@@ -157,12 +157,12 @@ std::string dataset_task_key(const DatasetKeyInputs& k) {
     if (k.method == EvalMethod::Kascade) inputs["schedule"] = k.schedule_key;
     nlohmann::json params = {{"task", kDatasetTask},
                              {"dataset_name", k.dataset_name},
-                             {"metric", std::string(longbench_metric_name(k.metric))},
+                             {"metric", std::string(mode_name(k.metric))},
                              {"max_length", k.max_length},
                              {"max_new_tokens", k.max_new_tokens},
-                             {"chat_template", std::string(chat_template_name(k.chat_template))},
-                             {"prefill", std::string(task_prefill_name(k.prefill))},
-                             {"method", std::string(eval_method_name(k.method))}};
+                             {"chat_template", std::string(mode_name(k.chat_template))},
+                             {"prefill", std::string(mode_name(k.prefill))},
+                             {"method", std::string(mode_name(k.method))}};
     add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
                           k.window_ratio, params);
     return content_key("task", kTaskFormatVersion, inputs, params);

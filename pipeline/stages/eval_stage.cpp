@@ -24,6 +24,25 @@ namespace kascade {
 
 namespace {
 
+/// Which of the stored attention times (attn_ms_dense / _anchor / _reuse) a layer's time goes to: streaming layers
+/// attend a fixed set, as reuse layers do; Quest layers rank pages, and OmniKV's filter and LessIsMore's selection
+/// layers rank keys, as anchors rank keys.
+LayerRole attention_time_kind(RunLayerRole role) {
+    switch (role) {
+        case RunLayerRole::Dense:
+            return LayerRole::Dense;
+        case RunLayerRole::Anchor:
+        case RunLayerRole::Quest:
+        case RunLayerRole::Filter:
+        case RunLayerRole::Selection:
+            return LayerRole::Anchor;
+        case RunLayerRole::Reuse:
+        case RunLayerRole::Streaming:
+            return LayerRole::Reuse;
+    }
+    return LayerRole::Dense;
+}
+
 /// The defaults a kascade run takes from its schedule: the similarity's selection and the capture's tile.
 void resolve_schedule(ResultsDb& db, const std::string& model_hash, const std::string& model_path, ResolvedEval& r) {
     const EvalParams& params = r.params;
@@ -48,10 +67,10 @@ void resolve_schedule(ResultsDb& db, const std::string& model_hash, const std::s
     r.topk = TopKRule{static_cast<int>(similarity->topk_tiles.value_or(0)),
                       static_cast<float>(similarity->topk_pct.value_or(0)),
                       static_cast<int>(similarity->k_min.value_or(TopKRule{}.k_min_tokens)),
-                      parse_k_rule(sim_params.value("k_rule", std::string("visible")), "similarity k_rule"),
+                      parse_mode<KRule>(sim_params.value("k_rule", std::string("visible")), "similarity k_rule"),
                       sim_params.value("round_k", 0)};
-    r.granularity =
-        parse_key_granularity(sim_params.value("key_granularity", std::string("tile")), "similarity key_granularity");
+    r.granularity = parse_mode<KeyGranularity>(sim_params.value("key_granularity", std::string("tile")),
+                                               "similarity key_granularity");
     if (!params.tile) r.tile = static_cast<int>(capture->tile);
 }
 
@@ -111,7 +130,7 @@ void check_eval_params(const LoadedModel& model, const EvalParams& params) {
     const bool decode = params.phase == EvalPhase::Decode;
     KASCADE_CHECK(decode || !is_decode_only_method(params.method),
                   "method {} is a decode method (it attends densely in prefill): add --phase decode",
-                  eval_method_name(params.method));
+                  mode_name(params.method));
     check_method_layers(params, model.weights.config.n_layers);
     if (decode) {
         KASCADE_CHECK(params.prompt_tokens >= 1, "invalid prompt-tokens={} (must be >= 1)", params.prompt_tokens);
@@ -181,13 +200,13 @@ ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedT
 
 std::string eval_key(const EvalKeyInputs& k) {
     nlohmann::json inputs = {{"model", k.model_hash}, {"tokenizer", k.tokenizer_hash}, {"text", k.text_hash}};
-    nlohmann::json params = {{"method", std::string(eval_method_name(k.method))},
+    nlohmann::json params = {{"method", std::string(mode_name(k.method))},
                              {"ctx", k.ctx},
                              {"token_offset", k.token_offset},
                              {"n_tokens", k.n_tokens}};
     // Keys of prefill runs have no phase: they are those of the runs stored before decode runs existed.
     if (k.phase == EvalPhase::Decode) {
-        params["phase"] = std::string(eval_phase_name(k.phase));
+        params["phase"] = std::string(mode_name(k.phase));
         params["prompt_tokens"] = k.prompt_tokens;
         params["decode_tokens"] = k.decode_tokens;
     }
@@ -216,15 +235,17 @@ void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, Ke
     } else if (method != EvalMethod::Dense) {
         params["tile"] = tile;
         params["topk"] = topk_rule_json(topk);
-        params["key_granularity"] = std::string(key_granularity_name(granularity));
-        params["pooling"] = std::string(pooling_name(pooling));
+        params["key_granularity"] = std::string(mode_name(granularity));
+        params["pooling"] = std::string(mode_name(pooling));
     }
 }
 
 SparseAttentionOptions eval_attention_options(const ResolvedEval& r) {
     SparseAttentionOptions options{
         .tile = r.tile, .topk = r.topk, .granularity = r.granularity, .pooling = r.pooling, .pooled_heads = false};
-    if (r.schedule) options.pooled_heads = r.schedule->record.head_map == "pooled";
+    if (r.schedule)
+        options.pooled_heads =
+            parse_mode<HeadMapMode>(r.schedule->record.head_map, "schedules.head_map") == HeadMapMode::Pooled;
     return options;
 }
 
@@ -297,8 +318,8 @@ EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, c
         options.offset = r.token_offset;
         options.max_tokens = r.params.n_tokens;
         const auto windows = make_windows(n_text, options, start_token >= 0, runtime.max_positions());
-        ProgressLine progress(fmt::format("eval {}", eval_method_name(r.params.method)),
-                              static_cast<int64_t>(windows.size()), "windows");
+        ProgressLine progress(fmt::format("eval {}", mode_name(r.params.method)), static_cast<int64_t>(windows.size()),
+                              "windows");
         m.perplexity = evaluate_perplexity(runtime, policy, text.tokens, start_token, options,
                                            [&](int done, const PerplexityResult&) { progress.update(done); });
         progress.finish();
@@ -319,7 +340,7 @@ EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, c
         options.max_tokens = r.params.n_tokens;
         options.kv_page_size = policy.kv_page_size();
         const auto windows = make_decode_windows(n_text, options, start_token >= 0, runtime.max_positions());
-        ProgressLine progress(fmt::format("eval {} decode", eval_method_name(r.params.method)),
+        ProgressLine progress(fmt::format("eval {} decode", mode_name(r.params.method)),
                               static_cast<int64_t>(windows.size()), "windows");
         m.perplexity = evaluate_decode_perplexity(runtime, policy, text.tokens, start_token, options,
                                                   [&](int done, const PerplexityResult&) { progress.update(done); });
@@ -335,7 +356,7 @@ EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, c
         }
     }
     m.wall_s = omp_get_wtime() - start;
-    for (int l = 0; l < c.n_layers; ++l) m.layer_roles.emplace_back(policy.layer_role(l));
+    for (int l = 0; l < c.n_layers; ++l) m.layer_roles.push_back(policy.layer_role(l));
     m.finished_at = utc_now();
     return m;
 }
@@ -352,8 +373,8 @@ EvalResult record_eval(Workspace& ws, const LoadedModel& model, const LoadedText
     run.model_id = ws.stored_id(model);
     run.text_id = ws.stored_id(text);
     if (r.schedule) run.schedule_id = r.schedule->record.id;
-    run.method = std::string(eval_method_name(method));
-    run.phase = std::string(eval_phase_name(r.params.phase));
+    run.method = std::string(mode_name(method));
+    run.phase = std::string(mode_name(r.params.phase));
     if (r.params.phase == EvalPhase::Decode) {
         run.prompt_tokens = r.params.prompt_tokens;
         run.decode_tokens = r.params.decode_tokens;
@@ -390,28 +411,25 @@ EvalResult record_eval(Workspace& ws, const LoadedModel& model, const LoadedText
     for (const LayerDensity& d : m.density) total.add(d);
     metrics.density = sparse ? total.ratio() : 1.0;
     metrics.tokens_per_s = result.tokens_per_second();
-    std::map<std::string, double> ms_by_role;
+    std::map<LayerRole, double> ms_by_kind;
     std::vector<RunLayerRecord> layers(n_layers);
     const std::optional<AttentionSchedule> schedule =
         r.schedule ? std::optional(attention_schedule_from(*r.schedule)) : std::nullopt;
     for (int l = 0; l < n_layers; ++l) {
-        const std::string& role = m.layer_roles[l];
+        const RunLayerRole role = m.layer_roles[l];
         const double ms = result.stats.layer_attention_ms[l] / result.n_windows;
-        // Streaming layers attend a fixed set, as reuse layers do; Quest layers rank pages, and OmniKV's filter and
-        // LessIsMore's selection layers rank keys, as anchors rank keys.
-        const bool ranks = role == "quest" || role == "filter" || role == "selection";
-        ms_by_role[role == "streaming" ? "reuse" : ranks ? "anchor" : role] += ms;
+        ms_by_kind[attention_time_kind(role)] += ms;
         layers[l].layer = l;
-        layers[l].role = role;
+        layers[l].role = std::string(mode_name(role));
         if (schedule && schedule->layers[l].role == LayerRole::Reuse)
             layers[l].anchor_layer = schedule->layers[l].anchor;
         layers[l].density = sparse ? m.density[l].ratio() : 1.0;
         layers[l].attn_ms = ms;
         if (sparse) layers[l].out_rel_error = m.out_rel_error[l];
     }
-    if (ms_by_role.count("dense")) metrics.attn_ms_dense = ms_by_role["dense"];
-    if (ms_by_role.count("anchor")) metrics.attn_ms_anchor = ms_by_role["anchor"];
-    if (ms_by_role.count("reuse")) metrics.attn_ms_reuse = ms_by_role["reuse"];
+    if (ms_by_kind.count(LayerRole::Dense)) metrics.attn_ms_dense = ms_by_kind[LayerRole::Dense];
+    if (ms_by_kind.count(LayerRole::Anchor)) metrics.attn_ms_anchor = ms_by_kind[LayerRole::Anchor];
+    if (ms_by_kind.count(LayerRole::Reuse)) metrics.attn_ms_reuse = ms_by_kind[LayerRole::Reuse];
     metrics.wall_s = m.wall_s;
     // Another process may have stored the same run meanwhile: then that run is kept and this one is a cache hit.
     const StoredRow stored = ws.db().insert_run(run, metrics, layers, replace);

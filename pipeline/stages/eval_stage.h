@@ -1,7 +1,7 @@
 // pipeline/stages/eval_stage.h: stage 4, perplexity of the model on the test tokens with a sparse attention method,
 // beside the dense perplexity of the same tokens; logs one run (parameters, metrics, per-layer rows) in SQLite.
 //
-// Methods (eval_method.h): kascade (a stored schedule), oracle (every layer but 0 keeps its own top-k), streaming
+// Methods (base/modes.h): kascade (a stored schedule), oracle (every layer but 0 keeps its own top-k), streaming
 // (sink + recent keys, same budget), the decode-only baselines quest, omnikv and lessismore, dense (the baseline;
 // every sparse run finds or makes the dense run of its tokens). A run is three steps: resolve (defaults from the
 // schedule, validation, the content key), measure (the forward passes) and record (the database rows); run_eval chains
@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/modes.h"
 #include "kernels/attention_types.h"
 #include "pipeline/runtime/attention_density.h"
 #include "pipeline/runtime/attention_policy.h"
@@ -25,7 +26,6 @@
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/quest_attention.h"
 #include "pipeline/stages/capture_stage.h"
-#include "pipeline/stages/eval_method.h"
 
 namespace kascade {
 
@@ -102,11 +102,11 @@ MethodPolicy make_method_policy(const ResolvedEval& r, int n_layers);
 
 /// What step 2 measured.
 struct EvalMeasurement {
-    PerplexityResult perplexity;           ///< the timed pass (decode: the decode steps)
-    std::vector<LayerDensity> density;     ///< per layer; empty for dense
-    std::vector<std::string> layer_roles;  ///< per layer, from the policy
-    std::vector<double> out_rel_error;     ///< per layer, on the first window; empty for dense
-    double wall_s = 0;                     ///< the timed pass and the error probe
+    PerplexityResult perplexity;            ///< the timed pass (decode: the decode steps)
+    std::vector<LayerDensity> density;      ///< per layer; empty for dense
+    std::vector<RunLayerRole> layer_roles;  ///< per layer, from the policy
+    std::vector<double> out_rel_error;      ///< per layer, on the first window; empty for dense
+    double wall_s = 0;                      ///< the timed pass and the error probe
     std::string started_at, finished_at;
 };
 
@@ -162,20 +162,20 @@ void set_method_columns(const ResolvedEval& r, Record& record) {
     } else {
         record.topk_pct = r.topk.pct;
         record.k_min = r.topk.k_min_tokens;
-        record.k_rule = std::string(k_rule_name(r.topk.k_rule));
+        record.k_rule = std::string(mode_name(r.topk.k_rule));
     }
     record.round_k = r.topk.round_k;
     if (method == EvalMethod::Quest) {
         record.page_size = r.params.quest_page;
     } else if (method == EvalMethod::OmniKv || method == EvalMethod::LessIsMore) {
         record.tile = r.tile;
-        record.key_granularity = std::string(key_granularity_name(KeyGranularity::Token));
+        record.key_granularity = std::string(mode_name(KeyGranularity::Token));
         record.selection_layers = nlohmann::json(r.params.selection_layers).dump();
         if (method == EvalMethod::LessIsMore) record.window_ratio = r.params.window_ratio;
     } else {
         record.tile = r.tile;
-        record.key_granularity = std::string(key_granularity_name(r.granularity));
-        record.pooling = std::string(pooling_name(r.pooling));
+        record.key_granularity = std::string(mode_name(r.granularity));
+        record.pooling = std::string(mode_name(r.pooling));
     }
 }
 

@@ -4,14 +4,10 @@
 #include <numeric>
 
 #include "base/error.h"
-#include "pipeline/stages/enum_names.h"
 
 namespace kascade {
 
 namespace {
-
-constexpr EnumNames<SchedulePolicy, 3> kSchedulePolicyNames{
-    {{SchedulePolicy::Threshold, "threshold"}, {SchedulePolicy::Dp, "dp"}, {SchedulePolicy::Fixed, "fixed"}}};
 
 std::vector<int32_t> head_map_for(const LayerSimilarity& sim, HeadMapMode mode, int anchor, int layer) {
     switch (mode) {
@@ -50,39 +46,6 @@ AttentionSchedule schedule_from_anchors(const LayerSimilarity& sim, const std::v
 }
 
 }  // namespace
-
-std::string_view schedule_policy_name(SchedulePolicy policy) {
-    return enum_name(kSchedulePolicyNames, policy);
-}
-std::optional<SchedulePolicy> schedule_policy_from_name(std::string_view name) {
-    return enum_value(kSchedulePolicyNames, name);
-}
-const std::vector<std::string>& schedule_policy_names() {
-    static const std::vector<std::string> names = all_enum_names(kSchedulePolicyNames);
-    return names;
-}
-SchedulePolicy parse_schedule_policy(std::string_view name, std::string_view option) {
-    return parse_enum_name(kSchedulePolicyNames, name, option);
-}
-
-HeadMapMode parse_head_map_mode(const std::string& name) {
-    if (name == "argmax") return HeadMapMode::Argmax;
-    if (name == "identity") return HeadMapMode::Identity;
-    if (name == "pooled") return HeadMapMode::Pooled;
-    KASCADE_FAIL("unknown head map '{}' (expected argmax, identity or pooled)", name);
-}
-
-std::string head_map_mode_name(HeadMapMode mode) {
-    switch (mode) {
-        case HeadMapMode::Argmax:
-            return "argmax";
-        case HeadMapMode::Identity:
-            return "identity";
-        case HeadMapMode::Pooled:
-            return "pooled";
-    }
-    return "?";
-}
 
 AttentionSchedule schedule_threshold(const LayerSimilarity& sim, double threshold, int max_reuse_dist,
                                      HeadMapMode head_map) {

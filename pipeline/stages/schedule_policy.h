@@ -20,19 +20,7 @@
 
 namespace kascade {
 
-/// How a schedule chooses its anchors (see above).
-enum class SchedulePolicy { Threshold, Dp, Fixed };
-
-std::string_view schedule_policy_name(SchedulePolicy policy);  ///< "threshold" | "dp" | "fixed"
-std::optional<SchedulePolicy> schedule_policy_from_name(std::string_view name);
-const std::vector<std::string>& schedule_policy_names();
-/// Name -> policy, else an error naming `option`, the value and the choices.
-SchedulePolicy parse_schedule_policy(std::string_view name, std::string_view option);
-
-enum class HeadMapMode { Argmax, Identity, Pooled };
-
-HeadMapMode parse_head_map_mode(const std::string& name);  ///< "argmax" | "identity" | "pooled"
-std::string head_map_mode_name(HeadMapMode mode);
+// SchedulePolicy and HeadMapMode, with their names: base/modes.h.
 
 AttentionSchedule schedule_threshold(const LayerSimilarity& sim, double threshold, int max_reuse_dist,
                                      HeadMapMode head_map);

@@ -11,10 +11,10 @@ namespace kascade {
 namespace {
 
 nlohmann::json schedule_params_json(const ScheduleParams& p) {
-    nlohmann::json j = {{"policy", schedule_policy_name(p.policy)},
-                        {"metric", p.metric},
-                        {"aggregation", p.aggregation},
-                        {"head_map", p.head_map}};
+    nlohmann::json j = {{"policy", mode_name(p.policy)},
+                        {"metric", mode_name(p.metric)},
+                        {"aggregation", mode_name(p.aggregation)},
+                        {"head_map", mode_name(p.head_map)}};
     if (p.policy == SchedulePolicy::Threshold) {
         j["threshold"] = p.threshold;
         j["max_reuse_dist"] = p.max_reuse_dist;
@@ -29,7 +29,6 @@ nlohmann::json schedule_params_json(const ScheduleParams& p) {
 void check_params(const ScheduleParams& p) {
     if (p.policy == SchedulePolicy::Fixed)
         KASCADE_CHECK(!p.anchor_list.empty(), "policy fixed needs --anchor-list, e.g. 0,2,8");
-    parse_head_map_mode(p.head_map);
 }
 
 }  // namespace
@@ -44,9 +43,7 @@ AttentionSchedule attention_schedule_from(const Schedule& stored) {
     s.layers.resize(stored.layers.size());
     for (const ScheduleLayerRecord& row : stored.layers) {
         LayerPlan& plan = s.layers.at(row.layer);
-        plan.role = row.role == "dense"    ? LayerRole::Dense
-                    : row.role == "anchor" ? LayerRole::Anchor
-                                           : LayerRole::Reuse;
+        plan.role = parse_mode<LayerRole>(row.role, "schedule_layers.role");
         if (row.anchor_layer) plan.anchor = static_cast<int>(*row.anchor_layer);
         if (row.head_map_json) plan.head_map = nlohmann::json::parse(*row.head_map_json).get<std::vector<int32_t>>();
     }
@@ -64,7 +61,7 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
         if (existing && ws.has_artifact(key)) return {existing->record.id, key, true};
     }
 
-    const HeadMapMode mode = parse_head_map_mode(params.head_map);
+    const HeadMapMode mode = params.head_map;
     AttentionSchedule schedule;
     if (params.policy == SchedulePolicy::Threshold) {
         schedule = schedule_threshold(sim, params.threshold, params.max_reuse_dist, mode);
@@ -82,7 +79,7 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
         const LayerPlan& plan = schedule.layers[l];
         roles[l] = static_cast<int8_t>(plan.role);
         layers[l].layer = l;
-        layers[l].role = std::string(layer_role_name(plan.role));
+        layers[l].role = std::string(mode_name(plan.role));
         if (plan.role == LayerRole::Reuse) {
             anchors[l] = plan.anchor;
             std::copy(plan.head_map.begin(), plan.head_map.end(), head_maps.begin() + static_cast<size_t>(l) * H);
@@ -105,7 +102,7 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     H5ArtifactWriter writer(ws.new_artifact_path("schedule", key), kScheduleFormatVersion);
     write_artifact_header(writer.root(), header);
     H5Group& root = writer.root();
-    root.set_attr("policy", std::string(schedule_policy_name(params.policy)));
+    root.set_attr("policy", std::string(mode_name(params.policy)));
     if (params.policy == SchedulePolicy::Threshold) {
         root.set_attr("threshold", params.threshold);
         root.set_attr("max_reuse_dist", params.max_reuse_dist);
@@ -115,9 +112,9 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
         const std::vector<int64_t> list(params.anchor_list.begin(), params.anchor_list.end());
         root.set_attr_array<int64_t>("anchor_list", list);
     }
-    root.set_attr("metric", params.metric);
-    root.set_attr("aggregation", params.aggregation);
-    root.set_attr("head_map", params.head_map);
+    root.set_attr("metric", std::string(mode_name(params.metric)));
+    root.set_attr("aggregation", std::string(mode_name(params.aggregation)));
+    root.set_attr("head_map", std::string(mode_name(params.head_map)));
     root.set_attr("n_layers", L);
     root.set_attr("n_kv_heads", H);
     root.write_dataset<int8_t>("role", roles, {L});
@@ -131,7 +128,7 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     record.key = key;
     record.similarity_key = similarity_key;
     record.model_id = sim_record->model_id;
-    record.policy = std::string(schedule_policy_name(params.policy));
+    record.policy = std::string(mode_name(params.policy));
     if (params.policy == SchedulePolicy::Threshold) {
         record.threshold = params.threshold;
         record.max_reuse_dist = params.max_reuse_dist;
@@ -140,9 +137,9 @@ ScheduleResult run_schedule(Workspace& ws, const std::string& similarity_key, co
     } else {
         record.anchor_list = nlohmann::json(params.anchor_list).dump();
     }
-    record.metric = params.metric;
-    record.aggregation = params.aggregation;
-    record.head_map = params.head_map;
+    record.metric = std::string(mode_name(params.metric));
+    record.aggregation = std::string(mode_name(params.aggregation));
+    record.head_map = std::string(mode_name(params.head_map));
     const int64_t id = ws.db().insert_schedule(record, layers);
     return {id, key, false};
 }

@@ -16,13 +16,13 @@ inline constexpr int kScheduleFormatVersion = 1;
 
 struct ScheduleParams {
     SchedulePolicy policy = SchedulePolicy::Threshold;
-    double threshold = 0.65;           ///< threshold policy
-    int max_reuse_dist = 4;            ///< threshold policy
-    int n_anchors = 3;                 ///< dp policy, layer 0 included
-    std::vector<int> anchor_list;      ///< fixed policy
-    std::string metric = "recall";     ///< recall | jaccard
-    std::string aggregation = "mean";  ///< over query tiles: mean | min
-    std::string head_map = "argmax";   ///< argmax | identity | pooled
+    double threshold = 0.65;       ///< threshold policy
+    int max_reuse_dist = 4;        ///< threshold policy
+    int n_anchors = 3;             ///< dp policy, layer 0 included
+    std::vector<int> anchor_list;  ///< fixed policy
+    SimilarityMetric metric = SimilarityMetric::Recall;
+    SimilarityAggregation aggregation = SimilarityAggregation::Mean;  ///< over query tiles
+    HeadMapMode head_map = HeadMapMode::Argmax;
 };
 
 struct ScheduleResult {

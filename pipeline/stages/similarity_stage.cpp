@@ -1,5 +1,7 @@
 #include "pipeline/stages/similarity_stage.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 
@@ -28,38 +30,16 @@ nlohmann::json topk_rule_json(const TopKRule& rule) {
     nlohmann::json j = rule.tiles > 0 ? nlohmann::json{{"topk_tiles", rule.tiles}}
                                       : nlohmann::json{{"topk_pct", rule.pct},
                                                        {"k_min", rule.k_min_tokens},
-                                                       {"k_rule", std::string(k_rule_name(rule.k_rule))}};
+                                                       {"k_rule", std::string(mode_name(rule.k_rule))}};
     j["round_k"] = rule.round_k;
     return j;
 }
 
 namespace {
 
-template <typename E>
-E parse_mode(const std::string& name, std::string_view option, std::optional<E> (*from_name)(std::string_view),
-             std::string_view choices) {
-    const std::optional<E> e = from_name(name);
-    KASCADE_CHECK(e.has_value(), "invalid {}='{}' (expected {})", option, name, choices);
-    return *e;
-}
-
-}  // namespace
-
-KeyGranularity parse_key_granularity(const std::string& name, std::string_view option) {
-    return parse_mode(name, option, key_granularity_from_name, "token or tile");
-}
-Pooling parse_pooling(const std::string& name, std::string_view option) {
-    return parse_mode(name, option, pooling_from_name, "post_softmax or pre_softmax");
-}
-KRule parse_k_rule(const std::string& name, std::string_view option) {
-    return parse_mode(name, option, k_rule_from_name, "sequence, rolling or visible");
-}
-
-namespace {
-
 nlohmann::json similarity_params(const TopKRule& topk, KeyGranularity granularity) {
     nlohmann::json params = topk_rule_json(topk);
-    params["key_granularity"] = std::string(key_granularity_name(granularity));
+    params["key_granularity"] = std::string(mode_name(granularity));
     return params;
 }
 
@@ -71,8 +51,13 @@ std::string similarity_key(const std::string& capture_key, const TopKRule& topk,
 }
 
 namespace {
-constexpr const char* kMeasures[] = {"recall_mean", "recall_min", "jaccard_mean", "jaccard_min"};
-}
+/// The measures an artifact holds, in the order of the sums below.
+constexpr std::pair<SimilarityMetric, SimilarityAggregation> kMeasures[] = {
+    {SimilarityMetric::Recall, SimilarityAggregation::Mean},
+    {SimilarityMetric::Recall, SimilarityAggregation::Min},
+    {SimilarityMetric::Jaccard, SimilarityAggregation::Mean},
+    {SimilarityMetric::Jaccard, SimilarityAggregation::Min}};
+}  // namespace
 
 StageResult run_similarity(Workspace& ws, const std::string& capture_key, const TopKRule& topk,
                            KeyGranularity granularity, bool force) {
@@ -180,10 +165,10 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
     } else {
         writer.root().set_attr("topk_pct", static_cast<double>(topk.pct));
         writer.root().set_attr("k_min", static_cast<int64_t>(topk.k_min_tokens));
-        writer.root().set_attr("k_rule", std::string(k_rule_name(topk.k_rule)));
+        writer.root().set_attr("k_rule", std::string(mode_name(topk.k_rule)));
     }
     writer.root().set_attr("round_k", static_cast<int64_t>(topk.round_k));
-    writer.root().set_attr("key_granularity", std::string(key_granularity_name(granularity)));
+    writer.root().set_attr("key_granularity", std::string(mode_name(granularity)));
     writer.root().set_attr("n_layers", n_layers);
     writer.root().set_attr("n_kv_heads", n_heads);
     writer.root().set_attr("n_windows", n_windows);
@@ -197,7 +182,8 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
                         const size_t i = ((static_cast<size_t>(b) * n_layers + a) * n_heads + hb) * n_heads + ha;
                         table[i] = static_cast<float>(sums[m][i] / n_windows);
                     }
-        writer.root().write_dataset<float>(kMeasures[m], table, shape);
+        writer.root().write_dataset<float>(similarity_measure_name(kMeasures[m].first, kMeasures[m].second), table,
+                                           shape);
     }
     writer.root().write_dataset<float>("importance", importance, {n_layers});
     writer.commit();
@@ -211,18 +197,17 @@ StageResult run_similarity(Workspace& ws, const std::string& capture_key, const 
         detail.topk_pct = topk.pct;
         detail.k_min = topk.k_min_tokens;
     }
-    detail.metrics_json = nlohmann::json(std::vector<std::string>(std::begin(kMeasures), std::end(kMeasures))).dump();
+    std::vector<std::string> measure_names;
+    for (const auto& [metric, aggregation] : kMeasures)
+        measure_names.push_back(similarity_measure_name(metric, aggregation));
+    detail.metrics_json = nlohmann::json(measure_names).dump();
     ws.db().insert_artifact(make_artifact_record(ws, header, capture_record->model_id, kSimilarityFormatVersion),
                             detail);
     return {key, false};
 }
 
-LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similarity_key, const std::string& metric,
-                                      const std::string& aggregation) {
-    KASCADE_CHECK(metric == "recall" || metric == "jaccard", "unknown metric '{}' (expected recall or jaccard)",
-                  metric);
-    KASCADE_CHECK(aggregation == "mean" || aggregation == "min", "unknown aggregation '{}' (expected mean or min)",
-                  aggregation);
+LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similarity_key, SimilarityMetric metric,
+                                      SimilarityAggregation aggregation) {
     const std::optional<ArtifactRecord> record = ws.db().find_artifact(similarity_key);
     KASCADE_CHECK(
         record && record->stage == "similarity",
@@ -232,7 +217,7 @@ LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similari
     LayerSimilarity sim;
     sim.n_layers = static_cast<int>(reader.root().attr_int("n_layers"));
     sim.n_kv_heads = static_cast<int>(reader.root().attr_int("n_kv_heads"));
-    sim.head = reader.root().open_dataset(metric + "_" + aggregation).read<float>();
+    sim.head = reader.root().open_dataset(similarity_measure_name(metric, aggregation)).read<float>();
     sim.importance = reader.root().open_dataset("importance").read<float>();
     return sim;
 }

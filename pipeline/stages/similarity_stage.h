@@ -20,19 +20,14 @@ void check_topk_rule(const TopKRule& rule);
 /// The rule as stored in content keys and artifact parameters: topk_tiles, or topk_pct + k_min + k_rule; round_k.
 nlohmann::json topk_rule_json(const TopKRule& rule);
 
-/// Name -> enum of the selection modes, with an error naming the option, the value and the choices.
-KeyGranularity parse_key_granularity(const std::string& name, std::string_view option);
-Pooling parse_pooling(const std::string& name, std::string_view option);
-KRule parse_k_rule(const std::string& name, std::string_view option);
-
 /// granularity token selects individual keys (the paper) and needs a capture made with --save-qk (the per-key mass
 /// is computed from the stored queries and keys); tile selects key tiles from the stored tile mass.
 StageResult run_similarity(Workspace& ws, const std::string& capture_key, const TopKRule& topk,
                            KeyGranularity granularity, bool force = false);
 std::string similarity_key(const std::string& capture_key, const TopKRule& topk, KeyGranularity granularity);
 
-/// Reads one measure of a similarity artifact: metric "recall" | "jaccard", aggregation "mean" | "min".
-LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similarity_key, const std::string& metric,
-                                      const std::string& aggregation);
+/// Reads one measure of a similarity artifact.
+LayerSimilarity load_layer_similarity(Workspace& ws, const std::string& similarity_key, SimilarityMetric metric,
+                                      SimilarityAggregation aggregation);
 
 }  // namespace kascade

@@ -29,17 +29,18 @@ namespace {
 std::string topk_label(const TopKRule& r) {
     std::string s = r.tiles > 0
                         ? fmt::format("topk_tiles={}", r.tiles)
-                        : fmt::format("topk_pct={} k_min={} k_rule={}", r.pct, r.k_min_tokens, k_rule_name(r.k_rule));
+                        : fmt::format("topk_pct={} k_min={} k_rule={}", r.pct, r.k_min_tokens, mode_name(r.k_rule));
     return r.round_k > 0 ? s + fmt::format(" round_k={}", r.round_k) : s;
 }
 
 std::string schedule_label(const ScheduleParams& p) {
-    std::string s = fmt::format("policy={}", schedule_policy_name(p.policy));
+    std::string s = fmt::format("policy={}", mode_name(p.policy));
     if (p.policy == SchedulePolicy::Threshold)
         s += fmt::format(" threshold={} max_reuse_dist={}", p.threshold, p.max_reuse_dist);
     if (p.policy == SchedulePolicy::Dp) s += fmt::format(" anchors={}", p.n_anchors);
     if (p.policy == SchedulePolicy::Fixed) s += fmt::format(" anchor_list={}", nlohmann::json(p.anchor_list).dump());
-    return s + fmt::format(" metric={} aggregation={} head_map={}", p.metric, p.aggregation, p.head_map);
+    return s + fmt::format(" metric={} aggregation={} head_map={}", mode_name(p.metric), mode_name(p.aggregation),
+                           mode_name(p.head_map));
 }
 
 /// What a [datasets] dataset's runs are keyed by, read once from its files when the sweep is planned.
@@ -119,7 +120,7 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, in
                               .window_ratio = spec.lessismore_window_ratio});
             if (std::any_of(plan.begin(), plan.end(), [&](const SweepJob& o) { return o.key == j.key; })) continue;
             j.task_grid = task_grid_json(p);
-            j.label = fmt::format("{} {} prefill={}", task_kind_name(kind), method_label, task_prefill_name(p.prefill));
+            j.label = fmt::format("{} {} prefill={}", mode_name(kind), method_label, mode_name(p.prefill));
             plan.push_back(j);
         }
     }
@@ -163,7 +164,7 @@ void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method,
                                       .window_ratio = spec.lessismore_window_ratio});
             if (std::any_of(plan.begin(), plan.end(), [&](const SweepJob& o) { return o.key == j.key; })) continue;
             j.task_grid = dataset_grid_json(static_cast<int>(facts.files.samples.size()));
-            j.label = fmt::format("dataset {} {} prefill={}", facts.name, method_label, task_prefill_name(p.prefill));
+            j.label = fmt::format("dataset {} {} prefill={}", facts.name, method_label, mode_name(p.prefill));
             plan.push_back(j);
         }
     }
@@ -252,7 +253,7 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                     s.granularity = granularity;
                     s.key = similarity_key(c.key, topk, granularity);
                     s.label = fmt::format("ctx={} tile={} {} key_granularity={}", ctx, tile, topk_label(topk),
-                                          key_granularity_name(granularity));
+                                          mode_name(granularity));
                     s.depends_on = {capture_job};
                     plan.push_back(s);
                     const int similarity_job = static_cast<int>(plan.size()) - 1;
@@ -268,7 +269,7 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                         const int schedule_job = static_cast<int>(plan.size()) - 1;
                         for (Pooling pooling : spec.pooling) {
                             method_jobs(EvalMethod::Kascade, tile, topk, granularity, pooling, schedule_job,
-                                        fmt::format("kascade {} pooling={}", sc.label, pooling_name(pooling)));
+                                        fmt::format("kascade {} pooling={}", sc.label, mode_name(pooling)));
                         }
                     }
                     for (EvalMethod method : spec.baselines) {
@@ -284,7 +285,7 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                         if (ranks_own_keys(method)) {
                             if (granularity == spec.granularity.front()) {
                                 std::string label =
-                                    fmt::format("{} (ctx={} tile={} {}) layers={}", eval_method_name(method), ctx, tile,
+                                    fmt::format("{} (ctx={} tile={} {}) layers={}", mode_name(method), ctx, tile,
                                                 topk_label(topk), nlohmann::json(method_layers(spec, method)).dump());
                                 if (method == EvalMethod::LessIsMore)
                                     label += fmt::format(" window_ratio={}", spec.lessismore_window_ratio);
@@ -297,9 +298,9 @@ std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
                             method == EvalMethod::Oracle ? spec.pooling
                                                          : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
                         for (Pooling pooling : poolings) {
-                            method_jobs(method, tile, topk, granularity, pooling, -1,
-                                        fmt::format("{} ({}) pooling={}", eval_method_name(method), s.label,
-                                                    pooling_name(pooling)));
+                            method_jobs(
+                                method, tile, topk, granularity, pooling, -1,
+                                fmt::format("{} ({}) pooling={}", mode_name(method), s.label, mode_name(pooling)));
                         }
                     }
                 }
@@ -517,7 +518,7 @@ void check_sweep_inputs(const SweepSpec& spec, const LoadedModel& model, const L
             try {
                 resolve_task(nullptr, model, spec.task->params(kind));  // the prompts' checks, whatever the method
             } catch (const Error& e) {
-                KASCADE_FAIL("{}: [task] {}: {}", file, task_kind_name(kind), e.what());
+                KASCADE_FAIL("{}: [task] {}: {}", file, mode_name(kind), e.what());
             }
         }
     }

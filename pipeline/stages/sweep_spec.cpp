@@ -8,8 +8,8 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
-#include "base/error.h"
 #include "base/closest_match.h"
+#include "base/error.h"
 #include "io/file_util.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/stages/eval_stage.h"
@@ -111,19 +111,38 @@ class TableReader {
         return out;
     }
 
-    /// A string or a list of strings, each one of `allowed`.
-    std::vector<std::string> choices(const std::string& key, std::vector<std::string> fallback,
-                                     const std::vector<std::string>& allowed) {
+    /// One mode name (base/modes.h), read by parse_mode.
+    template <typename E>
+    E mode(const std::string& key) {
+        return parse_mode_of<E>(string(key, "", true), key);
+    }
+
+    /// A mode name or a list of them (base/modes.h), each read by parse_mode: a misspelt one gets the "did you
+    /// mean" the CLI and the results database give.
+    template <typename E>
+    std::vector<E> modes(const std::string& key, std::vector<E> fallback) {
         if (!has(key)) return fallback;
+        std::vector<E> out;
+        for (const std::string& v : string_or_strings(key)) out.push_back(parse_mode_of<E>(v, key));
+        return out;
+    }
+
+  private:
+    template <typename E>
+    E parse_mode_of(const std::string& name, const std::string& key) {
+        const std::optional<E> e = mode_from_name<E>(name);
+        KASCADE_CHECK(e.has_value(), "{}: {}", file_.string(),
+                      unknown_mode_message<E>(name, fmt::format("{}.{}", where_, key)));
+        return *e;
+    }
+
+    std::vector<std::string> string_or_strings(const std::string& key) {
         const toml::node& node = *table_->get(key);
         std::vector<std::string> out;
         auto take = [&](const toml::node& n) {
             const auto v = n.value<std::string>();
             KASCADE_CHECK(v.has_value(), "{}: {}.{} must be a string or a list of strings", file_.string(), where_,
                           key);
-            KASCADE_CHECK(std::find(allowed.begin(), allowed.end(), *v) != allowed.end(),
-                          "{}: {}.{} = \"{}\" is not one of: {}", file_.string(), where_, key, *v,
-                          fmt::join(allowed, ", "));
             out.push_back(*v);
         };
         if (const toml::array* a = node.as_array()) {
@@ -135,7 +154,6 @@ class TableReader {
         return out;
     }
 
-  private:
     void reject_unknown_keys() {
         if (table_ == nullptr) return;
         for (const auto& [k, v] : *table_) {
@@ -203,9 +221,8 @@ SweepTaskSpec read_task_table(const fs::path& file, const toml::table* table,
         {"tasks", "lengths", "depths", "depth_pcts", "samples", "seed", "haystack", "max_new_tokens", "prefill"});
     SweepTaskSpec task;
     KASCADE_CHECK(t.has("tasks"), "{}: missing task.tasks (one or more of: {})", file.string(),
-                  fmt::join(task_kind_names(), ", "));
-    for (const std::string& name : t.choices("tasks", {}, task_kind_names()))
-        task.tasks.push_back(parse_task_kind(name, "task.tasks"));
+                  fmt::join(mode_names<TaskKind>(), ", "));
+    task.tasks = t.modes<TaskKind>("tasks", {});
     KASCADE_CHECK(t.has("lengths"), "{}: missing task.lengths (prompt lengths in tokens, e.g. [1024, 2048])",
                   file.string());
     for (double v : t.numbers("lengths", {}, param_range::kTaskLength, true))
@@ -223,9 +240,7 @@ SweepTaskSpec read_task_table(const fs::path& file, const toml::table* table,
     const std::string haystack = t.string("haystack", "");
     if (!haystack.empty()) task.haystack = resolve_path(file, "task.haystack", haystack, environment);
     if (t.has("max_new_tokens")) task.max_new_tokens = t.int_integer("max_new_tokens", 0, param_range::kMaxNewTokens);
-    for (const std::string& name :
-         t.choices("prefill", {std::string(task_prefill_name(TaskParams{}.prefill))}, task_prefill_names()))
-        task.prefills.push_back(parse_task_prefill(name, "task.prefill"));
+    task.prefills = t.modes<TaskPrefill>("prefill", {TaskParams{}.prefill});
     return task;
 }
 
@@ -253,14 +268,10 @@ SweepDatasetSpec read_datasets_table(const fs::path& file, const toml::table* ta
                   "{}: missing datasets.max_length (prompt tokens at most; longer prompts are cut in the middle)",
                   file.string());
     d.max_length = t.int_integer("max_length", 0, param_range::kTaskLength);
-    const std::string metric = t.string("metric", "");
-    if (!metric.empty()) d.metric = parse_longbench_metric(metric, "datasets.metric");
-    const std::string chat_template = t.string("chat_template", "");
-    if (!chat_template.empty()) d.chat_template = parse_chat_template(chat_template, "datasets.chat_template");
+    if (t.has("metric")) d.metric = t.mode<LongBenchMetric>("metric");
+    if (t.has("chat_template")) d.chat_template = t.mode<ChatTemplate>("chat_template");
     if (t.has("limit")) d.limit = t.int_integer("limit", 0, ValueRange{1, 1 << 30});
-    for (const std::string& name :
-         t.choices("prefill", {std::string(task_prefill_name(DatasetTaskParams{}.prefill))}, task_prefill_names()))
-        d.prefills.push_back(parse_task_prefill(name, "datasets.prefill"));
+    d.prefills = t.modes<TaskPrefill>("prefill", {DatasetTaskParams{}.prefill});
     return d;
 }
 
@@ -300,11 +311,10 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     spec.test_offset_given = test.has("offset");
     spec.test_offset = test.integer("offset", -1, param_range::kTokenOffset);
     spec.test_tokens = test.integer("tokens", EvalParams{}.n_tokens, param_range::kTokenCount);
-    const std::vector<std::string> phases =
-        test.choices("phase", {std::string(eval_phase_name(EvalParams{}.phase))}, eval_phase_names());
+    const std::vector<EvalPhase> phases = test.modes<EvalPhase>("phase", {EvalParams{}.phase});
     KASCADE_CHECK(phases.size() == 1, "{}: test.phase must be one string, found a list of {}", file.string(),
                   phases.size());
-    spec.phase = *eval_phase_from_name(phases.front());
+    spec.phase = phases.front();
     const bool decode = spec.phase == EvalPhase::Decode;
     KASCADE_CHECK(decode || (!test.has("prompt_tokens") && !test.has("decode_tokens")),
                   "{}: test.prompt_tokens and test.decode_tokens apply to phase = \"decode\" only", file.string());
@@ -322,8 +332,7 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
     const std::vector<double> round_ks =
         grid.numbers("round_k", {double(TopKRule{}.round_k)}, param_range::kRoundK, true);
-    const std::string default_k_rule(k_rule_name(TopKRule{}.k_rule));
-    const auto k_rules = grid.choices("k_rule", {default_k_rule}, {"sequence", "rolling", "visible"});
+    const std::vector<KRule> k_rules = grid.modes<KRule>("k_rule", {TopKRule{}.k_rule});
     if (has_tiles) {
         KASCADE_CHECK(!grid.has("k_rule"), "{}: grid.k_rule applies to topk_pct only, not to topk_tiles",
                       file.string());
@@ -335,21 +344,16 @@ SweepSpec load_sweep_spec(const fs::path& file) {
             grid.numbers("k_min", {double(TopKRule{}.k_min_tokens)}, param_range::kKMin, true);
         for (double p : grid.numbers("topk_pct", {}, param_range::kTopKPct, false))
             for (double k : k_mins)
-                for (const std::string& rule : k_rules)
+                for (KRule rule : k_rules)
                     for (double r : round_ks)
-                        spec.topk.push_back({0, static_cast<float>(p), static_cast<int>(k), *k_rule_from_name(rule),
-                                             static_cast<int>(r)});
+                        spec.topk.push_back({0, static_cast<float>(p), static_cast<int>(k), rule, static_cast<int>(r)});
     }
-    const std::string default_granularity(key_granularity_name(SparseAttentionOptions{}.granularity));
-    for (const std::string& g : grid.choices("key_granularity", {default_granularity}, {"token", "tile"}))
-        spec.granularity.push_back(*key_granularity_from_name(g));
-    const std::string default_pooling(pooling_name(SparseAttentionOptions{}.pooling));
-    for (const std::string& p : grid.choices("pooling", {default_pooling}, {"post_softmax", "pre_softmax"}))
-        spec.pooling.push_back(*pooling_from_name(p));
+    spec.granularity = grid.modes<KeyGranularity>("key_granularity", {SparseAttentionOptions{}.granularity});
+    spec.pooling = grid.modes<Pooling>("pooling", {SparseAttentionOptions{}.pooling});
     const ScheduleParams schedule_defaults;
-    const auto metrics = grid.choices("metric", {schedule_defaults.metric}, {"recall", "jaccard"});
-    const auto aggregations = grid.choices("aggregation", {schedule_defaults.aggregation}, {"mean", "min"});
-    const auto head_maps = grid.choices("head_map", {schedule_defaults.head_map}, {"argmax", "identity", "pooled"});
+    const auto metrics = grid.modes<SimilarityMetric>("metric", {schedule_defaults.metric});
+    const auto aggregations = grid.modes<SimilarityAggregation>("aggregation", {schedule_defaults.aggregation});
+    const auto head_maps = grid.modes<HeadMapMode>("head_map", {schedule_defaults.head_map});
 
     if (const toml::node* node = root.get("schedules")) {
         const toml::array* list = node->as_array();
@@ -362,10 +366,10 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                            "head_map"});
             KASCADE_CHECK(s.has("policy"), "{}: missing schedules[{}].policy (threshold, dp or fixed)", file.string(),
                           i);
-            const std::vector<std::string> policies = s.choices("policy", {}, schedule_policy_names());
+            const std::vector<SchedulePolicy> policies = s.modes<SchedulePolicy>("policy", {});
             KASCADE_CHECK(policies.size() == 1, "{}: schedules[{}].policy must be one string, found a list of {}",
                           file.string(), i, policies.size());
-            const SchedulePolicy policy = *schedule_policy_from_name(policies.front());
+            const SchedulePolicy policy = policies.front();
             std::vector<ScheduleParams> expanded;
             if (policy == SchedulePolicy::Threshold) {
                 for (double th : s.numbers("threshold", {schedule_defaults.threshold}, param_range::kThreshold, false))
@@ -394,13 +398,13 @@ SweepSpec load_sweep_spec(const fs::path& file) {
                               file.string(), i);
                 expanded.push_back(p);
             }
-            const auto s_metrics = s.choices("metric", metrics, {"recall", "jaccard"});
-            const auto s_aggregations = s.choices("aggregation", aggregations, {"mean", "min"});
-            const auto s_head_maps = s.choices("head_map", head_maps, {"argmax", "identity", "pooled"});
+            const auto s_metrics = s.modes<SimilarityMetric>("metric", metrics);
+            const auto s_aggregations = s.modes<SimilarityAggregation>("aggregation", aggregations);
+            const auto s_head_maps = s.modes<HeadMapMode>("head_map", head_maps);
             for (ScheduleParams p : expanded)
-                for (const auto& m : s_metrics)
-                    for (const auto& a : s_aggregations)
-                        for (const auto& h : s_head_maps) {
+                for (SimilarityMetric m : s_metrics)
+                    for (SimilarityAggregation a : s_aggregations)
+                        for (HeadMapMode h : s_head_maps) {
                             p.metric = m;
                             p.aggregation = a;
                             p.head_map = h;
@@ -419,9 +423,10 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     TableReader baselines(
         file, "baselines", subtable(root, file, "baselines", false),
         {"methods", "quest_page", "omnikv_filter_layers", "lessismore_selection_layers", "lessismore_window_ratio"});
-    for (const std::string& m :
-         baselines.choices("methods", {"dense"}, {"dense", "oracle", "streaming", "quest", "omnikv", "lessismore"}))
-        spec.baselines.push_back(*eval_method_from_name(m));
+    spec.baselines = baselines.modes<EvalMethod>("methods", {EvalMethod::Dense});
+    KASCADE_CHECK(std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Kascade) == spec.baselines.end(),
+                  "{}: baselines.methods = \"kascade\" is not a baseline (Kascade's runs come from [[schedules]])",
+                  file.string());
     const auto has_method = [&](EvalMethod m) {
         return std::find(spec.baselines.begin(), spec.baselines.end(), m) != spec.baselines.end();
     };
@@ -429,15 +434,15 @@ SweepSpec load_sweep_spec(const fs::path& file) {
         KASCADE_CHECK(!is_decode_only_method(m) || decode || !spec.perplexity,
                       "{}: baselines.methods = \"{}\" is a decode method: it needs test.phase = \"decode\" (or a "
                       "[task] table without [test]: task answers are decoded)",
-                      file.string(), eval_method_name(m));
+                      file.string(), mode_name(m));
     }
     // Each method's own keys: refused without the method, required (the layer lists) with it.
     const auto method_key = [&](const std::string& key, EvalMethod m, bool required) {
         KASCADE_CHECK(has_method(m) || !baselines.has(key), "{}: baselines.{} applies to the {} method only",
-                      file.string(), key, eval_method_name(m));
+                      file.string(), key, mode_name(m));
         KASCADE_CHECK(!required || !has_method(m) || baselines.has(key),
                       "{}: baselines.methods has \"{}\": it needs baselines.{} (a list of layers)", file.string(),
-                      eval_method_name(m), key);
+                      mode_name(m), key);
     };
     method_key("quest_page", EvalMethod::Quest, false);
     method_key("omnikv_filter_layers", EvalMethod::OmniKv, true);

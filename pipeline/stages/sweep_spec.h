@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "base/modes.h"
 #include "kernels/attention_types.h"
 #include "pipeline/stages/dataset_task_stage.h"
-#include "pipeline/stages/eval_method.h"
 #include "pipeline/stages/eval_stage.h"
 #include "pipeline/stages/param_ranges.h"
 #include "pipeline/stages/schedule_stage.h"

@@ -55,12 +55,12 @@ TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedT
     run.model_id = ws.stored_id(model);
     if (r.haystack_text) run.text_id = ws.db().upsert_text(*r.haystack_text);
     if (m.schedule) run.schedule_id = m.schedule->record.id;
-    run.task = std::string(task_kind_name(r.params.task));
-    run.metric = std::string(task_metric_name(r.metric));
+    run.task = std::string(mode_name(r.params.task));
+    run.metric = std::string(mode_name(r.metric));
     run.seed = static_cast<int64_t>(r.params.seed);
     run.max_new_tokens = r.max_new_tokens;
-    run.prefill = std::string(task_prefill_name(r.params.prefill));
-    run.method = std::string(eval_method_name(method));
+    run.prefill = std::string(mode_name(r.params.prefill));
+    run.method = std::string(mode_name(method));
     set_method_columns(m, run);
     run.git_commit = KASCADE_GIT_COMMIT;
     run.machine = machine_description();
@@ -120,11 +120,11 @@ std::string task_key(const TaskKeyInputs& k) {
                              {"tokenizer", k.tokenizer_hash},
                              {"haystack", k.haystack_hash.empty() ? "filler" : k.haystack_hash}};
     if (k.method == EvalMethod::Kascade) inputs["schedule"] = k.schedule_key;
-    nlohmann::json params = {{"task", std::string(task_kind_name(k.task))},
+    nlohmann::json params = {{"task", std::string(mode_name(k.task))},
                              {"seed", k.seed},
                              {"max_new_tokens", k.max_new_tokens},
-                             {"prefill", std::string(task_prefill_name(k.prefill))},
-                             {"method", std::string(eval_method_name(k.method))}};
+                             {"prefill", std::string(mode_name(k.prefill))},
+                             {"method", std::string(mode_name(k.method))}};
     add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
                           k.window_ratio, params);
     return content_key("task", kTaskFormatVersion, inputs, params);

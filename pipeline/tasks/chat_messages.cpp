@@ -32,12 +32,13 @@ std::vector<ChatMessage> parse_chat_messages(std::string_view json_text, std::st
                           source, i, key);
         }
         KASCADE_CHECK(m.contains("role") && m["role"].is_string(), "{}: [{}] needs a string \"role\" ({}), found {}",
-                      source, i, fmt::join(chat_role_names(), ", "),
+                      source, i, fmt::join(mode_names<ChatRole>(), ", "),
                       m.contains("role") ? m["role"].dump() : std::string("none"));
         KASCADE_CHECK(m.contains("content") && m["content"].is_string(),
                       "{}: [{}] needs a string \"content\", found {}", source, i,
                       m.contains("content") ? m["content"].dump() : std::string("none"));
-        const ChatRole role = parse_chat_role(m["role"].get<std::string>(), fmt::format("{}: [{}].role", source, i));
+        const ChatRole role =
+            parse_mode<ChatRole>(m["role"].get<std::string>(), fmt::format("{}: [{}].role", source, i));
         out.push_back({role, m["content"].get<std::string>()});
     }
     return out;

@@ -8,26 +8,11 @@
 #include <utility>
 
 #include "base/error.h"
-#include "pipeline/stages/enum_names.h"
 #include "pipeline/tasks/python_text.h"
 
 namespace kascade {
 
 namespace {
-
-constexpr EnumNames<ChatTemplate, 11> kTemplateNames{{{ChatTemplate::None, "none"},
-                                                      {ChatTemplate::Llama3, "llama3"},
-                                                      {ChatTemplate::Llama31, "llama3.1"},
-                                                      {ChatTemplate::ChatML, "chatml"},
-                                                      {ChatTemplate::Qwen25, "qwen2.5"},
-                                                      {ChatTemplate::Qwen3, "qwen3"},
-                                                      {ChatTemplate::SmolLM2, "smollm2"},
-                                                      {ChatTemplate::Mistral, "mistral"},
-                                                      {ChatTemplate::Llama2, "llama2"},
-                                                      {ChatTemplate::Zephyr, "zephyr"},
-                                                      {ChatTemplate::Phi3, "phi3"}}};
-constexpr EnumNames<ChatRole, 3> kRoleNames{
-    {{ChatRole::System, "system"}, {ChatRole::User, "user"}, {ChatRole::Assistant, "assistant"}}};
 
 // The default system turns the ChatML variants write when a conversation has none (their templates' text).
 constexpr std::string_view kQwen25DefaultSystem =
@@ -72,12 +57,12 @@ std::string_view rstrip_newlines(std::string_view s) {
 }
 
 std::string role_text(ChatRole role) {
-    return std::string(chat_role_name(role));
+    return std::string(mode_name(role));
 }
 
 [[noreturn]] void refuse(ChatTemplate family, size_t index, const ChatMessage& message, std::string_view why) {
-    KASCADE_FAIL("chat template '{}': messages[{}] (role {}): {}", chat_template_name(family), index,
-                 chat_role_name(message.role), why);
+    KASCADE_FAIL("chat template '{}': messages[{}] (role {}): {}", mode_name(family), index, mode_name(message.role),
+                 why);
 }
 
 // --- Llama 3 family ---------------------------------------------------------------------------------------------
@@ -184,7 +169,7 @@ std::string render_mistral(const ChatSpecialTokens& tokens, std::span<const Chat
                 fmt::format("expected {}: Mistral's template takes only user and assistant turns, alternating from a "
                             "user turn (it raises an exception otherwise; put a system text into the first user "
                             "turn)",
-                            chat_role_name(expected)));
+                            mode_name(expected)));
         }
         out += m.role == ChatRole::User ? "[INST] " + m.content + " [/INST]" : m.content + tokens.eos + " ";
     }
@@ -210,7 +195,7 @@ std::string render_llama2(const ChatSpecialTokens& tokens, std::span<const ChatM
                    fmt::format("expected {}: after an optional first system turn Llama 2's template takes user and "
                                "assistant turns alternating from a user turn (it raises an exception otherwise, or "
                                "drops a later system turn)",
-                               chat_role_name(expected)));
+                               mode_name(expected)));
         }
         std::string content = m.content;
         if (i == first && has_system) content = "<<SYS>>\n" + messages.front().content + "\n<</SYS>>\n\n" + content;
@@ -237,33 +222,10 @@ std::string render_phi3(const ChatSpecialTokens& tokens, std::span<const ChatMes
 }
 
 }  // namespace
-
-std::string_view chat_template_name(ChatTemplate family) {
-    return enum_name(kTemplateNames, family);
-}
-const std::vector<std::string>& chat_template_names() {
-    static const std::vector<std::string> names = all_enum_names(kTemplateNames);
-    return names;
-}
-ChatTemplate parse_chat_template(std::string_view name, std::string_view option) {
-    return parse_enum_name(kTemplateNames, name, option);
-}
-
-std::string_view chat_role_name(ChatRole role) {
-    return enum_name(kRoleNames, role);
-}
-const std::vector<std::string>& chat_role_names() {
-    static const std::vector<std::string> names = all_enum_names(kRoleNames);
-    return names;
-}
-ChatRole parse_chat_role(std::string_view name, std::string_view option) {
-    return parse_enum_name(kRoleNames, name, option);
-}
-
 std::string render_chat(ChatTemplate family, const ChatSpecialTokens& tokens, std::span<const ChatMessage> messages,
                         bool add_generation_prompt) {
     KASCADE_CHECK(!messages.empty(), "chat template '{}': the conversation has no messages (expected at least one)",
-                  chat_template_name(family));
+                  mode_name(family));
     switch (family) {
         case ChatTemplate::None: {
             std::string out;

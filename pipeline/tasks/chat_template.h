@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/modes.h"
+
 namespace kascade {
 
 /// A chat template family: each value renders exactly as one real chat_template does for conversations of system,
@@ -27,17 +29,27 @@ enum class ChatTemplate {
     Zephyr,   ///< Zephyr / TinyLlama-1.1B-Chat-v1.0: <|role|>\ncontent</s>\n
     Phi3,     ///< Phi-3-mini-instruct: <|role|>\ncontent<|end|>\n, EOS at the end without a generation prompt
 };
-
-std::string_view chat_template_name(ChatTemplate family);
-const std::vector<std::string>& chat_template_names();
-/// Name -> family (e.g. from --chat-template), else an error naming `option`, the value, the choices and the
-/// closest one.
-ChatTemplate parse_chat_template(std::string_view name, std::string_view option);
+template <>
+struct EnumNameTable<ChatTemplate> {
+    static constexpr EnumNames<ChatTemplate, 11> names{{{ChatTemplate::None, "none"},
+                                                        {ChatTemplate::Llama3, "llama3"},
+                                                        {ChatTemplate::Llama31, "llama3.1"},
+                                                        {ChatTemplate::ChatML, "chatml"},
+                                                        {ChatTemplate::Qwen25, "qwen2.5"},
+                                                        {ChatTemplate::Qwen3, "qwen3"},
+                                                        {ChatTemplate::SmolLM2, "smollm2"},
+                                                        {ChatTemplate::Mistral, "mistral"},
+                                                        {ChatTemplate::Llama2, "llama2"},
+                                                        {ChatTemplate::Zephyr, "zephyr"},
+                                                        {ChatTemplate::Phi3, "phi3"}}};
+};
 
 enum class ChatRole { System, User, Assistant };
-std::string_view chat_role_name(ChatRole role);
-const std::vector<std::string>& chat_role_names();
-ChatRole parse_chat_role(std::string_view name, std::string_view option);
+template <>
+struct EnumNameTable<ChatRole> {
+    static constexpr EnumNames<ChatRole, 3> names{
+        {{ChatRole::System, "system"}, {ChatRole::User, "user"}, {ChatRole::Assistant, "assistant"}}};
+};
 
 struct ChatMessage {
     ChatRole role;

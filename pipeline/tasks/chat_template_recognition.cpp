@@ -235,7 +235,7 @@ bool contains(std::string_view text, std::string_view piece) {
 
 /// The family names that --chat-template takes, for messages.
 std::string option_choices() {
-    return fmt::format("{}", fmt::join(chat_template_names(), ", "));
+    return fmt::format("{}", fmt::join(mode_names<ChatTemplate>(), ", "));
 }
 
 }  // namespace
@@ -257,8 +257,7 @@ ChatTemplate recognize_chat_template(std::string_view chat_template, std::string
     // The markers are chosen so that no real template has two families' markers; a text that does is refused too.
     KASCADE_CHECK(candidates.size() == 1,
                   "{}: chat_template has the markers of both the {} and the {} template; give {} NAME|none to choose",
-                  source, chat_template_name(candidates[0]->family), chat_template_name(candidates[1]->family),
-                  kChatTemplateOption);
+                  source, mode_name(candidates[0]->family), mode_name(candidates[1]->family), kChatTemplateOption);
     const FamilySignature& s = *candidates.front();
     size_t at = 0;
     for (std::string_view tag : s.tags) {
@@ -267,8 +266,7 @@ ChatTemplate recognize_chat_template(std::string_view chat_template, std::string
                       "{}: chat_template looks like the {} template but differs from it: it lacks {} (after the part "
                       "that matches), so kascade cannot be sure to render it as the model's template does; give {} "
                       "NAME to render it as one of {} anyway, or {} none",
-                      source, chat_template_name(s.family), tag, kChatTemplateOption, option_choices(),
-                      kChatTemplateOption);
+                      source, mode_name(s.family), tag, kChatTemplateOption, option_choices(), kChatTemplateOption);
         at = found + 1;
     }
     return s.family;

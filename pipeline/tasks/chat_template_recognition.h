@@ -23,7 +23,7 @@ inline constexpr std::string_view kChatTemplateOption = "--chat-template";
 ChatTemplate recognize_chat_template(std::string_view chat_template, std::string_view source);
 
 /// The family and special strings a run uses: the family `named` with --chat-template if given (parse it with
-/// parse_chat_template(value, kChatTemplateOption)), else the family of the chat template in `config`, else None
+/// parse_mode<ChatTemplate>(value, kChatTemplateOption)), else the family of the chat template in `config`, else None
 /// (no config or no chat template in it: a base model, given the prompt as is).
 struct ChatTemplateChoice {
     ChatTemplate family = ChatTemplate::None;

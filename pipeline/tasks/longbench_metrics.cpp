@@ -13,9 +13,8 @@
 #include <fmt/ranges.h>
 #include <utf8proc.h>
 
-#include "base/error.h"
 #include "base/closest_match.h"
-#include "pipeline/stages/enum_names.h"
+#include "base/error.h"
 #include "pipeline/tasks/python_text.h"
 
 namespace kascade {
@@ -389,14 +388,6 @@ class SequenceMatcher {
 // ---------------------------------------------------------------------------------------------------------------
 // The names
 
-constexpr EnumNames<LongBenchMetric, 7> kMetricNames{{{LongBenchMetric::QaF1, "qa_f1_score"},
-                                                      {LongBenchMetric::RougeL, "rouge_score"},
-                                                      {LongBenchMetric::Classification, "classification_score"},
-                                                      {LongBenchMetric::Retrieval, "retrieval_score"},
-                                                      {LongBenchMetric::Count, "count_score"},
-                                                      {LongBenchMetric::CodeSim, "code_sim_score"},
-                                                      {LongBenchMetric::ExactMatch, "exact_match"}}};
-
 /// One row of eval.py's dataset2metric.
 struct DatasetRow {
     std::string_view name;
@@ -449,18 +440,6 @@ std::vector<std::string> all_dataset_names() {
 }
 
 }  // namespace
-
-std::string_view longbench_metric_name(LongBenchMetric metric) {
-    return enum_name(kMetricNames, metric);
-}
-const std::vector<std::string>& longbench_metric_names() {
-    static const std::vector<std::string> names = all_enum_names(kMetricNames);
-    return names;
-}
-LongBenchMetric parse_longbench_metric(std::string_view name, std::string_view option) {
-    return parse_enum_name(kMetricNames, name, option);
-}
-
 const std::vector<std::string>& longbench_dataset_names() {
     static const std::vector<std::string> names = [] {
         std::vector<std::string> english;

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/modes.h"
+
 namespace kascade {
 
 /// The scorers of eval.py's dataset2metric that kascade implements (the English ones), named as in metrics.py.
@@ -37,11 +39,16 @@ enum class LongBenchMetric {
     ExactMatch,      ///< exact_match: 1 if the normalised answers are equal (not one of eval.py's: for the user's
                      ///< own datasets, as SQuAD's exact match)
 };
-
-std::string_view longbench_metric_name(LongBenchMetric metric);
-const std::vector<std::string>& longbench_metric_names();
-/// Name -> metric, else an error naming `option`, the value, the choices and the closest one.
-LongBenchMetric parse_longbench_metric(std::string_view name, std::string_view option);
+template <>
+struct EnumNameTable<LongBenchMetric> {
+    static constexpr EnumNames<LongBenchMetric, 7> names{{{LongBenchMetric::QaF1, "qa_f1_score"},
+                                                          {LongBenchMetric::RougeL, "rouge_score"},
+                                                          {LongBenchMetric::Classification, "classification_score"},
+                                                          {LongBenchMetric::Retrieval, "retrieval_score"},
+                                                          {LongBenchMetric::Count, "count_score"},
+                                                          {LongBenchMetric::CodeSim, "code_sim_score"},
+                                                          {LongBenchMetric::ExactMatch, "exact_match"}}};
+};
 
 /// How eval.py scores one LongBench dataset.
 struct LongBenchDataset {

@@ -1,11 +1,13 @@
 // pipeline/tasks/task_kind.h: the long-context tasks kascade generates and scores, and how each is scored, with
-// their one string mapping (CLI, sweep files, results database).
+// their one string mapping (CLI, sweep files, results database; base/enum_names.h).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/modes.h"
 
 namespace kascade {
 
@@ -17,11 +19,26 @@ enum class TaskKind {
     NiahMultiquery,    ///< RULER: several keys, all asked for
     VariableTracking,  ///< RULER: a chain "VAR B = VAR A" of assignments, every name of the chain asked for
 };
+template <>
+struct EnumNameTable<TaskKind> {
+    static constexpr EnumNames<TaskKind, 6> names{{{TaskKind::Passkey, "passkey"},
+                                                   {TaskKind::NiahSingle, "niah_single"},
+                                                   {TaskKind::NiahMultikey, "niah_multikey"},
+                                                   {TaskKind::NiahMultivalue, "niah_multivalue"},
+                                                   {TaskKind::NiahMultiquery, "niah_multiquery"},
+                                                   {TaskKind::VariableTracking, "variable_tracking"}}};
+};
 
 enum class TaskMetric {
     NumberMatch,      ///< 1 if the first integer in the output is the answer, else 0 (passkey's exact match)
     StringMatchAll,   ///< fraction of the expected strings found in the output (RULER's string_match_all)
     StringMatchPart,  ///< 1 if any expected string is in the output (RULER's string_match_part)
+};
+template <>
+struct EnumNameTable<TaskMetric> {
+    static constexpr EnumNames<TaskMetric, 3> names{{{TaskMetric::NumberMatch, "number_match"},
+                                                     {TaskMetric::StringMatchAll, "string_match_all"},
+                                                     {TaskMetric::StringMatchPart, "string_match_part"}}};
 };
 
 /// What a task is scored with and how many tokens its answer may take: the one place of these defaults.
@@ -31,18 +48,6 @@ struct TaskDefaults {
 };
 TaskDefaults task_defaults(TaskKind kind);
 
-std::string_view task_kind_name(TaskKind kind);
-const std::vector<std::string>& task_kind_names();
-/// Name -> task, else an error naming `option`, the value, the choices and the closest one.
-TaskKind parse_task_kind(std::string_view name, std::string_view option);
-
-std::string_view task_metric_name(TaskMetric metric);
-TaskMetric parse_task_metric(std::string_view name, std::string_view option);
-
-/// Whether generation prefills the prompt with the method (the paper's setting) or densely (its decode-only ablation).
-enum class TaskPrefill { Sparse, Dense };
-std::string_view task_prefill_name(TaskPrefill prefill);
-const std::vector<std::string>& task_prefill_names();
-TaskPrefill parse_task_prefill(std::string_view name, std::string_view option);
+// TaskPrefill, whether generation prefills the prompt with the method or densely: base/modes.h.
 
 }  // namespace kascade

@@ -196,8 +196,7 @@ std::string compose(const TaskContent& c, const std::vector<std::string>& haysta
 }
 
 uint64_t sample_seed(const TaskSampleSpec& s) {
-    const std::string id =
-        fmt::format("{}|{}|{}|{:.4f}|{}", task_kind_name(s.kind), s.seed, s.length, s.depth_pct, s.index);
+    const std::string id = fmt::format("{}|{}|{}|{:.4f}|{}", mode_name(s.kind), s.seed, s.length, s.depth_pct, s.index);
     return std::stoull(hash_hex(id), nullptr, 16);
 }
 
@@ -243,7 +242,7 @@ TaskSample make_task_sample(const TaskSampleSpec& spec, const std::vector<std::s
     const int bare = count_with(0, 0);
     KASCADE_CHECK(bare <= spec.length,
                   "length {} is too short for task {}: its instruction, needles and question alone take {} tokens",
-                  spec.length, task_kind_name(spec.kind), bare);
+                  spec.length, mode_name(spec.kind), bare);
     // Whole sentences: the most that fit (exponential, then binary search).
     int lo = 0, hi = 1;
     while (count_with(hi, 0) <= spec.length) {
@@ -287,7 +286,7 @@ TaskSample make_task_sample(const TaskSampleSpec& spec, const std::vector<std::s
     KASCADE_FAIL(
         "cannot fit task {} to exactly {} tokens with this tokenizer and haystack (the tokenizer merges "
         "across every cut tried); try another length",
-        task_kind_name(spec.kind), spec.length);
+        mode_name(spec.kind), spec.length);
 }
 
 }  // namespace kascade

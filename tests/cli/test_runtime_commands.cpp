@@ -273,10 +273,10 @@ TEST(BadInput, TokenizerLargerThanTheModelIsNamed) {
 TEST(BadInput, UnknownWeightsDtypeAndMatmul) {
     expect_one_line_error(run_kascade("perplexity --model " + shell_quote(kBin) + " --text " + shell_quote(kWiki) +
                                       " --weights-dtype f64"),
-                          "--weights-dtype \"f64\" is not a weights dtype (expected file, f32 or bf16)");
+                          "invalid --weights-dtype='f64' (expected file, f32, bf16); did you mean f32?");
     expect_one_line_error(
         run_kascade("perplexity --model " + shell_quote(kBin) + " --text " + shell_quote(kWiki) + " --matmul int8"),
-        "--matmul \"int8\"");
+        "invalid --matmul='int8' (expected exact, bf16)");
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ double relative_error(const GuardedOutput& y, int col0, const std::vector<double
 
 std::string case_name(MatrixType type, int n, int cols, int rows, bool bias,
                       MatmulPrecision precision = MatmulPrecision::Exact) {
-    return std::string("matmul(") + matrix_type_name(type) + "," + matmul_precision_name(precision) +
+    return std::string("matmul(") + matrix_type_name(type) + "," + std::string(mode_name(precision)) +
            ",n=" + std::to_string(n) + ",cols=" + std::to_string(cols) + ",rows=" + std::to_string(rows) +
            (bias ? ",bias" : "") + ")";
 }

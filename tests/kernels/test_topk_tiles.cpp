@@ -208,7 +208,7 @@ TEST(TopkRules, BudgetsFollowEachRule) {
                             const TopKRule rule{0, 10, 32, kr, round_k};
                             SCOPED_TRACE("budget(tile=" + std::to_string(tile) + ",n_keys=" + std::to_string(n_keys) +
                                          ",window=" + std::to_string(w) + ",qt=" + std::to_string(qt) + ",rule=" +
-                                         std::string(k_rule_name(kr)) + ",round_k=" + std::to_string(round_k) + ")");
+                                         std::string(mode_name(kr)) + ",round_k=" + std::to_string(round_k) + ")");
                             ASSERT_EQ(topk_token_budget(rule, qt, tile, n_keys, w),
                                       reference::token_budget(rule, qt, tile, n_keys, w));
                             ASSERT_EQ(topk_tile_budget(rule, qt, tile, n_keys, w),
@@ -217,14 +217,14 @@ TEST(TopkRules, BudgetsFollowEachRule) {
 }
 
 TEST(TopkRules, NamesRoundTrip) {
-    for (KRule r : {KRule::Sequence, KRule::Rolling, KRule::Visible}) EXPECT_EQ(k_rule_from_name(k_rule_name(r)), r);
+    for (KRule r : {KRule::Sequence, KRule::Rolling, KRule::Visible}) EXPECT_EQ(mode_from_name<KRule>(mode_name(r)), r);
     for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile})
-        EXPECT_EQ(key_granularity_from_name(key_granularity_name(g)), g);
-    for (Pooling p : {Pooling::PostSoftmax, Pooling::PreSoftmax}) EXPECT_EQ(pooling_from_name(pooling_name(p)), p);
-    EXPECT_FALSE(k_rule_from_name("paper").has_value());
-    EXPECT_EQ(k_rule_name(KRule::Sequence), "sequence");
-    EXPECT_EQ(key_granularity_name(KeyGranularity::Token), "token");
-    EXPECT_EQ(pooling_name(Pooling::PostSoftmax), "post_softmax");
+        EXPECT_EQ(mode_from_name<KeyGranularity>(mode_name(g)), g);
+    for (Pooling p : {Pooling::PostSoftmax, Pooling::PreSoftmax}) EXPECT_EQ(mode_from_name<Pooling>(mode_name(p)), p);
+    EXPECT_FALSE(mode_from_name<KRule>("paper").has_value());
+    EXPECT_EQ(mode_name(KRule::Sequence), "sequence");
+    EXPECT_EQ(mode_name(KeyGranularity::Token), "token");
+    EXPECT_EQ(mode_name(Pooling::PostSoftmax), "post_softmax");
 }
 
 TEST(TopkTokens, SelectionMatchesReferenceWithTies) {
@@ -236,7 +236,7 @@ TEST(TopkTokens, SelectionMatchesReferenceWithTies) {
                       TopKRule{0, 10, 16, KRule::Visible, 8}}) {
                     SCOPED_TRACE("topk_tokens(T=" + std::to_string(t) + ",tile=" + std::to_string(tile) +
                                  ",window=" + std::to_string(w) + ",tiles=" + std::to_string(rule.tiles) +
-                                 ",rule=" + std::string(k_rule_name(rule.k_rule)) + ")");
+                                 ",rule=" + std::string(mode_name(rule.k_rule)) + ")");
                     TokenMass scores = integer_token_scores(2, t, tile, 3, 11 + t + tile + w);
                     scores.window = w;
                     const TokenSelection got = select_topk_tokens(scores, rule);

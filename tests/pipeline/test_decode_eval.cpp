@@ -221,7 +221,7 @@ TEST_F(DecodeEval, BadDecodeOptionsAreOneLineErrorsThatWriteNothing) {
                                     "\"streaming\", \"omnikv\"]\nomnikv_filter_layers = [2, 7]")),
                  "invalid baselines.omnikv_filter_layers=2,7: layer 7 must be in [2, 4]");
     expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nphase = \"decod\"\n")),
-                 "test.phase = \"decod\" is not one of: prefill, decode");
+                 "invalid test.phase='decod' (expected prefill, decode); did you mean decode?");
     expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nprompt_tokens = 64\n")),
                  "test.prompt_tokens and test.decode_tokens apply to phase = \"decode\" only");
     expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nphase = \"decode\"\nprompt_tokens = 0\n")),

@@ -28,14 +28,14 @@ std::string error_of(const std::function<void()>& f) {
 TEST(EvalMethod, EveryMethodAndPhaseHasOneName) {
     for (EvalMethod m : {EvalMethod::Dense, EvalMethod::Kascade, EvalMethod::Oracle, EvalMethod::Streaming,
                          EvalMethod::Quest, EvalMethod::OmniKv, EvalMethod::LessIsMore})
-        EXPECT_EQ(parse_eval_method(eval_method_name(m), "--method"), m);
-    EXPECT_EQ(eval_method_names(),
+        EXPECT_EQ(parse_mode<EvalMethod>(mode_name(m), "--method"), m);
+    EXPECT_EQ(mode_names<EvalMethod>(),
               (std::vector<std::string>{"dense", "kascade", "oracle", "streaming", "quest", "omnikv", "lessismore"}));
-    EXPECT_EQ(parse_eval_phase("decode", "--phase"), EvalPhase::Decode);
-    EXPECT_EQ(error_of([] { parse_eval_method("Oracle", "--method"); }),
+    EXPECT_EQ(parse_mode<EvalPhase>("decode", "--phase"), EvalPhase::Decode);
+    EXPECT_EQ(error_of([] { parse_mode<EvalMethod>("Oracle", "--method"); }),
               "invalid --method='Oracle' (expected dense, kascade, oracle, streaming, quest, omnikv, lessismore); did "
               "you mean oracle?");
-    EXPECT_EQ(error_of([] { parse_eval_phase("generate", "test.phase"); }),
+    EXPECT_EQ(error_of([] { parse_mode<EvalPhase>("generate", "test.phase"); }),
               "invalid test.phase='generate' (expected prefill, decode)");
 }
 

@@ -120,7 +120,7 @@ TEST(SchedulePolicy, FixedListAndBadParameters) {
     EXPECT_THROW(schedule_dp(sim, 6, HeadMapMode::Identity), Error);
     EXPECT_THROW(schedule_threshold(sim, 1.5, 4, HeadMapMode::Identity), Error);
     EXPECT_THROW(schedule_threshold(sim, 0.5, 0, HeadMapMode::Identity), Error);
-    EXPECT_THROW(parse_head_map_mode("argmin"), Error);
+    EXPECT_THROW(parse_mode<HeadMapMode>("argmin", "--head-map"), Error);
 }
 
 }  // namespace

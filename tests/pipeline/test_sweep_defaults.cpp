@@ -42,16 +42,16 @@ TEST(SweepDefaults, AreTheCommandLineDefaults) {
     ASSERT_EQ(spec.topk.size(), 1u);
     EXPECT_EQ(spec.topk[0].k_min_tokens, number(help_default("similarity", "--k-min")));
     EXPECT_EQ(spec.topk[0].round_k, number(help_default("similarity", "--round-k")));
-    EXPECT_EQ(kascade::k_rule_name(spec.topk[0].k_rule), help_default("similarity", "--k-rule"));
+    EXPECT_EQ(kascade::mode_name(spec.topk[0].k_rule), help_default("similarity", "--k-rule"));
 
     ASSERT_EQ(spec.schedules.size(), 2u);
     const kascade::ScheduleParams& threshold = spec.schedules[0];
     EXPECT_EQ(threshold.threshold, number(help_default("schedule", "--threshold")));
     EXPECT_EQ(threshold.max_reuse_dist, number(help_default("schedule", "--max-reuse-dist")));
     EXPECT_EQ(spec.schedules[1].n_anchors, number(help_default("schedule", "--anchors")));
-    EXPECT_EQ(threshold.metric, help_default("schedule", "--metric"));
-    EXPECT_EQ(threshold.aggregation, help_default("schedule", "--aggregation"));
-    EXPECT_EQ(threshold.head_map, help_default("schedule", "--head-map"));
+    EXPECT_EQ(mode_name(threshold.metric), help_default("schedule", "--metric"));
+    EXPECT_EQ(mode_name(threshold.aggregation), help_default("schedule", "--aggregation"));
+    EXPECT_EQ(mode_name(threshold.head_map), help_default("schedule", "--head-map"));
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ class ReferenceKascade : public AttentionPolicy {
   public:
     explicit ReferenceKascade(std::vector<LayerPlan> plans) : plans_(std::move(plans)), selections_(plans_.size()) {}
 
-    std::string_view layer_role(int layer) const override { return layer_role_name(plans_[layer].role); }
+    RunLayerRole layer_role(int layer) const override { return run_layer_role(plans_[layer].role); }
 
     void attend(const AttentionCall& call) override {
         const AttnShape& s = call.shape;

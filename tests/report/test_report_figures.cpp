@@ -16,9 +16,9 @@ using namespace kascade;
 ReportRun make_run(std::int64_t id, const std::string& method, double density, double degradation) {
     ReportRun r;
     r.id = id;
-    r.method = method;
-    r.policy = method == "kascade" ? "dp" : "";
-    if (method == "kascade") r.n_anchors = 2;
+    r.method = parse_mode<EvalMethod>(method, "test method");
+    if (r.method == EvalMethod::Kascade) r.policy = SchedulePolicy::Dp;
+    if (r.method == EvalMethod::Kascade) r.n_anchors = 2;
     r.tile = 16;
     r.topk_tiles = 4;
     r.ctx = 512;
@@ -33,7 +33,8 @@ ReportRun make_run(std::int64_t id, const std::string& method, double density, d
     r.text_hash = "t";
     r.git_commit = "0123456789ab";
     for (int l = 0; l < 3; ++l)
-        r.layers.push_back({l, l == 0 ? "dense" : "anchor", std::nullopt, density, std::nullopt});
+        r.layers.push_back(
+            {l, l == 0 ? RunLayerRole::Dense : RunLayerRole::Anchor, std::nullopt, density, std::nullopt});
     return r;
 }
 
@@ -81,7 +82,7 @@ TEST(ReportFigures, CurveLabelsNameOnlyTheParametersThatDiffer) {
             ReportRun r = make_run(k * 10 + anchors, "kascade", 0.5, 1);
             r.topk_tiles = k;
             r.n_anchors = anchors;
-            r.metric = "recall";  // the same everywhere: never in a label
+            r.metric = SimilarityMetric::Recall;  // the same everywhere: never in a label
             data.runs.push_back(r);
         }
     }
@@ -102,8 +103,8 @@ TEST(ReportFigures, DecodeRunsGetPanelsOfTheirOwn) {
     for (const char* phase : {"prefill", "decode"}) {
         for (const char* method : {"kascade", "oracle"}) {
             ReportRun r = make_run(static_cast<std::int64_t>(data.runs.size()) + 1, method, 0.4, 2);
-            r.phase = phase;
-            if (r.phase == "decode") r.prompt_tokens = 256, r.decode_tokens = 128;
+            r.phase = parse_mode<EvalPhase>(phase, "test phase");
+            if (r.phase == EvalPhase::Decode) r.prompt_tokens = 256, r.decode_tokens = 128;
             data.runs.push_back(r);
         }
     }
@@ -130,16 +131,16 @@ TEST(ReportFigures, ScheduleWithoutReuseLayersAndRunWithoutErrorsAreDrawn) {
     data.runs = {run};
     ReportSchedule s;
     s.id = 3;
-    s.policy = "dp";
+    s.policy = SchedulePolicy::Dp;
     s.n_anchors = 3;
     s.n_layers = 3;
     s.n_anchor_layers = 3;
-    s.metric = "recall";
-    s.aggregation = "mean";
-    s.head_map = "argmax";
-    s.layers = {{0, "dense", std::nullopt, {}, std::nullopt},
-                {1, "anchor", std::nullopt, {}, std::nullopt},
-                {2, "anchor", std::nullopt, {}, std::nullopt}};
+    s.metric = SimilarityMetric::Recall;
+    s.aggregation = SimilarityAggregation::Mean;
+    s.head_map = HeadMapMode::Argmax;
+    s.layers = {{0, LayerRole::Dense, std::nullopt, {}, std::nullopt},
+                {1, LayerRole::Anchor, std::nullopt, {}, std::nullopt},
+                {2, LayerRole::Anchor, std::nullopt, {}, std::nullopt}};
     data.schedules[3] = s;
     std::vector<GnuplotFigure> plots;
     for (auto* make : {schedule_figures, run_figures}) {

@@ -394,9 +394,9 @@ ReportTaskRun make_task_run(std::int64_t id, const std::string& method, const st
     r.id = id;
     r.task = "passkey";
     r.metric = "number_match";
-    r.method = method;
-    r.prefill = method == "dense" ? "dense" : prefill;
-    if (method != "dense") {
+    r.method = parse_mode<EvalMethod>(method, "test method");
+    r.prefill = r.method == EvalMethod::Dense ? TaskPrefill::Dense : parse_mode<TaskPrefill>(prefill, "test prefill");
+    if (r.method != EvalMethod::Dense) {
         r.topk_pct = 10;
         r.k_min = 64;
         r.tile = 16;
@@ -410,10 +410,10 @@ ReportTaskRun make_task_run(std::int64_t id, const std::string& method, const st
 TEST(ReportTaskFigures, LabelsNameMethodBudgetScheduleAndPrefill) {
     ReportTaskRun kascade = make_task_run(1, "kascade", "sparse");
     kascade.schedule_id = 3;
-    kascade.policy = "dp";
+    kascade.policy = SchedulePolicy::Dp;
     kascade.n_anchors = 2;
     EXPECT_EQ(task_run_label(kascade), "kascade dp anchors=2 topk 10% (sparse prefill)");
-    kascade.policy = "threshold";
+    kascade.policy = SchedulePolicy::Threshold;
     kascade.threshold = 0.65;
     kascade.max_reuse_dist = 4;
     EXPECT_EQ(task_run_label(kascade), "kascade threshold 0.65 max dist 4 topk 10% (sparse prefill)");

@@ -75,7 +75,7 @@ std::vector<NamedPolicy> decode_policies(const ModelConfig& c, const SparseAtten
     for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
         SparseAttentionOptions o = options;
         o.granularity = g;
-        const std::string suffix = "/" + std::string(key_granularity_name(g));
+        const std::string suffix = "/" + std::string(mode_name(g));
         out.push_back(
             named("kascade" + suffix, std::make_unique<KascadeAttention>(reuse_schedule(c.n_layers, c.n_kv_heads), o)));
         out.push_back(
@@ -171,8 +171,7 @@ TEST(DecodePolicies, KeysPerStepEqualTheHandDerivedBudget) {
         teacher_forced_decode_nll(model, oracle, tokens, prompt);
         const double expected = g == KeyGranularity::Token ? token_keys : tile_keys;
         for (int l = 1; l < c.n_layers; ++l)
-            EXPECT_EQ(oracle.layer_density()[l].attended_keys, c.n_heads * expected)
-                << key_granularity_name(g) << " layer " << l;
+            EXPECT_EQ(oracle.layer_density()[l].attended_keys, c.n_heads * expected) << mode_name(g) << " layer " << l;
     }
 }
 
@@ -215,7 +214,7 @@ class CheckedPolicy : public AttentionPolicy {
         inner_.attend(call);
         if (call.shape.n_q == 1) check_(call);
     }
-    std::string_view layer_role(int layer) const override { return inner_.layer_role(layer); }
+    RunLayerRole layer_role(int layer) const override { return inner_.layer_role(layer); }
     int kv_page_size() const override { return inner_.kv_page_size(); }
 
   private:

@@ -80,7 +80,7 @@ void expect_runtime_equals_naive(const json& config, int n_tokens, uint64_t seed
     const std::vector<int32_t> tokens = random_tokens(n_tokens, reference_model.vocab, seed + 1);
     const auto reference = naive::logits(reference_model, tokens);
     for (WeightsDType dtype : {WeightsDType::File, WeightsDType::F32}) {
-        SCOPED_TRACE(std::string("weights dtype ") + std::string(weights_dtype_name(dtype)));
+        SCOPED_TRACE(std::string("weights dtype ") + std::string(mode_name(dtype)));
         const ModelWeights weights = load_model(dir.path(), {.weights_dtype = dtype});
         EXPECT_EQ(weights.embed.dtype, dtype == WeightsDType::File ? DType::BF16 : DType::F32);
         EXPECT_LT(relative_error(runtime_logits(weights, tokens, false), reference), kMaxRelativeError) << "prefill";

@@ -135,15 +135,19 @@ TEST(OmniKvLessIsMore, KeysPerStepEqualTheHandDerivedBudget) {
     for (auto& [name, policy] : b.all()) {
         EXPECT_NE(teacher_forced_decode_nll(model, *policy, tokens, prompt), nll_dense) << name;
         for (int l = 0; l < c.n_layers; ++l) {
-            const std::string role(policy->layer_role(l));
+            const RunLayerRole role = policy->layer_role(l);
             const LayerDensity& d = b.density(name)[l];
             EXPECT_EQ(d.causal_keys, c.n_heads * causal) << name << " layer " << l;
-            EXPECT_EQ(d.attended_keys, c.n_heads * (role == "reuse" ? sparse : causal)) << name << " layer " << l;
+            EXPECT_EQ(d.attended_keys, c.n_heads * (role == RunLayerRole::Reuse ? sparse : causal))
+                << name << " layer " << l;
         }
     }
-    const std::vector<std::string> omnikv_roles{"dense", "dense", "filter", "dense", "reuse"};
-    const std::vector<std::string> lessismore_roles{"dense", "dense", "selection", "reuse", "reuse"};
-    const std::vector<std::string> two_roles{"dense", "selection", "reuse", "selection", "reuse"};
+    const std::vector<RunLayerRole> omnikv_roles{RunLayerRole::Dense, RunLayerRole::Dense, RunLayerRole::Filter,
+                                                 RunLayerRole::Dense, RunLayerRole::Reuse};
+    const std::vector<RunLayerRole> lessismore_roles{RunLayerRole::Dense, RunLayerRole::Dense, RunLayerRole::Selection,
+                                                     RunLayerRole::Reuse, RunLayerRole::Reuse};
+    const std::vector<RunLayerRole> two_roles{RunLayerRole::Dense, RunLayerRole::Selection, RunLayerRole::Reuse,
+                                              RunLayerRole::Selection, RunLayerRole::Reuse};
     for (int l = 0; l < c.n_layers; ++l) {
         EXPECT_EQ(b.omnikv.layer_role(l), omnikv_roles[l]);
         EXPECT_EQ(b.lessismore.layer_role(l), lessismore_roles[l]);
@@ -166,7 +170,7 @@ TEST(OmniKvLessIsMore, KeysPerStepEqualTheHandDerivedBudget) {
     for (auto& [name, policy] : pct.all()) {
         teacher_forced_decode_nll(model, *policy, tokens, prompt);
         for (int l = 0; l < c.n_layers; ++l) {
-            const double expected = policy->layer_role(l) == "reuse" ? pct_keys : causal;
+            const double expected = policy->layer_role(l) == RunLayerRole::Reuse ? pct_keys : causal;
             EXPECT_EQ(pct.density(name)[l].attended_keys, c.n_heads * expected) << name << " layer " << l;
         }
     }
@@ -274,31 +278,33 @@ TEST(OmniKvLessIsMore, DecodeCallsEqualANaiveReImplementation) {
                     const AttentionCall call{l, s, in.q.data(), in.k.data(), in.v.data(), out.data(), {}};
 
                     omnikv.attend(call);
-                    const std::string role(omnikv.layer_role(l));
-                    if (role == "filter") {
+                    const RunLayerRole role = omnikv.layer_role(l);
+                    if (role == RunLayerRole::Filter) {
                         omnikv_keys = naive_omnikv_keys(s, in.q.data(), in.k.data(), tile, rule);
                         const TokenSelection& sel = omnikv.selection(l);
                         EXPECT_EQ(std::set<int32_t>(sel.list(0, 0), sel.list(0, 0) + sel.size(0, 0)), omnikv_keys)
                             << what << " omnikv layer " << l;
                     }
                     std::vector<double> ref =
-                        role == "reuse" ? naive_attention(s, in, tile, omnikv_keys)
-                                        : reference::dense_attention(s, in.q.data(), in.k.data(), in.v.data());
+                        role == RunLayerRole::Reuse
+                            ? naive_attention(s, in, tile, omnikv_keys)
+                            : reference::dense_attention(s, in.q.data(), in.k.data(), in.v.data());
                     EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), ref.size()), 2e-5)
-                        << what << " omnikv layer " << l << " (" << role << ")";
+                        << what << " omnikv layer " << l << " (" << mode_name(role) << ")";
 
                     lessismore.attend(call);
-                    const std::string lrole(lessismore.layer_role(l));
-                    if (lrole == "selection") {
+                    const RunLayerRole lrole = lessismore.layer_role(l);
+                    if (lrole == RunLayerRole::Selection) {
                         lessismore_keys = naive_lessismore_keys(s, in.q.data(), in.k.data(), tile, rule, 0.3);
                         const TokenSelection& sel = lessismore.selection(l);
                         EXPECT_EQ(std::set<int32_t>(sel.list(0, 0), sel.list(0, 0) + sel.size(0, 0)), lessismore_keys)
                             << what << " lessismore layer " << l;
                     }
-                    ref = lrole == "reuse" ? naive_attention(s, in, tile, lessismore_keys)
-                                           : reference::dense_attention(s, in.q.data(), in.k.data(), in.v.data());
+                    ref = lrole == RunLayerRole::Reuse
+                              ? naive_attention(s, in, tile, lessismore_keys)
+                              : reference::dense_attention(s, in.q.data(), in.k.data(), in.v.data());
                     EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), ref.size()), 2e-5)
-                        << what << " lessismore layer " << l << " (" << lrole << ")";
+                        << what << " lessismore layer " << l << " (" << mode_name(lrole) << ")";
                 }
             }
         }

@@ -60,7 +60,7 @@ TEST(SparsePolicies, TopKCoveringEveryTileReproducesDensePerplexity) {
             KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads), sparse);
             const double ppl = evaluate_perplexity(model, kascade, tokens, w.config.bos_token_id, options).perplexity();
             EXPECT_LT(std::abs(ppl - ppl_dense) / ppl_dense, 1e-6)
-                << "tile " << tile << " granularity " << key_granularity_name(g);
+                << "tile " << tile << " granularity " << mode_name(g);
             for (const LayerDensity& d : kascade.layer_density()) EXPECT_EQ(d.ratio(), 1.0);
         }
     }
@@ -88,7 +88,7 @@ TEST(SparsePolicies, OracleAttendsExactlyTheBudget) {
         const auto& density = oracle.layer_density();
         EXPECT_EQ(density[0].attended_keys, causal * heads);  // layer 0 dense
         for (int l = 1; l < w.config.n_layers; ++l) {
-            EXPECT_EQ(density[l].attended_keys, expected * heads) << "layer " << l << " " << key_granularity_name(g);
+            EXPECT_EQ(density[l].attended_keys, expected * heads) << "layer " << l << " " << mode_name(g);
             EXPECT_EQ(density[l].causal_keys, causal * heads) << "layer " << l;
         }
     }
@@ -232,7 +232,7 @@ TEST(SparsePolicies, PooledHeadsInDecodeSelectTheTopKOfTheSummedProbabilities) {
     const int own_tile = (kKeys - 1) / kTile;  // candidates: the keys and tiles before the query's own tile
     const TopKRule rule{.tiles = 3};
     for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
-        SCOPED_TRACE(key_granularity_name(g));
+        SCOPED_TRACE(mode_name(g));
         std::vector<int32_t> expected;
         if (g == KeyGranularity::Token) {
             expected = top(key_mass, own_tile * kTile, decode_token_budget(rule, kTile, kKeys));
@@ -259,7 +259,7 @@ TEST(SparsePolicies, WindowedPoliciesWithEveryCandidateEqualDenseWindowed) {
     for (int n : {129, 300}) {
         SCOPED_TRACE("T=" + std::to_string(n));
         for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
-            SCOPED_TRACE(key_granularity_name(g));
+            SCOPED_TRACE(mode_name(g));
             const SparseAttentionOptions options{.tile = 16, .topk = {.tiles = 1000}, .granularity = g};
             KascadeAttention kascade(reuse_schedule(5, 2), options);
             expect_dense_windowed(kascade, n, "kascade");

@@ -93,7 +93,7 @@ const std::vector<std::pair<std::string, std::vector<ChatMessage>>>& conversatio
 
 json messages_json(const std::vector<ChatMessage>& messages) {
     json out = json::array();
-    for (const ChatMessage& m : messages) out.push_back({{"role", chat_role_name(m.role)}, {"content", m.content}});
+    for (const ChatMessage& m : messages) out.push_back({{"role", mode_name(m.role)}, {"content", m.content}});
     return out;
 }
 
@@ -243,10 +243,10 @@ TEST(ChatTemplateRecognition, OtherTemplatesAreRefusedNamingTheOption) {
 }
 
 TEST(ChatTemplate, NamesAndChoice) {
-    for (const std::string& name : chat_template_names()) {
-        EXPECT_EQ(chat_template_name(parse_chat_template(name, "--chat-template")), name);
+    for (const std::string& name : mode_names<ChatTemplate>()) {
+        EXPECT_EQ(mode_name(parse_mode<ChatTemplate>(name, "--chat-template")), name);
     }
-    const std::string typo = error_of([] { parse_chat_template("lama3", "--chat-template"); });
+    const std::string typo = error_of([] { parse_mode<ChatTemplate>("lama3", "--chat-template"); });
     EXPECT_NE(typo.find("invalid --chat-template='lama3'"), std::string::npos) << typo;
     EXPECT_NE(typo.find("did you mean llama3?"), std::string::npos) << typo;
 

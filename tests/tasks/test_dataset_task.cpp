@@ -360,8 +360,8 @@ TEST(DatasetTaskSchema, CheckListsEqualTheNameTables) {
             names.push_back(list.substr(q + 1, list.find('\'', q + 1) - q - 1));
         return names;
     };
-    EXPECT_EQ(check_list("chat_template"), chat_template_names());
+    EXPECT_EQ(check_list("chat_template"), mode_names<ChatTemplate>());
     std::vector<std::string> metrics = {"number_match", "string_match_all", "string_match_part"};
-    for (const std::string& m : longbench_metric_names()) metrics.push_back(m);
+    for (const std::string& m : mode_names<LongBenchMetric>()) metrics.push_back(m);
     EXPECT_EQ(check_list("metric"), metrics);
 }

@@ -281,7 +281,7 @@ TEST(LongBenchDatasets, TableIsEvalPysDataset2Metric) {
         const LongBenchDataset d = parse_longbench_dataset(name, "--dataset");
         EXPECT_EQ(d.name, name);
         EXPECT_FALSE(d.longbench_e) << name;
-        EXPECT_EQ(longbench_metric_name(d.metric), metric) << name;
+        EXPECT_EQ(mode_name(d.metric), metric) << name;
         EXPECT_EQ(d.first_line_only, first_line) << name;
         // pred.py: `if dataset not in ["trec", "triviaqa", "samsum", "lsht", "lcc", "repobench-p"]: build_chat`.
         const bool raw =
@@ -328,9 +328,9 @@ TEST(LongBenchMetrics, ExactMatchComparesNormalisedAnswers) {
 }
 
 TEST(LongBenchDatasets, MetricNames) {
-    for (const std::string& name : longbench_metric_names())
-        EXPECT_EQ(longbench_metric_name(parse_longbench_metric(name, "--metric")), name);
-    EXPECT_NE(error_of([] { parse_longbench_metric("bleu", "--metric"); }).find("qa_f1_score"), std::string::npos);
+    for (const std::string& name : mode_names<LongBenchMetric>())
+        EXPECT_EQ(mode_name(parse_mode<LongBenchMetric>(name, "--metric")), name);
+    EXPECT_NE(error_of([] { parse_mode<LongBenchMetric>("bleu", "--metric"); }).find("qa_f1_score"), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -433,7 +433,7 @@ TEST(LongBenchPythonReference, GeneratedCasesMatch) {
         if (kind == "fuzz_ratio") {
             got = longbench_fuzz_ratio(pred, truth);
         } else {
-            const LongBenchDataset d{"generated", false, parse_longbench_metric(kind, "kind"), c["first_line"],
+            const LongBenchDataset d{"generated", false, parse_mode<LongBenchMetric>(kind, "kind"), c["first_line"],
                                      /*chat_template=*/true};
             got = longbench_sample_score(d, pred, {truth}, c["all_classes"].get<std::vector<std::string>>());
         }

@@ -48,8 +48,8 @@ TEST(TaskPrompt, ExactLengthAndDepthByRetokenising) {
         SCOPED_TRACE(t.name);
         const auto tokenizer = load_tokenizer(t.path);
         const int bos = t.start >= 0 ? 1 : 0;
-        for (const std::string& name : task_kind_names()) {
-            const TaskKind kind = parse_task_kind(name, "task");
+        for (const std::string& name : mode_names<TaskKind>()) {
+            const TaskKind kind = parse_mode<TaskKind>(name, "task");
             for (const int length : {700, 1000, 2048}) {
                 for (const double depth : {0.0, 25.0, 50.0, 100.0}) {
                     SCOPED_TRACE(fmt::format("{} length {} depth {}", name, length, depth));
@@ -185,13 +185,14 @@ TEST(TaskScore, HandDerivedValues) {
 }
 
 TEST(TaskKinds, NamesRoundTripAndMisspellingsSuggest) {
-    for (const std::string& name : task_kind_names()) EXPECT_EQ(task_kind_name(parse_task_kind(name, "--task")), name);
+    for (const std::string& name : mode_names<TaskKind>())
+        EXPECT_EQ(mode_name(parse_mode<TaskKind>(name, "--task")), name);
     try {
-        parse_task_kind("paskey", "--task");
+        parse_mode<TaskKind>("paskey", "--task");
         FAIL();
     } catch (const std::exception& e) {
         EXPECT_NE(std::string(e.what()).find("did you mean passkey?"), std::string::npos) << e.what();
     }
-    for (const std::string& name : task_prefill_names())
-        EXPECT_EQ(task_prefill_name(parse_task_prefill(name, "--prefill")), name);
+    for (const std::string& name : mode_names<TaskPrefill>())
+        EXPECT_EQ(mode_name(parse_mode<TaskPrefill>(name, "--prefill")), name);
 }

@@ -17,8 +17,8 @@ bool fuzz_chat_messages(FuzzInput input) {
         return false;
     }
     require(!messages.empty(), "an empty conversation was accepted");
-    for (const std::string& name : chat_template_names()) {
-        const ChatTemplate family = parse_chat_template(name, "fuzz");
+    for (const std::string& name : mode_names<ChatTemplate>()) {
+        const ChatTemplate family = parse_mode<ChatTemplate>(name, "fuzz");
         try {
             const std::string prompt = render_chat(family, {"<s>", "</s>"}, messages, true);
             // Every family but none writes markup around the turns; none writes exactly the contents.
@@ -40,7 +40,7 @@ bool fuzz_chat_messages(FuzzInput input) {
 bool fuzz_chat_template(FuzzInput input) {
     const std::string text(reinterpret_cast<const char*>(input.data()), input.size());
     try {
-        static_cast<void>(chat_template_name(recognize_chat_template(text, "fuzz")));
+        static_cast<void>(mode_name(recognize_chat_template(text, "fuzz")));
     } catch (const kascade::Error&) {
         return false;
     }
