@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "base/error.h"
 #include "pipeline/tasks/python_text.h"
 
@@ -199,8 +201,10 @@ std::string render_llama2(const ChatSpecialTokens& tokens, std::span<const ChatM
         }
         std::string content = m.content;
         if (i == first && has_system) content = "<<SYS>>\n" + messages.front().content + "\n<</SYS>>\n\n" + content;
-        out += m.role == ChatRole::User ? tokens.bos + "[INST] " + python_strip(content) + " [/INST]"
-                                        : " " + python_strip(content) + " " + tokens.eos;
+        if (m.role == ChatRole::User)
+            out += fmt::format("{}[INST] {} [/INST]", tokens.bos, python_strip(content));
+        else
+            out += fmt::format(" {} {}", python_strip(content), tokens.eos);
     }
     return out;
 }

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/modes.h"
+#include "base/enum_names.h"
 
 namespace kascade {
 

@@ -186,8 +186,10 @@ TEST(ModeNames, NoSourceFileComparesAModeNameString) {
           &mode_names<MatmulPrecision>(), &mode_names<DType>()})
         names.insert(list->begin(), list->end());
     std::string alternatives;
-    for (const std::string& n : names)
-        alternatives += (alternatives.empty() ? "" : "|") + std::regex_replace(n, std::regex(R"(\.)"), R"(\.)");
+    for (const std::string& n : names) {
+        if (!alternatives.empty()) alternatives += '|';
+        alternatives += std::regex_replace(n, std::regex(R"(\.)"), R"(\.)");
+    }
     const std::regex comparison("[!=]=\\s*\"(" + alternatives + ")\"|\"(" + alternatives + ")\"\\s*[!=]=");
 
     const fs::path source = KASCADE_SOURCE_DIR;

@@ -256,7 +256,7 @@ TEST(ResultsDb, Version9UpgradesRunsAndTaskRunsInPlaceAndAdmitsOmniKvAndLessIsMo
     raw.exec(insert +
              "('l', 1, 1, 'lessismore', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, '[2,13]', 0.25)");
     EXPECT_EQ(raw.execAndGet("SELECT max(id) FROM runs").getInt(), 8);
-    for (const std::string& bad :
+    for (const char* bad :
          {"('a', 1, 1, 'omnikv', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, NULL, NULL)",
           "('b', 1, 1, 'omnikv', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'prefill', NULL, NULL, '[2]', NULL)",
           "('c', 1, 1, 'lessismore', 512, 0, 256, 'g', 'm', 1, 's', 'f', 'decode', 256, 256, '[2]', NULL)",
