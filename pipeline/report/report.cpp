@@ -227,6 +227,25 @@ std::string dataset_runs_table(const ReportData& data) {
     return out + "</table>\n";
 }
 
+/// "N task runs (S samples) of MODELS on WHATS, selected by <code>WHERE</code>": `what` names what each run ran (its
+/// task, its dataset); `commits` collects the runs' commits.
+template <class What>
+std::string task_runs_selection(const std::vector<ReportTaskRun>& runs, const char* kind, const std::string& where,
+                                const char* everything, std::set<std::string>& commits, What what) {
+    std::set<std::string> models, whats;
+    std::size_t samples = 0;
+    for (const ReportTaskRun& r : runs) {
+        commits.insert(r.git_commit);
+        models.insert(short_name(r.model_path));
+        whats.insert(what(r));
+        samples += r.samples.size();
+    }
+    return fmt::format("{} {} ({} samples) of {} on {}, selected by <code>{}</code>", runs.size(), kind, samples,
+                       html_escape(fmt::format("{}", fmt::join(models, ", "))),
+                       html_escape(fmt::format("{}", fmt::join(whats, ", "))),
+                       html_escape(where.empty() ? everything : where));
+}
+
 /// "N runs of M on T, selected by <code>...</code>" and the same for task and dataset runs: what the page shows.
 std::string selection_text(const ReportData& data, std::set<std::string>& commits) {
     std::vector<std::string> parts;
@@ -242,36 +261,13 @@ std::string selection_text(const ReportData& data, std::set<std::string>& commit
                                     html_escape(fmt::format("{}", fmt::join(texts, ", "))),
                                     html_escape(data.where.empty() ? "every run" : data.where)));
     }
-    if (!data.task_runs.empty()) {
-        std::set<std::string> models, tasks;
-        std::size_t samples = 0;
-        for (const ReportTaskRun& r : data.task_runs) {
-            commits.insert(r.git_commit);
-            models.insert(short_name(r.model_path));
-            tasks.insert(r.task);
-            samples += r.samples.size();
-        }
-        parts.push_back(fmt::format("{} task runs ({} samples) of {} on {}, selected by <code>{}</code>",
-                                    data.task_runs.size(), samples,
-                                    html_escape(fmt::format("{}", fmt::join(models, ", "))),
-                                    html_escape(fmt::format("{}", fmt::join(tasks, ", "))),
-                                    html_escape(data.task_where.empty() ? "every task sample" : data.task_where)));
-    }
-    if (!data.dataset_runs.empty()) {
-        std::set<std::string> models, datasets;
-        std::size_t samples = 0;
-        for (const ReportTaskRun& r : data.dataset_runs) {
-            commits.insert(r.git_commit);
-            models.insert(short_name(r.model_path));
-            datasets.insert(r.dataset_name);
-            samples += r.samples.size();
-        }
-        parts.push_back(
-            fmt::format("{} dataset runs ({} samples) of {} on {}, selected by <code>{}</code>",
-                        data.dataset_runs.size(), samples, html_escape(fmt::format("{}", fmt::join(models, ", "))),
-                        html_escape(fmt::format("{}", fmt::join(datasets, ", "))),
-                        html_escape(data.dataset_where.empty() ? "every dataset sample" : data.dataset_where)));
-    }
+    if (!data.task_runs.empty())
+        parts.push_back(task_runs_selection(data.task_runs, "task runs", data.task_where, "every task sample", commits,
+                                            [](const ReportTaskRun& r) { return r.task; }));
+    if (!data.dataset_runs.empty())
+        parts.push_back(task_runs_selection(data.dataset_runs, "dataset runs", data.dataset_where,
+                                            "every dataset sample", commits,
+                                            [](const ReportTaskRun& r) { return r.dataset_name; }));
     return fmt::format("{}", fmt::join(parts, "; "));
 }
 

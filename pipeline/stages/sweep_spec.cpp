@@ -111,10 +111,10 @@ class TableReader {
         return out;
     }
 
-    /// One mode name (base/modes.h), read by parse_mode.
+    /// One mode name (base/modes.h), read as parse_mode reads it ("" is an unknown name like any other).
     template <typename E>
     E mode(const std::string& key) {
-        return parse_mode_of<E>(string(key, "", true), key);
+        return parse_mode_of<E>(string(key, ""), key);
     }
 
     /// A mode name or a list of them (base/modes.h), each read by parse_mode: a misspelt one gets the "did you

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/modes.h"
+#include "common/error_of.h"
 #include "io/store/results_db.h"
 #include "io/weights/dtype.h"
 #include "pipeline/stages/sweep_spec.h"
@@ -20,6 +21,7 @@
 namespace {
 
 using namespace kascade;
+using test::error_of;
 
 template <typename E>
 void expect_round_trip(const char* kind) {
@@ -37,15 +39,6 @@ void expect_round_trip(const char* kind) {
     EXPECT_EQ(values.size(), names.size()) << "a value given twice";
     EXPECT_FALSE(mode_from_name<E>("").has_value());
     EXPECT_FALSE(mode_from_name<E>(names.front() + "x").has_value());
-}
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
 }
 
 }  // namespace

@@ -17,19 +17,11 @@
 namespace kascade {
 namespace {
 
+using test::error_of;
 using test::TempDir;
 
 std::int64_t count_rows(ResultsDb& db, const std::string& table) {
     return db.database().execAndGet("SELECT count(*) FROM " + table).getInt64();
-}
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
 }
 
 TEST(ResultsDb, MigratesANewDatabase) {

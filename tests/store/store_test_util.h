@@ -11,20 +11,11 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "common/error_of.h"
 #include "common/temp_dir.h"
 #include "io/store/results_db.h"
 
 namespace kascade::test {
-
-/// The message of the kascade::Error that f throws, or "(no error)".
-inline std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 inline ModelRecord sample_model() {
     ModelRecord m;

@@ -17,6 +17,7 @@
 
 #include "../pipeline/sweep_fixture.h"
 #include "base/error.h"
+#include "common/error_of.h"
 #include "io/store/results_db.h"
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/stages/workspace.h"
@@ -29,17 +30,9 @@
 namespace {
 
 using namespace kascade;
+using test::error_of;
 
 const fs::path kFixture = fs::path(KASCADE_SOURCE_DIR) / "tests/fixtures/retrieval-model";
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 DatasetSample sample_of(const nlohmann::json& row) {
     DatasetSample s;
