@@ -145,6 +145,8 @@ const std::vector<Field<RunRecord>>& RunRecord::fields() {
         // Added by schema version 9.
         {"selection_layers", &R::selection_layers},
         {"window_ratio", &R::window_ratio},
+        // Added by schema version 10.
+        {"matmul", &R::matmul},
     };
     return f;
 }
@@ -181,6 +183,8 @@ const std::vector<Field<TaskRunRecord>>& TaskRunRecord::fields() {
         // Added by schema version 9.
         {"selection_layers", &R::selection_layers},
         {"window_ratio", &R::window_ratio},
+        // Added by schema version 10.
+        {"matmul", &R::matmul},
     };
     return f;
 }

@@ -179,6 +179,7 @@ struct RunRecord {
     /// omnikv (its filter layers), lessismore (its selection layers): a JSON array, e.g. [2,8,18]
     std::optional<std::string> selection_layers;
     std::optional<double> window_ratio;  ///< lessismore: share of the budget for sinks + recent keys
+    std::string matmul = "exact";        ///< the matrix products' numerics: "exact" or "bf16" (--matmul)
 
     static constexpr std::string_view table = "runs";
     static const std::vector<Field<RunRecord>>& fields();
@@ -249,6 +250,7 @@ struct TaskRunRecord {
     std::string created_at;
     std::optional<std::string> selection_layers;  ///< omnikv, lessismore: as runs.selection_layers
     std::optional<double> window_ratio;           ///< lessismore
+    std::string matmul = "exact";                 ///< as runs.matmul
 
     static constexpr std::string_view table = "task_runs";
     static const std::vector<Field<TaskRunRecord>>& fields();

@@ -291,6 +291,216 @@ std::int64_t insert_missing(SQLite::Database& dest, const std::vector<R>& rows, 
     return added;
 }
 
+/// Copies the artifact files a merge takes: each verified file the destination lacks, and the file of a row the
+/// destination has whose file is gone, where the source's file verifies as the same. Returns how many it copied.
+std::int64_t copy_artifact_files(ResultsDb& source, ResultsDb& dest, const std::vector<ArtifactRecord>& artifacts,
+                                 const FilePlan& plan, std::string_view what, CopiedFiles& copied) {
+    std::int64_t files = 0;
+    for (const ArtifactRecord& a : artifacts) {
+        const fs::path from = source.results_dir() / a.path, to = dest.results_dir() / a.path;
+        std::error_code ec;
+        if (const auto it = plan.checksums.find(a.key); it != plan.checksums.end()) {
+            if (fs::exists(fs::symlink_status(to, ec))) continue;  // verified: the very file
+            copy_verified(from, to, it->second, copied);
+            ++files;
+            continue;
+        }
+        // The destination has the row: its file, if gone, comes back from a source file that verifies as the same.
+        if (fs::exists(fs::symlink_status(to, ec))) continue;
+        const std::optional<ArtifactRecord> there = guarded(
+            dest.db_file(), what, [&] { return select_one<ArtifactRecord>(dest.database(), "WHERE key = ?", a.key); });
+        std::string problem;
+        const std::optional<std::string> checksum = verified_source_checksum(source.results_dir(), a, problem);
+        if (!there || !checksum || there->path != a.path || (there->checksum && there->checksum != checksum)) continue;
+        copy_verified(from, to, *checksum, copied);
+        ++files;
+    }
+    return files;
+}
+
+/// Writes the source's rows that the destination lacks, inside the merge's transaction, renumbering their ids and
+/// the references between them. One method per table group, called in the order the rows depend on each other.
+class RowMerge {
+  public:
+    /// wanted: the keys to merge (requested and what they derive from); nullptr: everything.
+    RowMerge(SQLite::Database& src, SQLite::Database& dst, const SourceRows& rows, const std::set<std::string>* wanted,
+             MergeCounts& counts)
+        : src_(src), dst_(dst), rows_(rows), wanted_(wanted), counts_(counts) {}
+
+    /// Every model and text, also those no merged row refers to.
+    void merge_models_and_texts() {
+        for (const ModelRecord& m : rows_.models) dest_model(m.id);
+        for (const TextRecord& t : rows_.texts) dest_text(t.id);
+    }
+
+    /// The artifact rows whose files were verified (plan_files), with their capture or similarity details.
+    void merge_artifacts(const std::vector<ArtifactRecord>& artifacts, const FilePlan& plan) {
+        for (ArtifactRecord a : artifacts) {
+            const auto verified = plan.checksums.find(a.key);
+            if (verified == plan.checksums.end() || exists_by_key(dst_, ArtifactRecord::table, "key", a.key)) {
+                ++counts_.skipped;
+                continue;
+            }
+            if (!a.checksum) ++counts_.checksums;
+            a.checksum = verified->second;  // rows stored before checksums get the one their file was verified by
+            a.model_id = dest_model(a.model_id);
+            insert_record(dst_, a);
+            ++counts_.artifacts;
+            if (auto c = rows_.captures.find(a.key); c != rows_.captures.end()) {
+                CaptureRecord detail = c->second;
+                detail.model_id = dest_model(detail.model_id);
+                detail.text_id = dest_text(detail.text_id);
+                insert_record(dst_, detail, " ON CONFLICT(artifact_key) DO NOTHING");
+            }
+            if (auto s = rows_.similarities.find(a.key); s != rows_.similarities.end()) {
+                insert_record(dst_, s->second, " ON CONFLICT(artifact_key) DO NOTHING");
+            }
+        }
+    }
+
+    /// The schedules with their layers; remembers every selected schedule's destination id for the runs.
+    void merge_schedules() {
+        for (ScheduleRecord s : rows_.schedules) {
+            if (!selected(s.key)) continue;
+            const std::int64_t source_id = s.id;
+            if (exists_by_key(dst_, ScheduleRecord::table, "key", s.key)) {
+                ++counts_.skipped;
+            } else {
+                s.model_id = dest_model(s.model_id);
+                insert_record(dst_, s);
+                const std::int64_t id = dst_.getLastInsertRowid();
+                std::vector<ScheduleLayerRecord> layers =
+                    select_records<ScheduleLayerRecord>(src_, "WHERE schedule_id = ? ORDER BY layer", source_id);
+                for (ScheduleLayerRecord& l : layers) l.schedule_id = id;
+                insert_missing(dst_, layers, "");
+                ++counts_.schedules;
+            }
+            schedule_id_[source_id] = id_by_key(dst_, ScheduleRecord::table, "key", s.key);
+        }
+    }
+
+    /// The runs with their metrics and per-layer rows.
+    void merge_runs() {
+        for (RunRecord r : rows_.runs) {
+            if (!selected(r.key)) continue;
+            if (exists_by_key(dst_, RunRecord::table, "key", r.key)) {
+                ++counts_.skipped;
+                continue;
+            }
+            const std::int64_t source_id = r.id;
+            r.model_id = dest_model(r.model_id);
+            r.text_id = dest_text(r.text_id);
+            if (r.schedule_id) r.schedule_id = schedule_id_.at(*r.schedule_id);
+            insert_record(dst_, r);
+            const std::int64_t id = dst_.getLastInsertRowid();
+            std::vector<RunMetrics> metrics = select_records<RunMetrics>(src_, "WHERE run_id = ?", source_id);
+            std::vector<RunLayerRecord> layers =
+                select_records<RunLayerRecord>(src_, "WHERE run_id = ? ORDER BY layer", source_id);
+            for (RunMetrics& m : metrics) m.run_id = id;
+            for (RunLayerRecord& l : layers) l.run_id = id;
+            insert_missing(dst_, metrics, "");
+            insert_missing(dst_, layers, "");
+            ++counts_.runs;
+        }
+    }
+
+    /// The task runs with their samples. A task run the destination has may still lack samples (a shard ran more
+    /// lengths or depths of it): its samples are merged either way, each kept where it is already stored.
+    void merge_task_runs() {
+        for (TaskRunRecord r : rows_.task_runs) {
+            if (!selected(r.key)) continue;
+            const std::int64_t source_id = r.id;
+            if (exists_by_key(dst_, TaskRunRecord::table, "key", r.key)) {
+                ++counts_.skipped;
+            } else {
+                r.model_id = dest_model(r.model_id);
+                if (r.text_id) r.text_id = dest_text(*r.text_id);
+                if (r.schedule_id) r.schedule_id = schedule_id_.at(*r.schedule_id);
+                insert_record(dst_, r);
+                ++counts_.task_runs;
+            }
+            merge_task_samples(source_id, id_by_key(dst_, TaskRunRecord::table, "key", r.key));
+        }
+    }
+
+    /// The kernel benchmarks. They have no key: a row equal in every value is the same measurement.
+    void merge_kernel_bench() {
+        SQLite::Statement same(dst_,
+                               "SELECT 1 FROM kernel_bench WHERE name = ? AND shape_json = ? AND threads = ? AND "
+                               "time_ms = ? AND git_commit = ? AND machine = ? AND created_at = ?");
+        for (const KernelBenchRecord& b : select_records<KernelBenchRecord>(src_, "ORDER BY id")) {
+            same.reset();
+            same.bind(1, b.name);
+            same.bind(2, b.shape_json);
+            same.bind(3, b.threads);
+            same.bind(4, b.time_ms);
+            same.bind(5, b.git_commit);
+            same.bind(6, b.machine);
+            same.bind(7, b.created_at);
+            if (same.executeStep()) continue;
+            insert_record(dst_, b);
+            ++counts_.kernel_bench;
+        }
+    }
+
+    /// The sweeps, their jobs, the job failures and the Slurm arrays (schema version 2 on).
+    void merge_sweep_records() {
+        counts_.sweeps = insert_missing(dst_, select_records<SweepRecord>(src_, "ORDER BY created_at, key"),
+                                        " ON CONFLICT(key) DO NOTHING");
+        insert_missing(dst_, select_records<SweepJobRecord>(src_, "ORDER BY sweep_key, job_index"),
+                       " ON CONFLICT(sweep_key, job_index) DO NOTHING");
+        counts_.job_failures =
+            insert_missing(dst_, select_records<JobFailureRecord>(src_, "ORDER BY id"), " ON CONFLICT DO NOTHING");
+        counts_.slurm_arrays = insert_missing(dst_, select_records<SlurmArrayRecord>(src_, "ORDER BY job_id"),
+                                              " ON CONFLICT(job_id) DO NOTHING");
+    }
+
+  private:
+    bool selected(const std::string& key) const { return wanted_ == nullptr || wanted_->count(key) > 0; }
+
+    /// The destination id of a source model, inserting the model where the destination lacks it.
+    std::int64_t dest_model(std::int64_t id) {
+        auto it = model_id_.find(id);
+        if (it != model_id_.end()) return it->second;
+        const auto m = std::find_if(rows_.models.begin(), rows_.models.end(), [&](auto& r) { return r.id == id; });
+        KASCADE_ASSERT(m != rows_.models.end());
+        insert_record(dst_, *m, " ON CONFLICT(hash) DO NOTHING");
+        return model_id_[id] = id_by_key(dst_, ModelRecord::table, "hash", m->hash);
+    }
+
+    /// The destination id of a source text, inserting the text where the destination lacks it.
+    std::int64_t dest_text(std::int64_t id) {
+        auto it = text_id_.find(id);
+        if (it != text_id_.end()) return it->second;
+        const auto t = std::find_if(rows_.texts.begin(), rows_.texts.end(), [&](auto& r) { return r.id == id; });
+        KASCADE_ASSERT(t != rows_.texts.end());
+        insert_record(dst_, *t, " ON CONFLICT(hash) DO NOTHING");
+        return text_id_[id] = id_by_key(dst_, TextRecord::table, "hash", t->hash);
+    }
+
+    /// The task and dataset samples of source task run `source_id` into destination task run `id`, each
+    /// (length, depth, index) or dataset sample index kept where it is already stored.
+    void merge_task_samples(std::int64_t source_id, std::int64_t id) {
+        std::vector<TaskSampleRecord> samples = select_records<TaskSampleRecord>(
+            src_, "WHERE task_run_id = ? ORDER BY length, depth_pct, sample_index", source_id);
+        for (TaskSampleRecord& sample : samples) sample.task_run_id = id;
+        counts_.task_samples +=
+            insert_missing(dst_, samples, " ON CONFLICT(task_run_id, length, depth_pct, sample_index) DO NOTHING");
+        std::vector<DatasetSampleRecord> dataset_samples =
+            select_records<DatasetSampleRecord>(src_, "WHERE task_run_id = ? ORDER BY sample_index", source_id);
+        for (DatasetSampleRecord& sample : dataset_samples) sample.task_run_id = id;
+        counts_.task_samples +=
+            insert_missing(dst_, dataset_samples, " ON CONFLICT(task_run_id, sample_index) DO NOTHING");
+    }
+
+    SQLite::Database& src_;
+    SQLite::Database& dst_;
+    const SourceRows& rows_;
+    const std::set<std::string>* wanted_;
+    MergeCounts& counts_;
+    std::map<std::int64_t, std::int64_t> model_id_, text_id_, schedule_id_;  // source id -> dest id
+};
+
 }  // namespace
 
 std::vector<std::string> check_merge_files(ResultsDb& source, const fs::path& dest_dir, ResultsDb* dest,
@@ -314,7 +524,6 @@ MergeCounts merge_results(ResultsDb& source, ResultsDb& dest, const std::set<std
     const SourceRows rows = guarded(source.db_file(), what, [&] { return read_source(src, source.db_file()); });
     std::set<std::string> wanted;
     if (keys != nullptr) wanted = close_over_inputs(rows, *keys);
-    auto selected = [&](const std::string& key) { return keys == nullptr || wanted.count(key) > 0; };
 
     MergeCounts counts;
     // Files first, each verified: a row is only ever written once its verified file is in place.
@@ -326,167 +535,19 @@ MergeCounts merge_results(ResultsDb& source, ResultsDb& dest, const std::set<std
     KASCADE_CHECK(plan.problems.empty(), "{}: {} artifact file{} cannot be taken, nothing was merged: {}", what,
                   plan.problems.size(), plan.problems.size() == 1 ? "" : "s", fmt::join(plan.problems, "; "));
     CopiedFiles copied;
-    for (const ArtifactRecord& a : artifacts) {
-        const fs::path from = source.results_dir() / a.path, to = dest.results_dir() / a.path;
-        std::error_code ec;
-        if (const auto it = plan.checksums.find(a.key); it != plan.checksums.end()) {
-            if (fs::exists(fs::symlink_status(to, ec))) continue;  // verified: the very file
-            copy_verified(from, to, it->second, copied);
-            ++counts.files;
-            continue;
-        }
-        // The destination has the row: its file, if gone, comes back from a source file that verifies as the same.
-        if (fs::exists(fs::symlink_status(to, ec))) continue;
-        const std::optional<ArtifactRecord> there =
-            guarded(dest.db_file(), what, [&] { return select_one<ArtifactRecord>(dst, "WHERE key = ?", a.key); });
-        std::string problem;
-        const std::optional<std::string> checksum = verified_source_checksum(source.results_dir(), a, problem);
-        if (!there || !checksum || there->path != a.path || (there->checksum && there->checksum != checksum)) continue;
-        copy_verified(from, to, *checksum, copied);
-        ++counts.files;
-    }
+    counts.files = copy_artifact_files(source, dest, artifacts, plan, what, copied);
 
     guarded(dest.db_file(), what, [&] {
         SQLite::Transaction tx(dst, SQLite::TransactionBehavior::IMMEDIATE);
-        std::map<std::int64_t, std::int64_t> model_id, text_id, schedule_id;  // source id -> dest id
-        auto dest_model = [&](std::int64_t id) {
-            auto it = model_id.find(id);
-            if (it != model_id.end()) return it->second;
-            const auto m = std::find_if(rows.models.begin(), rows.models.end(), [&](auto& r) { return r.id == id; });
-            KASCADE_ASSERT(m != rows.models.end());
-            insert_record(dst, *m, " ON CONFLICT(hash) DO NOTHING");
-            return model_id[id] = id_by_key(dst, ModelRecord::table, "hash", m->hash);
-        };
-        auto dest_text = [&](std::int64_t id) {
-            auto it = text_id.find(id);
-            if (it != text_id.end()) return it->second;
-            const auto t = std::find_if(rows.texts.begin(), rows.texts.end(), [&](auto& r) { return r.id == id; });
-            KASCADE_ASSERT(t != rows.texts.end());
-            insert_record(dst, *t, " ON CONFLICT(hash) DO NOTHING");
-            return text_id[id] = id_by_key(dst, TextRecord::table, "hash", t->hash);
-        };
+        RowMerge merge(src, dst, rows, keys != nullptr ? &wanted : nullptr, counts);
+        if (keys == nullptr) merge.merge_models_and_texts();
+        merge.merge_artifacts(artifacts, plan);
+        merge.merge_schedules();
+        merge.merge_runs();
+        merge.merge_task_runs();
         if (keys == nullptr) {
-            for (const ModelRecord& m : rows.models) dest_model(m.id);
-            for (const TextRecord& t : rows.texts) dest_text(t.id);
-        }
-
-        for (ArtifactRecord a : artifacts) {
-            const auto verified = plan.checksums.find(a.key);
-            if (verified == plan.checksums.end() || exists_by_key(dst, ArtifactRecord::table, "key", a.key)) {
-                ++counts.skipped;
-                continue;
-            }
-            if (!a.checksum) ++counts.checksums;
-            a.checksum = verified->second;  // rows stored before checksums get the one their file was verified by
-            a.model_id = dest_model(a.model_id);
-            insert_record(dst, a);
-            ++counts.artifacts;
-            if (auto c = rows.captures.find(a.key); c != rows.captures.end()) {
-                CaptureRecord detail = c->second;
-                detail.model_id = dest_model(detail.model_id);
-                detail.text_id = dest_text(detail.text_id);
-                insert_record(dst, detail, " ON CONFLICT(artifact_key) DO NOTHING");
-            }
-            if (auto s = rows.similarities.find(a.key); s != rows.similarities.end()) {
-                insert_record(dst, s->second, " ON CONFLICT(artifact_key) DO NOTHING");
-            }
-        }
-
-        for (ScheduleRecord s : rows.schedules) {
-            if (!selected(s.key)) continue;
-            const std::int64_t source_id = s.id;
-            if (exists_by_key(dst, ScheduleRecord::table, "key", s.key)) {
-                ++counts.skipped;
-            } else {
-                s.model_id = dest_model(s.model_id);
-                insert_record(dst, s);
-                const std::int64_t id = dst.getLastInsertRowid();
-                std::vector<ScheduleLayerRecord> layers =
-                    select_records<ScheduleLayerRecord>(src, "WHERE schedule_id = ? ORDER BY layer", source_id);
-                for (ScheduleLayerRecord& l : layers) l.schedule_id = id;
-                insert_missing(dst, layers, "");
-                ++counts.schedules;
-            }
-            schedule_id[source_id] = id_by_key(dst, ScheduleRecord::table, "key", s.key);
-        }
-
-        for (RunRecord r : rows.runs) {
-            if (!selected(r.key)) continue;
-            if (exists_by_key(dst, RunRecord::table, "key", r.key)) {
-                ++counts.skipped;
-                continue;
-            }
-            const std::int64_t source_id = r.id;
-            r.model_id = dest_model(r.model_id);
-            r.text_id = dest_text(r.text_id);
-            if (r.schedule_id) r.schedule_id = schedule_id.at(*r.schedule_id);
-            insert_record(dst, r);
-            const std::int64_t id = dst.getLastInsertRowid();
-            std::vector<RunMetrics> metrics = select_records<RunMetrics>(src, "WHERE run_id = ?", source_id);
-            std::vector<RunLayerRecord> layers =
-                select_records<RunLayerRecord>(src, "WHERE run_id = ? ORDER BY layer", source_id);
-            for (RunMetrics& m : metrics) m.run_id = id;
-            for (RunLayerRecord& l : layers) l.run_id = id;
-            insert_missing(dst, metrics, "");
-            insert_missing(dst, layers, "");
-            ++counts.runs;
-        }
-
-        // A task run the destination has may still lack samples (a shard ran more lengths or depths of it): its
-        // samples are merged either way, each (length, depth, index) kept where it is already stored.
-        for (TaskRunRecord r : rows.task_runs) {
-            if (!selected(r.key)) continue;
-            const std::int64_t source_id = r.id;
-            if (exists_by_key(dst, TaskRunRecord::table, "key", r.key)) {
-                ++counts.skipped;
-            } else {
-                r.model_id = dest_model(r.model_id);
-                if (r.text_id) r.text_id = dest_text(*r.text_id);
-                if (r.schedule_id) r.schedule_id = schedule_id.at(*r.schedule_id);
-                insert_record(dst, r);
-                ++counts.task_runs;
-            }
-            const std::int64_t id = id_by_key(dst, TaskRunRecord::table, "key", r.key);
-            std::vector<TaskSampleRecord> samples = select_records<TaskSampleRecord>(
-                src, "WHERE task_run_id = ? ORDER BY length, depth_pct, sample_index", source_id);
-            for (TaskSampleRecord& sample : samples) sample.task_run_id = id;
-            counts.task_samples +=
-                insert_missing(dst, samples, " ON CONFLICT(task_run_id, length, depth_pct, sample_index) DO NOTHING");
-            std::vector<DatasetSampleRecord> dataset_samples =
-                select_records<DatasetSampleRecord>(src, "WHERE task_run_id = ? ORDER BY sample_index", source_id);
-            for (DatasetSampleRecord& sample : dataset_samples) sample.task_run_id = id;
-            counts.task_samples +=
-                insert_missing(dst, dataset_samples, " ON CONFLICT(task_run_id, sample_index) DO NOTHING");
-        }
-
-        if (keys == nullptr) {
-            // Benchmarks have no key: a row equal in every value is the same measurement.
-            SQLite::Statement same(dst,
-                                   "SELECT 1 FROM kernel_bench WHERE name = ? AND shape_json = ? AND threads = ? AND "
-                                   "time_ms = ? AND git_commit = ? AND machine = ? AND created_at = ?");
-            for (const KernelBenchRecord& b : select_records<KernelBenchRecord>(src, "ORDER BY id")) {
-                same.reset();
-                same.bind(1, b.name);
-                same.bind(2, b.shape_json);
-                same.bind(3, b.threads);
-                same.bind(4, b.time_ms);
-                same.bind(5, b.git_commit);
-                same.bind(6, b.machine);
-                same.bind(7, b.created_at);
-                if (same.executeStep()) continue;
-                insert_record(dst, b);
-                ++counts.kernel_bench;
-            }
-            if (source.schema_version() >= 2) {
-                counts.sweeps = insert_missing(dst, select_records<SweepRecord>(src, "ORDER BY created_at, key"),
-                                               " ON CONFLICT(key) DO NOTHING");
-                insert_missing(dst, select_records<SweepJobRecord>(src, "ORDER BY sweep_key, job_index"),
-                               " ON CONFLICT(sweep_key, job_index) DO NOTHING");
-                counts.job_failures = insert_missing(dst, select_records<JobFailureRecord>(src, "ORDER BY id"),
-                                                     " ON CONFLICT DO NOTHING");
-                counts.slurm_arrays = insert_missing(dst, select_records<SlurmArrayRecord>(src, "ORDER BY job_id"),
-                                                     " ON CONFLICT(job_id) DO NOTHING");
-            }
+            merge.merge_kernel_bench();
+            if (source.schema_version() >= 2) merge.merge_sweep_records();
         }
         tx.commit();
     });

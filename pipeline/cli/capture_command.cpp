@@ -1,6 +1,8 @@
 // kascade capture: stage 1, dense forward on the calibration tokens into an HDF5 artifact.
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/cli/option_range.h"
@@ -14,6 +16,7 @@ struct CaptureArgs {
     std::string text;
     CaptureParams params;
     bool force = false;
+    bool json = false;
 };
 }  // namespace
 
@@ -40,12 +43,17 @@ void register_capture_command(CLI::App& app, const CommonOptions& common) {
                 param_range::kTile);
     cmd->add_flag("--save-qk", args->params.save_qk, "also store post-RoPE Q and K");
     cmd->add_flag("--force", args->force, "recompute even if the artifact exists");
+    cmd->add_flag("--json", args->json, "print one JSON object: capture_key, cached");
     cmd->callback([args, &common] {
         Workspace ws(common.results_dir);
         LoadedModel& model = ws.model(args->model.model, args->model.tokenizer);
         LoadedText& text = ws.text(args->text, model);
         const StageResult r = run_capture(ws, model, text, args->params, args->force);
-        std::printf("capture %s%s\n", r.key.c_str(), r.cached ? " (cached)" : "");
+        if (args->json) {
+            std::printf("%s\n", nlohmann::json{{"capture_key", r.key}, {"cached", r.cached}}.dump().c_str());
+        } else {
+            std::printf("capture %s%s\n", r.key.c_str(), r.cached ? " (cached)" : "");
+        }
     });
 }
 

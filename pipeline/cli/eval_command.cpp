@@ -2,12 +2,13 @@
 #include <cstdio>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
-#include "pipeline/cli/baseline_layer_options.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/cli/method_options.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/cli/option_range.h"
-#include "pipeline/cli/topk_options.h"
 #include "pipeline/stages/eval_stage.h"
 
 namespace kascade::cli {
@@ -16,16 +17,12 @@ namespace {
 struct EvalArgs {
     ModelArgs model;
     std::string text;
-    int64_t schedule_id = 0;
-    std::string method;
+    MethodOptions method;
     std::string phase{mode_name(EvalParams{}.phase)};
-    TopKOptions topk;
-    BaselineLayerOptions layers;
-    std::optional<int> tile;
     std::optional<int64_t> offset;
-    EvalParams params;
-    std::string pooling;
+    EvalParams params;  ///< the window and token options
     bool force = false;
+    bool json = false;
 };
 }  // namespace
 
@@ -43,20 +40,9 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
         "  kascade eval --model models/stories260K/stories260K.bin --text TinyStories-valid.head.txt "
         "--method omnikv --filter-layers 2 --topk-tiles 4 --phase decode --offset 8687 --eval-tokens 2048");
     args->model.add_to(*cmd);
+    args->model.add_matmul_option_to(*cmd);
     cmd->add_option("--text", args->text, "text file (its test range is scored)")->required();
-    auto* schedule = cmd->add_option("--schedule", args->schedule_id, "schedule id (method kascade)");
-    auto* method = cmd->add_option("--method", args->method,
-                                   "dense | oracle | streaming | quest | omnikv | lessismore (instead of --schedule)");
-    schedule->excludes(method);
-    args->topk.add_to(*cmd);
-    args->layers.add_to(*cmd);
-    cmd->add_option("--pooling", args->pooling,
-                    "what ranks keys: post_softmax (the paper: summed probabilities) or pre_softmax (max raw score); "
-                    "default post_softmax");
-    check_range(cmd->add_option("--tile", args->tile,
-                                fmt::format("tokens per tile (default: the schedule's capture tile, else {})",
-                                            EvalParams::kDefaultTile)),
-                1);
+    args->method.add_to(*cmd);
     auto* ctx = check_range(cmd->add_option("--ctx", args->params.ctx, "prefill: positions per window (BOS included)")
                                 ->capture_default_str(),
                             2);
@@ -79,14 +65,15 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
                         "decode: tokens then fed one at a time per window, each next-token prediction scored")
             ->capture_default_str(),
         1);
-    auto* page_size = check_range(
-        cmd->add_option("--page-size", args->params.quest_page, "quest: keys per page")->capture_default_str(), 1);
     cmd->add_flag("--force", args->force, "re-run even if an identical run is stored");
-    cmd->callback([args, schedule, method, ctx, prompt_tokens, decode_tokens, page_size, &common] {
-        KASCADE_USAGE_CHECK(schedule->count() + method->count() == 1, "eval needs --schedule ID or --method NAME");
+    cmd->add_flag(
+        "--json", args->json,
+        "print one JSON object: run_id, run_key, cached, method, phase, matmul, ppl, ppl_dense, degradation_pct, "
+        "density, tokens_per_s");
+    cmd->callback([args, ctx, prompt_tokens, decode_tokens, &common] {
         EvalParams p = args->params;
-        p.method = schedule->count() ? EvalMethod::Kascade : parse_mode<EvalMethod>(args->method, "--method");
-        if (schedule->count()) p.schedule_id = args->schedule_id;
+        args->method.apply_to(p, "eval");
+        p.matmul = args->model.matmul_precision();
         p.phase = parse_mode<EvalPhase>(args->phase, "--phase");
         // Options of the other phase or method would be ignored: refuse them rather than run something else.
         if (p.phase == EvalPhase::Decode) {
@@ -97,20 +84,27 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
             KASCADE_USAGE_CHECK(prompt_tokens->count() + decode_tokens->count() == 0,
                                 "--prompt-tokens and --decode-tokens apply to --phase decode");
         }
-        KASCADE_USAGE_CHECK(page_size->count() == 0 || p.method == EvalMethod::Quest,
-                            "--page-size applies to --method quest");
-        const TopKRule rule = args->topk.rule();
-        if (args->topk.given()) p.topk = rule;
-        p.granularity = args->topk.key_granularity();
-        if (!args->pooling.empty()) p.pooling = parse_mode<Pooling>(args->pooling, "--pooling");
-        args->layers.apply(p, args->method);
-        p.tile = args->tile;
         p.token_offset = args->offset;
         Workspace ws(common.results_dir);
         LoadedModel& model = ws.model(args->model.model, args->model.tokenizer);
         LoadedText& text = ws.text(args->text, model);
         const EvalResult r = run_eval(ws, model, text, p, args->force);
         const RunDetails run = ws.db().load_run(r.run_id);
+        if (args->json) {
+            const nlohmann::json out = {{"run_id", r.run_id},
+                                        {"run_key", run.run.key},
+                                        {"cached", r.cached},
+                                        {"method", run.run.method},
+                                        {"phase", run.run.phase},
+                                        {"matmul", run.run.matmul},
+                                        {"ppl", run.metrics.ppl_sparse},
+                                        {"ppl_dense", run.metrics.ppl_dense.value_or(run.metrics.ppl_sparse)},
+                                        {"degradation_pct", run.metrics.degradation_pct.value_or(0)},
+                                        {"density", run.metrics.density},
+                                        {"tokens_per_s", run.metrics.tokens_per_s.value_or(0)}};
+            std::printf("%s\n", out.dump().c_str());
+            return;
+        }
         std::printf("run %lld%s  method %s  %s  ppl %.4f (dense %.4f, %+.3f%%)  density %.4f  %.0f %stokens/s\n",
                     static_cast<long long>(r.run_id), r.cached ? " (cached)" : "", run.run.method.c_str(),
                     run.run.phase.c_str(), run.metrics.ppl_sparse, run.metrics.ppl_dense.value_or(0),

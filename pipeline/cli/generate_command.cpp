@@ -7,10 +7,9 @@
 
 #include "base/error.h"
 #include "io/text_file.h"
-#include "pipeline/cli/baseline_layer_options.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/cli/method_options.h"
 #include "pipeline/cli/model_args.h"
-#include "pipeline/cli/topk_options.h"
 #include "pipeline/runtime/sampler.h"
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/transformer.h"
@@ -27,41 +26,19 @@ struct GenerateArgs {
     int steps = 256;
     bool greedy = false;
     SamplerOptions sampler{.temperature = 1.0f, .top_p = 0.9f, .seed = 42};
-    std::string method{mode_name(EvalMethod::Dense)};
-    int64_t schedule_id = 0;
-    bool has_schedule = false;
-    TopKOptions topk;
-    BaselineLayerOptions layers;
-    std::optional<int> tile;
-    std::string pooling;
-    int page_size = EvalParams{}.quest_page;
-    bool page_size_given = false;
+    MethodOptions method;
 };
 
 /// The decode method's settings: dense, a stored schedule (read from the results folder) or a baseline.
 ResolvedEval resolve_generate_method(const GenerateArgs& args, const std::string& results_dir, int max_positions) {
     EvalParams p;
     p.phase = EvalPhase::Decode;
-    p.method = args.has_schedule ? EvalMethod::Kascade : parse_mode<EvalMethod>(args.method, "--method");
-    KASCADE_USAGE_CHECK(args.has_schedule || p.method != EvalMethod::Kascade,
-                        "--method kascade needs --schedule ID (see `kascade status`)");
-    const TopKRule rule = args.topk.rule();
-    if (args.topk.given()) p.topk = rule;
-    p.granularity = args.topk.key_granularity();
-    if (!args.pooling.empty()) p.pooling = parse_mode<Pooling>(args.pooling, "--pooling");
-    args.layers.apply(p, args.method);
-    p.tile = args.tile;
-    p.quest_page = args.page_size;
-    KASCADE_USAGE_CHECK(!args.page_size_given || p.method == EvalMethod::Quest,
-                        "--page-size applies to --method quest");
+    args.method.apply_to(p, "generate");
     if (p.method == EvalMethod::Kascade) {
-        p.schedule_id = args.schedule_id;
         ResultsDb db(results_dir, DbAccess::ReadOnly);
         return resolve_method(&db, model_content_hash(args.model.model), args.model.model, p, max_positions,
                               "prompt + -n");
     }
-    KASCADE_USAGE_CHECK(p.method == EvalMethod::Dense || args.topk.given(),
-                        "--method {} needs a key budget: --topk-tiles N or --topk-pct P", args.method);
     return resolve_method(nullptr, "", args.model.model, p, max_positions, "prompt + -n");
 }
 
@@ -166,28 +143,8 @@ void register_generate_command(CLI::App& app, const CommonOptions& common) {
         ->capture_default_str();
     cmd->add_option("--top-p", args->sampler.top_p, "nucleus sampling mass in (0, 1]")->capture_default_str();
     cmd->add_option("--seed", args->sampler.seed, "random seed for sampling")->capture_default_str();
-    auto* schedule = cmd->add_option("--schedule", args->schedule_id,
-                                     "decode with this stored Kascade schedule (from --results; method kascade)");
-    auto* method =
-        cmd->add_option("--method", args->method,
-                        "decode attention: dense, oracle, streaming, quest, omnikv or lessismore (instead of "
-                        "--schedule)")
-            ->capture_default_str();
-    schedule->excludes(method);
-    args->topk.add_to(*cmd);
-    args->layers.add_to(*cmd);
-    check_range(cmd->add_option("--tile", args->tile,
-                                fmt::format("tokens per tile (default: the schedule's capture tile, else {})",
-                                            EvalParams::kDefaultTile)),
-                1);
-    cmd->add_option("--pooling", args->pooling, "post_softmax (default) or pre_softmax: what ranks keys");
-    auto* page_size =
-        check_range(cmd->add_option("--page-size", args->page_size, "quest: keys per page")->capture_default_str(), 1);
-    cmd->callback([args, schedule, page_size, &common] {
-        args->page_size_given = page_size->count() > 0;
-        args->has_schedule = schedule->count() > 0;
-        run_generate(*args, common.results_dir);
-    });
+    args->method.add_to(*cmd, EvalMethod::Dense);
+    cmd->callback([args, &common] { run_generate(*args, common.results_dir); });
 }
 
 }  // namespace kascade::cli

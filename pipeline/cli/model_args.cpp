@@ -23,6 +23,10 @@ void ModelArgs::add_runtime_options_to(CLI::App& command) {
                     "weight matrices in memory: file (as stored; BF16 products round activations to BF16), f32 "
                     "(expanded to fp32, exact fp32 products, twice the memory of a BF16 file) or bf16")
         ->capture_default_str();
+    add_matmul_option_to(command);
+}
+
+void ModelArgs::add_matmul_option_to(CLI::App& command) {
     command
         .add_option("--matmul", matmul,
                     "matrix products: exact (fp32 activations, weights widened to fp32) or bf16 (with BF16 "

@@ -21,8 +21,10 @@ struct ModelArgs {
 
     void add_to(CLI::App& command, bool model_required = true);
     /// --weights-dtype and --matmul, for the commands that run the model directly (the stages use the file's
-    /// dtype and exact products).
+    /// dtype).
     void add_runtime_options_to(CLI::App& command);
+    /// --matmul alone, for the stages that store what they measure (eval, task): the numerics enter the run's key.
+    void add_matmul_option_to(CLI::App& command);
 
     /// The load options of --weights-dtype (checked: an unknown value names the option and the choices).
     LoadOptions load_options() const;

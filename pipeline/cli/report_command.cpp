@@ -10,7 +10,7 @@
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/output_guard.h"
 #include "pipeline/report/report.h"
-#include "pipeline/stages/sweep.h"
+#include "pipeline/sweep/sweep.h"
 
 namespace kascade::cli {
 

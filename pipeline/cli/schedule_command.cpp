@@ -1,6 +1,8 @@
 // kascade schedule: stage 3, choose anchor and reuse layers from a similarity artifact.
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/option_range.h"
@@ -18,6 +20,7 @@ struct ScheduleArgs {
     std::string head_map{mode_name(ScheduleParams{}.head_map)};
     std::string anchor_list;
     bool force = false;
+    bool json = false;
 };
 
 std::vector<int> parse_anchor_list(const std::string& s) {
@@ -63,6 +66,9 @@ void register_schedule_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_option("--aggregation", args->aggregation, "over query tiles: mean | min")->capture_default_str();
     cmd->add_option("--head-map", args->head_map, "argmax | identity | pooled")->capture_default_str();
     cmd->add_flag("--force", args->force, "recompute even if the schedule exists");
+    cmd->add_flag("--json", args->json,
+                  "print one JSON object: schedule_id, schedule_key, cached, layers (layer, role, anchor_layer, "
+                  "head_map, similarity)");
     cmd->callback([args, &common] {
         args->params.policy = parse_mode<SchedulePolicy>(args->policy, "--policy");
         args->params.metric = parse_mode<SimilarityMetric>(args->metric, "--metric");
@@ -72,6 +78,22 @@ void register_schedule_command(CLI::App& app, const CommonOptions& common) {
         Workspace ws(common.results_dir);
         const ScheduleResult r = run_schedule(ws, args->similarity, args->params, args->force);
         const auto stored = ws.db().load_schedule(r.id);
+        if (args->json) {
+            nlohmann::json layers = nlohmann::json::array();
+            for (const ScheduleLayerRecord& layer : stored->layers) {
+                nlohmann::json l = {{"layer", layer.layer}, {"role", layer.role}};
+                if (layer.anchor_layer) {
+                    l["anchor_layer"] = *layer.anchor_layer;
+                    l["head_map"] = nlohmann::json::parse(layer.head_map_json.value_or("[]"));
+                    l["similarity"] = layer.similarity.value_or(0);
+                }
+                layers.push_back(l);
+            }
+            const nlohmann::json out = {
+                {"schedule_id", r.id}, {"schedule_key", r.key}, {"cached", r.cached}, {"layers", layers}};
+            std::printf("%s\n", out.dump().c_str());
+            return;
+        }
         std::printf("schedule %lld%s\n", static_cast<long long>(r.id), r.cached ? " (cached)" : "");
         for (const ScheduleLayerRecord& layer : stored->layers) {
             std::printf("  layer %2lld  %-6s", static_cast<long long>(layer.layer), layer.role.c_str());

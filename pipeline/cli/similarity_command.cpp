@@ -1,6 +1,8 @@
 // kascade similarity: stage 2, layer-pair tile similarity from a capture.
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/topk_options.h"
@@ -13,6 +15,7 @@ struct SimilarityArgs {
     std::string capture;
     TopKOptions topk;
     bool force = false;
+    bool json = false;
 };
 }  // namespace
 
@@ -28,13 +31,18 @@ void register_similarity_command(CLI::App& app, const CommonOptions& common) {
         ->required();
     args->topk.add_to(*cmd);
     cmd->add_flag("--force", args->force, "recompute even if the artifact exists");
+    cmd->add_flag("--json", args->json, "print one JSON object: similarity_key, cached");
     cmd->callback([args, &common] {
         KASCADE_USAGE_CHECK(args->topk.given(), "similarity needs --topk-tiles N or --topk-pct P");
         Workspace ws(common.results_dir);
         const StageResult r =
             run_similarity(ws, args->capture, args->topk.rule(),
                            args->topk.key_granularity().value_or(SparseAttentionOptions{}.granularity), args->force);
-        std::printf("similarity %s%s\n", r.key.c_str(), r.cached ? " (cached)" : "");
+        if (args->json) {
+            std::printf("%s\n", nlohmann::json{{"similarity_key", r.key}, {"cached", r.cached}}.dump().c_str());
+        } else {
+            std::printf("similarity %s%s\n", r.key.c_str(), r.cached ? " (cached)" : "");
+        }
     });
 }
 

@@ -10,9 +10,9 @@
 #include "io/store/h5_file.h"
 #include "io/store/table_format.h"
 #include "pipeline/cli/commands.h"
-#include "pipeline/stages/sweep.h"
-#include "pipeline/stages/sweep_slurm.h"
 #include "pipeline/stages/workspace.h"
+#include "pipeline/sweep/sweep.h"
+#include "pipeline/sweep/sweep_slurm.h"
 
 namespace kascade::cli {
 

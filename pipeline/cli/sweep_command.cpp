@@ -8,8 +8,8 @@
 #include "pipeline/cli/option_range.h"
 #include "pipeline/cli/output_guard.h"
 #include "pipeline/report/report.h"
-#include "pipeline/stages/sweep.h"
-#include "pipeline/stages/sweep_slurm.h"
+#include "pipeline/sweep/sweep.h"
+#include "pipeline/sweep/sweep_slurm.h"
 
 namespace kascade::cli {
 

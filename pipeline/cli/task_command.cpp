@@ -4,11 +4,10 @@
 #include <optional>
 
 #include "base/error.h"
-#include "pipeline/cli/baseline_layer_options.h"
 #include "pipeline/cli/commands.h"
+#include "pipeline/cli/method_options.h"
 #include "pipeline/cli/model_args.h"
 #include "pipeline/cli/option_range.h"
-#include "pipeline/cli/topk_options.h"
 #include "pipeline/runtime/progress.h"
 #include "pipeline/stages/dataset_task_stage.h"
 #include "pipeline/stages/task_stage.h"
@@ -27,13 +26,7 @@ struct TaskArgs {
     std::string haystack;
     std::optional<int> max_new_tokens;
     std::string prefill{mode_name(TaskParams{}.prefill)};
-    int64_t schedule_id = 0;
-    std::string method;
-    TopKOptions topk;
-    BaselineLayerOptions layers;
-    std::optional<int> tile;
-    std::string pooling;
-    int page_size = EvalParams{}.quest_page;
+    MethodOptions method;
     bool json = false;
     bool show_prompt = false;
     // A dataset file instead of generated samples.
@@ -140,6 +133,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         "qasper --prompt-file LongBench/config/dataset2prompt.json --maxlen-file LongBench/config/dataset2maxlen.json "
         "--max-length 31500 --schedule 3");
     args->model.add_to(*cmd);
+    args->model.add_matmul_option_to(*cmd);
     cmd->add_option("--task", args->task, fmt::format("{}", fmt::join(mode_names<TaskKind>(), ", ")))
         ->capture_default_str();
     check_range(
@@ -166,19 +160,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_option("--prefill", args->prefill,
                     "sparse (the prompt through the method) or dense (the decode-only ablation; quest always)")
         ->capture_default_str();
-    auto* schedule = cmd->add_option("--schedule", args->schedule_id, "schedule id (method kascade)");
-    auto* method = cmd->add_option("--method", args->method,
-                                   "dense | oracle | streaming | quest | omnikv | lessismore (instead of --schedule)");
-    schedule->excludes(method);
-    args->topk.add_to(*cmd);
-    args->layers.add_to(*cmd);
-    cmd->add_option("--pooling", args->pooling, "post_softmax (default) or pre_softmax: what ranks keys");
-    check_range(cmd->add_option("--tile", args->tile,
-                                fmt::format("tokens per tile (default: the schedule's capture tile, else {})",
-                                            EvalParams::kDefaultTile)),
-                1);
-    auto* page_size =
-        check_range(cmd->add_option("--page-size", args->page_size, "quest: keys per page")->capture_default_str(), 1);
+    args->method.add_to(*cmd);
     auto* dataset = cmd->add_option("--dataset", args->dataset,
                                     "a JSONL dataset (LongBench's fields, or `prompt` and `answers`) instead of "
                                     "generated samples");
@@ -211,8 +193,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_flag("--show-prompt", args->show_prompt,
                   "print the prompt of the first sample (first length and depth) and its expected answer; run nothing");
     cmd->add_flag("--json", args->json, "print one JSON object: run_ids, score, by_length (length -> score), ...");
-    cmd->callback([args, schedule, method, depth_pcts, page_size, dataset, &common] {
-        KASCADE_USAGE_CHECK(schedule->count() + method->count() == 1, "task needs --schedule ID or --method NAME");
+    cmd->callback([args, depth_pcts, dataset, &common] {
         TaskParams p;
         p.task = parse_mode<TaskKind>(args->task, "--task");
         p.lengths = args->lengths;
@@ -223,19 +204,8 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         p.max_new_tokens = args->max_new_tokens;
         p.prefill = parse_mode<TaskPrefill>(args->prefill, "--prefill");
         EvalParams& m = p.method;
-        m.method = schedule->count() ? EvalMethod::Kascade : parse_mode<EvalMethod>(args->method, "--method");
-        if (schedule->count()) m.schedule_id = args->schedule_id;
-        KASCADE_USAGE_CHECK(m.method == EvalMethod::Dense || m.method == EvalMethod::Kascade || args->topk.given(),
-                            "--method {} needs a key budget: --topk-tiles N or --topk-pct P", args->method);
-        KASCADE_USAGE_CHECK(page_size->count() == 0 || m.method == EvalMethod::Quest,
-                            "--page-size applies to --method quest");
-        const TopKRule rule = args->topk.rule();
-        if (args->topk.given()) m.topk = rule;
-        m.granularity = args->topk.key_granularity();
-        if (!args->pooling.empty()) m.pooling = parse_mode<Pooling>(args->pooling, "--pooling");
-        args->layers.apply(m, args->method);
-        m.tile = args->tile;
-        m.quest_page = args->page_size;
+        args->method.apply_to(m, "task");
+        m.matmul = args->model.matmul_precision();
         if (dataset->count()) return run_dataset_command(*args, p.prefill, m, common);
 
         if (args->show_prompt) {

@@ -11,7 +11,6 @@
 #include "kernels/attention_types.h"
 #include "pipeline/cli/option_range.h"
 #include "pipeline/runtime/kascade_attention.h"
-#include "pipeline/stages/similarity_stage.h"
 
 namespace kascade::cli {
 

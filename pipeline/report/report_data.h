@@ -49,6 +49,7 @@ struct ReportRun {
     std::int64_t ctx = 0, token_offset = 0, n_tokens = 0;
     EvalPhase phase = EvalPhase::Prefill;
     std::optional<std::int64_t> prompt_tokens, decode_tokens;  ///< decode runs
+    MatmulPrecision matmul = MatmulPrecision::Exact;           ///< the matrix products' numerics
     double ppl_dense = 0, ppl_sparse = 0, degradation_pct = 0, density = 1;
     std::optional<double> tokens_per_s;
     std::string model_path, model_hash, text_path, text_hash;

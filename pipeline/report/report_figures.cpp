@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -423,6 +424,162 @@ std::set<std::string> schedule_commits(const ReportData& data, std::int64_t sche
     return commits;
 }
 
+/// The datablocks of a layer diagram: a square per layer, and an arc from each anchor to each layer reusing it with
+/// the similarity the policy compared above it.
+struct LayerDiagramData {
+    std::string layers, arcs, arc_labels;
+    double top = 0.6;  ///< the height of the highest arc
+};
+
+LayerDiagramData layer_diagram_data(const ReportSchedule& s) {
+    LayerDiagramData d;
+    for (const ReportScheduleLayer& l : s.layers) {
+        d.layers += fmt::format("{} 0 {} {}\n", l.layer, role_color(run_layer_role(l.role)), mode_name(l.role));
+        if (l.role != LayerRole::Reuse || !l.anchor_layer) continue;
+        const int a = *l.anchor_layer, b = l.layer;
+        const double height = 0.35 + 0.18 * (b - a);
+        d.top = std::max(d.top, height);
+        constexpr int kSteps = 24;
+        for (int i = 0; i <= kSteps; ++i) {
+            const double t = M_PI * i / kSteps;
+            d.arcs += fmt::format("{} {}\n", report_num(a + (b - a) * (1 - std::cos(t)) / 2),
+                                  report_num(height * std::sin(t)));
+        }
+        d.arcs += "\n";
+        if (l.similarity)
+            d.arc_labels +=
+                fmt::format("{} {} \"{:.3f}\"\n", report_num((a + b) / 2.0), report_num(height + 0.07), *l.similarity);
+    }
+    return d;
+}
+
+/// The layer diagram of a schedule: one square per layer coloured by role; an arc from each anchor to the layers
+/// reusing it.
+ReportFigure schedule_layer_figure(std::int64_t id, const ReportSchedule& s, const std::set<std::string>& commits,
+                                   const std::string& title) {
+    const LayerDiagramData data = layer_diagram_data(s);
+    ReportFigure d;
+    d.section = ReportSection::Schedules;
+    d.heading = fmt::format("schedule {}: {}", id,
+                            policy_text(s.policy, s.threshold, s.max_reuse_dist, s.n_anchors, s.anchor_list));
+    d.caption =
+        "Layers left to right: grey = dense (layer 0, also the first anchor), orange = anchor (selects "
+        "its own top-k tiles), blue = reuse (attends to the tiles of the anchor its arc comes from); the "
+        "number on an arc is the similarity the policy compared.";
+    d.plot.name = fmt::format("schedule-{}", id);
+    d.plot.width = std::max(960, 56 * s.n_layers + 260);
+    d.plot.height = 340;
+    // Only the datablocks that have rows: gnuplot 5.4 crashes on a labels plot whose every row is undefined.
+    d.plot.datablocks = gnuplot_datablock("layers", data.layers);
+    std::string arc_plots;
+    if (!data.arcs.empty()) {
+        d.plot.datablocks += gnuplot_datablock("arcs", data.arcs);
+        arc_plots += "$arcs using 1:2 with lines lw 1.6 lc rgb \"#1f77b4\" notitle, \\\n  ";
+    }
+    if (!data.arc_labels.empty()) {
+        d.plot.datablocks += gnuplot_datablock("arclabels", data.arc_labels);
+        arc_plots += "$arclabels using 1:2:3 with labels font \",8\" notitle, \\\n  ";
+    }
+    d.plot.body = report_commit_label(commits) + fmt::format("set title {}\n", gnuplot_string(title)) +
+                  fmt::format("set xrange [-0.7:{}]\nset yrange [-0.45:{}]\n", report_num(s.n_layers - 0.3),
+                              report_num(data.top + 0.25)) +
+                  "unset ytics\nset xtics 1 nomirror\nset border 1\nset xlabel \"layer\"\n"
+                  "set key outside right top\n"
+                  "plot " +
+                  arc_plots +
+                  "$layers using 1:2:3 with points pt 5 ps 3.2 lc rgb variable notitle, \\\n"
+                  "  NaN with points pt 5 ps 2 lc rgb \"#7f7f7f\" title \"dense\", \\\n"
+                  "  NaN with points pt 5 ps 2 lc rgb \"#ff7f0e\" title \"anchor\", \\\n"
+                  "  NaN with points pt 5 ps 2 lc rgb \"#1f77b4\" title \"reuse\"\n";
+    return d;
+}
+
+/// The head maps of a schedule's reuse layers, as datablocks: per reuse layer i, "m<i>" the KV-head pair matrix
+/// (the similarity measure the schedule used where its similarity artifact has it, else 1 at the head read) and
+/// "c<i>" the anchor head each head reads.
+struct HeadMapData {
+    std::string blocks;
+    double lo = 1;  ///< the colour range's lower end
+};
+
+HeadMapData head_map_data(const std::vector<const ReportScheduleLayer*>& reuse, const ReportSimilarity* sim,
+                          const std::string& measure, bool with_similarity) {
+    HeadMapData d;
+    const int H = static_cast<int>(reuse.front()->head_map.size());
+    for (size_t i = 0; i < reuse.size(); ++i) {
+        const ReportScheduleLayer& l = *reuse[i];
+        std::string matrix, chosen;
+        for (int hb = 0; hb < H; ++hb) {
+            for (int ha = 0; ha < H; ++ha) {
+                const double v = with_similarity ? sim->at(measure, l.layer, *l.anchor_layer, hb, ha)
+                                                 : (l.head_map[hb] == ha ? 1.0 : 0.0);
+                if (std::isfinite(v)) d.lo = std::min(d.lo, v);
+                if (ha > 0) matrix += ' ';
+                matrix += report_num(v);
+            }
+            matrix += "\n";
+            chosen += fmt::format("{} {}\n", l.head_map[hb], hb);
+        }
+        d.blocks += gnuplot_datablock(fmt::format("m{}", i), matrix) + gnuplot_datablock(fmt::format("c{}", i), chosen);
+    }
+    d.lo = std::min(std::floor(d.lo * 20) / 20, 0.95);
+    return d;
+}
+
+/// The head maps of a schedule: per reuse layer, the KV-head pair similarity to its anchor and the anchor head each
+/// head uses. None when no reuse layer has a head map.
+std::optional<ReportFigure> schedule_head_map_figure(std::int64_t id, const ReportSchedule& s,
+                                                     const ReportSimilarity* sim,
+                                                     const std::set<std::string>& commits) {
+    std::vector<const ReportScheduleLayer*> reuse;
+    for (const ReportScheduleLayer& l : s.layers) {
+        if (l.role == LayerRole::Reuse && l.anchor_layer && !l.head_map.empty()) reuse.push_back(&l);
+    }
+    if (reuse.empty()) return std::nullopt;
+    const std::string measure =
+        s.metric && s.aggregation ? similarity_measure_name(*s.metric, *s.aggregation) : std::string();
+    const bool with_similarity = sim != nullptr && sim->measures.count(measure) > 0;
+    const int H = static_cast<int>(reuse.front()->head_map.size());
+    const HeadMapData data = head_map_data(reuse, sim, measure, with_similarity);
+    const int cols = std::min<int>(static_cast<int>(reuse.size()), 6);
+    const int rows = (static_cast<int>(reuse.size()) + cols - 1) / cols;
+    std::string body;
+    for (size_t i = 0; i < reuse.size(); ++i) {
+        const ReportScheduleLayer& l = *reuse[i];
+        body += fmt::format(
+            "set title \"layer {} <- anchor {}\"\n{}"
+            "plot $m{} matrix with image notitle, $c{} using 1:2 with points pt 6 ps 2.2 lw 2 lc rgb \"#d62728\" "
+            "notitle\n",
+            l.layer, *l.anchor_layer, i + 1 == reuse.size() ? "set colorbox\n" : "unset colorbox\n", i, i);
+    }
+    ReportFigure h;
+    h.section = ReportSection::Schedules;
+    h.heading = fmt::format("schedule {}: head maps ({})", id, mode_name(s.head_map));
+    h.caption = with_similarity
+                    ? fmt::format(
+                          "One matrix per reuse layer: row = its KV head, column = the anchor layer's KV "
+                          "head, colour = their {} ({} over query tiles); the red ring marks the anchor "
+                          "head each KV head reads (for 'pooled', every head reads one pooled set).",
+                          name_or_empty(s.metric), name_or_empty(s.aggregation))
+                    : "One matrix per reuse layer: row = its KV head, column = the anchor KV head it reads (1).";
+    h.plot.name = fmt::format("headmap-{}", id);
+    h.plot.width = cols * 230 + 90;
+    h.plot.height = rows * 230 + 80;
+    h.plot.datablocks = data.blocks;
+    h.plot.body =
+        report_commit_label(commits) + kReportHeatPalette +
+        fmt::format("set multiplot layout {},{} title {}\n", rows, cols,
+                    gnuplot_string(fmt::format("schedule {} head maps: {}", id,
+                                               with_similarity ? measure + " of KV-head pairs" : "anchor head used"))) +
+        fmt::format(
+            "set xrange [-0.5:{0}]\nset yrange [-0.5:{0}]\nset xtics 1\nset ytics 1\n"
+            "set size ratio -1\nset cbrange [{1}:1]\nset xlabel \"anchor KV head\"\n"
+            "set ylabel \"KV head\"\n",
+            report_num(H - 0.5), with_similarity ? report_num(data.lo) : "0") +
+        body + "unset multiplot\n";
+    return h;
+}
+
 }  // namespace
 
 std::vector<ReportFigure> schedule_figures(const ReportData& data) {
@@ -431,130 +588,9 @@ std::vector<ReportFigure> schedule_figures(const ReportData& data) {
         const auto sim_it = data.similarities.find(s.similarity_key);
         const ReportSimilarity* sim = sim_it == data.similarities.end() ? nullptr : &sim_it->second;
         const std::set<std::string> commits = schedule_commits(data, id);
-        const std::string title = schedule_title(s, sim);
-
-        // The layer diagram: one square per layer coloured by role; an arc from each anchor to the layers reusing it.
-        std::string layers, arcs, arc_labels;
-        double top = 0.6;
-        for (const ReportScheduleLayer& l : s.layers) {
-            layers += fmt::format("{} 0 {} {}\n", l.layer, role_color(run_layer_role(l.role)), mode_name(l.role));
-            if (l.role != LayerRole::Reuse || !l.anchor_layer) continue;
-            const int a = *l.anchor_layer, b = l.layer;
-            const double height = 0.35 + 0.18 * (b - a);
-            top = std::max(top, height);
-            constexpr int kSteps = 24;
-            for (int i = 0; i <= kSteps; ++i) {
-                const double t = M_PI * i / kSteps;
-                arcs += fmt::format("{} {}\n", report_num(a + (b - a) * (1 - std::cos(t)) / 2),
-                                    report_num(height * std::sin(t)));
-            }
-            arcs += "\n";
-            if (l.similarity)
-                arc_labels += fmt::format("{} {} \"{:.3f}\"\n", report_num((a + b) / 2.0), report_num(height + 0.07),
-                                          *l.similarity);
-        }
-        ReportFigure d;
-        d.section = ReportSection::Schedules;
-        d.heading = fmt::format("schedule {}: {}", id,
-                                policy_text(s.policy, s.threshold, s.max_reuse_dist, s.n_anchors, s.anchor_list));
-        d.caption =
-            "Layers left to right: grey = dense (layer 0, also the first anchor), orange = anchor (selects "
-            "its own top-k tiles), blue = reuse (attends to the tiles of the anchor its arc comes from); the "
-            "number on an arc is the similarity the policy compared.";
-        d.plot.name = fmt::format("schedule-{}", id);
-        d.plot.width = std::max(960, 56 * s.n_layers + 260);
-        d.plot.height = 340;
-        // Only the datablocks that have rows: gnuplot 5.4 crashes on a labels plot whose every row is undefined.
-        d.plot.datablocks = gnuplot_datablock("layers", layers);
-        std::string arc_plots;
-        if (!arcs.empty()) {
-            d.plot.datablocks += gnuplot_datablock("arcs", arcs);
-            arc_plots += "$arcs using 1:2 with lines lw 1.6 lc rgb \"#1f77b4\" notitle, \\\n  ";
-        }
-        if (!arc_labels.empty()) {
-            d.plot.datablocks += gnuplot_datablock("arclabels", arc_labels);
-            arc_plots += "$arclabels using 1:2:3 with labels font \",8\" notitle, \\\n  ";
-        }
-        d.plot.body = report_commit_label(commits) + fmt::format("set title {}\n", gnuplot_string(title)) +
-                      fmt::format("set xrange [-0.7:{}]\nset yrange [-0.45:{}]\n", report_num(s.n_layers - 0.3),
-                                  report_num(top + 0.25)) +
-                      "unset ytics\nset xtics 1 nomirror\nset border 1\nset xlabel \"layer\"\n"
-                      "set key outside right top\n"
-                      "plot " +
-                      arc_plots +
-                      "$layers using 1:2:3 with points pt 5 ps 3.2 lc rgb variable notitle, \\\n"
-                      "  NaN with points pt 5 ps 2 lc rgb \"#7f7f7f\" title \"dense\", \\\n"
-                      "  NaN with points pt 5 ps 2 lc rgb \"#ff7f0e\" title \"anchor\", \\\n"
-                      "  NaN with points pt 5 ps 2 lc rgb \"#1f77b4\" title \"reuse\"\n";
-        figures.push_back(std::move(d));
-
-        // Head maps: per reuse layer, the KV-head pair similarity to its anchor and the anchor head each head uses.
-        std::vector<const ReportScheduleLayer*> reuse;
-        for (const ReportScheduleLayer& l : s.layers) {
-            if (l.role == LayerRole::Reuse && l.anchor_layer && !l.head_map.empty()) reuse.push_back(&l);
-        }
-        if (reuse.empty()) continue;
-        const std::string measure =
-            s.metric && s.aggregation ? similarity_measure_name(*s.metric, *s.aggregation) : std::string();
-        const bool with_similarity = sim != nullptr && sim->measures.count(measure) > 0;
-        const int H = static_cast<int>(reuse.front()->head_map.size());
-        std::string blocks, body;
-        double lo = 1;
-        const int cols = std::min<int>(static_cast<int>(reuse.size()), 6);
-        const int rows = (static_cast<int>(reuse.size()) + cols - 1) / cols;
-        for (size_t i = 0; i < reuse.size(); ++i) {
-            const ReportScheduleLayer& l = *reuse[i];
-            std::string matrix, chosen;
-            for (int hb = 0; hb < H; ++hb) {
-                for (int ha = 0; ha < H; ++ha) {
-                    const double v = with_similarity ? sim->at(measure, l.layer, *l.anchor_layer, hb, ha)
-                                                     : (l.head_map[hb] == ha ? 1.0 : 0.0);
-                    if (std::isfinite(v)) lo = std::min(lo, v);
-                    if (ha > 0) matrix += ' ';
-                    matrix += report_num(v);
-                }
-                matrix += "\n";
-                chosen += fmt::format("{} {}\n", l.head_map[hb], hb);
-            }
-            blocks +=
-                gnuplot_datablock(fmt::format("m{}", i), matrix) + gnuplot_datablock(fmt::format("c{}", i), chosen);
-        }
-        lo = std::min(std::floor(lo * 20) / 20, 0.95);
-        for (size_t i = 0; i < reuse.size(); ++i) {
-            const ReportScheduleLayer& l = *reuse[i];
-            body += fmt::format(
-                "set title \"layer {} <- anchor {}\"\n{}"
-                "plot $m{} matrix with image notitle, $c{} using 1:2 with points pt 6 ps 2.2 lw 2 lc rgb \"#d62728\" "
-                "notitle\n",
-                l.layer, *l.anchor_layer, i + 1 == reuse.size() ? "set colorbox\n" : "unset colorbox\n", i, i);
-        }
-        ReportFigure h;
-        h.section = ReportSection::Schedules;
-        h.heading = fmt::format("schedule {}: head maps ({})", id, mode_name(s.head_map));
-        h.caption = with_similarity
-                        ? fmt::format(
-                              "One matrix per reuse layer: row = its KV head, column = the anchor layer's KV "
-                              "head, colour = their {} ({} over query tiles); the red ring marks the anchor "
-                              "head each KV head reads (for 'pooled', every head reads one pooled set).",
-                              name_or_empty(s.metric), name_or_empty(s.aggregation))
-                        : "One matrix per reuse layer: row = its KV head, column = the anchor KV head it reads (1).";
-        h.plot.name = fmt::format("headmap-{}", id);
-        h.plot.width = cols * 230 + 90;
-        h.plot.height = rows * 230 + 80;
-        h.plot.datablocks = blocks;
-        h.plot.body =
-            report_commit_label(commits) + kReportHeatPalette +
-            fmt::format(
-                "set multiplot layout {},{} title {}\n", rows, cols,
-                gnuplot_string(fmt::format("schedule {} head maps: {}", id,
-                                           with_similarity ? measure + " of KV-head pairs" : "anchor head used"))) +
-            fmt::format(
-                "set xrange [-0.5:{0}]\nset yrange [-0.5:{0}]\nset xtics 1\nset ytics 1\n"
-                "set size ratio -1\nset cbrange [{1}:1]\nset xlabel \"anchor KV head\"\n"
-                "set ylabel \"KV head\"\n",
-                report_num(H - 0.5), with_similarity ? report_num(lo) : "0") +
-            body + "unset multiplot\n";
-        figures.push_back(std::move(h));
+        figures.push_back(schedule_layer_figure(id, s, commits, schedule_title(s, sim)));
+        if (std::optional<ReportFigure> head_maps = schedule_head_map_figure(id, s, sim, commits))
+            figures.push_back(std::move(*head_maps));
     }
     return figures;
 }

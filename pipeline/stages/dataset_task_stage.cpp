@@ -165,6 +165,7 @@ std::string dataset_task_key(const DatasetKeyInputs& k) {
                              {"method", std::string(mode_name(k.method))}};
     add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
                           k.window_ratio, params);
+    add_numerics_key_params(k.matmul, params);
     return content_key("task", kTaskFormatVersion, inputs, params);
 }
 
@@ -211,7 +212,8 @@ ResolvedDatasetTask resolve_dataset_task(ResultsDb* db, const LoadedModel& model
                               .pooling = m.pooling,
                               .quest_page = m.params.quest_page,
                               .selection_layers = m.params.selection_layers,
-                              .window_ratio = m.params.window_ratio});
+                              .window_ratio = m.params.window_ratio,
+                              .matmul = m.params.matmul});
     return r;
 }
 
@@ -253,7 +255,7 @@ DatasetTaskSummary run_dataset_task(Workspace& ws, LoadedModel& model, const Dat
     }
 
     DatasetTaskSummary summary;
-    const Transformer runtime(model.weights);
+    const Transformer runtime(model.weights, 0, r.method.params.matmul);
     const int total = static_cast<int>(r.files.samples.size());
     if (progress) progress(0, total);
     for (int i = 0; i < total; ++i) {

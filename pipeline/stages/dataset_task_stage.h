@@ -76,6 +76,7 @@ struct DatasetKeyInputs {
     int quest_page = 0;                                  ///< quest
     std::vector<int> selection_layers{};                 ///< omnikv, lessismore
     double window_ratio = 0;                             ///< lessismore
+    MatmulPrecision matmul = MatmulPrecision::Exact;
 };
 std::string dataset_task_key(const DatasetKeyInputs& inputs);
 

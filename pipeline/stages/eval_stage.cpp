@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "build_info.h"
 #include "io/host_info.h"
+#include "pipeline/runtime/decode_perplexity.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/lessismore_attention.h"
 #include "pipeline/runtime/omnikv_attention.h"
@@ -16,9 +17,8 @@
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/streaming_attention.h"
 #include "pipeline/stages/content_key.h"
-#include "pipeline/stages/decode_perplexity.h"
 #include "pipeline/stages/schedule_stage.h"
-#include "pipeline/stages/similarity_stage.h"
+#include "pipeline/stages/topk_rule_params.h"
 
 namespace kascade {
 
@@ -58,9 +58,10 @@ void resolve_schedule(ResultsDb& db, const std::string& model_hash, const std::s
     const auto similarity = db.find_similarity(r.schedule->record.similarity_key.value_or(""));
     KASCADE_CHECK(similarity.has_value(), "schedule {} has no similarity artifact in {}", *params.schedule_id,
                   db.db_file().string());
-    const auto capture = db.find_capture(similarity->capture_key);
-    KASCADE_CHECK(capture.has_value(), "similarity {} has no capture in {}", similarity->artifact_key,
+    r.capture = db.find_capture(similarity->capture_key);
+    KASCADE_CHECK(r.capture.has_value(), "similarity {} has no capture in {}", similarity->artifact_key,
                   db.db_file().string());
+    r.layer_plan = attention_schedule_from(*r.schedule);
     // The selection the similarity measured. Artifacts made before k rules and key granularity existed were
     // tile-granular with the per-tile visible-context rule.
     const nlohmann::json sim_params = nlohmann::json::parse(db.find_artifact(similarity->artifact_key)->params_json);
@@ -71,23 +72,37 @@ void resolve_schedule(ResultsDb& db, const std::string& model_hash, const std::s
                       sim_params.value("round_k", 0)};
     r.granularity = parse_mode<KeyGranularity>(sim_params.value("key_granularity", std::string("tile")),
                                                "similarity key_granularity");
-    if (!params.tile) r.tile = static_cast<int>(capture->tile);
+    if (!params.tile) r.tile = static_cast<int>(r.capture->tile);
 }
 
-/// The params of the dense run every sparse run is compared with: the same tokens and phase, nothing sparse.
-EvalParams dense_params_of(const ResolvedEval& r) {
-    EvalParams dense = r.params;
-    dense.method = EvalMethod::Dense;
-    dense.schedule_id.reset();
+/// The dense run every sparse run is compared with: the same tokens, phase and windows, nothing sparse. Resolved
+/// from the sparse run alone: its tokens and windows were checked when it was resolved.
+ResolvedEval dense_baseline_of(const ResolvedEval& r, const RunInputHashes& hashes) {
+    ResolvedEval dense;
+    dense.params = r.params;
+    dense.params.method = EvalMethod::Dense;
+    dense.params.schedule_id.reset();
+    dense.params.token_offset = r.token_offset;
+    dense.params.topk.reset();
+    dense.params.tile.reset();
+    dense.params.granularity.reset();
+    dense.params.pooling.reset();
+    dense.params.quest_page = EvalParams{}.quest_page;
+    dense.params.selection_layers.clear();
+    dense.params.window_ratio = EvalParams{}.window_ratio;
     dense.token_offset = r.token_offset;
-    dense.topk.reset();
-    dense.tile.reset();
-    dense.granularity.reset();
-    dense.pooling.reset();
-    dense.quest_page = EvalParams{}.quest_page;
-    dense.selection_layers.clear();
-    dense.window_ratio = EvalParams{}.window_ratio;
+    dense.ctx = r.ctx;
+    dense.key = eval_key(dense, hashes, "");
     return dense;
+}
+
+/// The metrics of the dense run of r's tokens: the stored run, or one measured and recorded now.
+RunMetrics dense_baseline_metrics(Workspace& ws, const LoadedModel& model, const LoadedText& text,
+                                  const ResolvedEval& r) {
+    const ResolvedEval dense = dense_baseline_of(r, {model.model_hash, model.tokenizer_hash, text.hash});
+    std::optional<int64_t> id = ws.db().find_run(dense.key);
+    if (!id) id = record_eval(ws, model, text, dense, measure_eval(model, text, dense), std::nullopt, false).run_id;
+    return ws.db().load_run(*id).metrics;
 }
 
 }  // namespace
@@ -132,15 +147,7 @@ void check_eval_params(const LoadedModel& model, const EvalParams& params) {
                   "method {} is a decode method (it attends densely in prefill): add --phase decode",
                   mode_name(params.method));
     check_method_layers(params, model.weights.config.n_layers);
-    if (decode) {
-        KASCADE_CHECK(params.prompt_tokens >= 1, "invalid prompt-tokens={} (must be >= 1)", params.prompt_tokens);
-        KASCADE_CHECK(params.decode_tokens >= 1, "invalid decode-tokens={} (must be >= 1)", params.decode_tokens);
-        const int max_positions = model.weights.config.max_seq_len;
-        KASCADE_CHECK(static_cast<int64_t>(params.prompt_tokens) + params.decode_tokens <= max_positions,
-                      "prompt-tokens={} + decode-tokens={} is more than the model's context of {} positions "
-                      "(max_position_embeddings)",
-                      params.prompt_tokens, params.decode_tokens, max_positions);
-    }
+    if (decode) check_decode_counts(params.prompt_tokens, params.decode_tokens, model.weights.config.max_seq_len);
 }
 
 void check_method_layers(const EvalParams& params, int n_layers) {
@@ -159,8 +166,7 @@ ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedT
     r.token_offset = params.token_offset.value_or(0);
     if (r.schedule) {
         // Test tokens default to right after the calibration range of the schedule's capture, and must not overlap it.
-        const CaptureRecord capture =
-            *ws.db().find_capture(ws.db().find_similarity(r.schedule->record.similarity_key.value_or(""))->capture_key);
+        const CaptureRecord& capture = *r.capture;
         const int64_t calib_begin = capture.token_offset, calib_end = capture.token_offset + capture.n_tokens;
         if (!params.token_offset) r.token_offset = calib_end;
         const auto capture_text = ws.db().find_text(capture.text_id);
@@ -176,43 +182,28 @@ ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedT
     KASCADE_CHECK(r.token_offset + params.n_tokens <= static_cast<int64_t>(text.tokens.size()),
                   "test range [{}, {}) runs past the end of \"{}\" ({} tokens)", r.token_offset,
                   r.token_offset + params.n_tokens, text.path.string(), text.tokens.size());
-    EvalKeyInputs key{model.model_hash,
-                      model.tokenizer_hash,
-                      text.hash,
-                      params.method,
-                      ctx,
-                      r.token_offset,
-                      params.n_tokens,
-                      r.tile,
-                      r.topk,
-                      r.schedule ? r.schedule->record.key : "",
-                      r.granularity,
-                      r.pooling};
-    key.phase = params.phase;
-    key.prompt_tokens = params.prompt_tokens;
-    key.decode_tokens = params.decode_tokens;
-    key.quest_page = params.quest_page;
-    key.selection_layers = params.selection_layers;
-    key.window_ratio = params.window_ratio;
-    r.key = eval_key(key);
+    r.key = eval_key(r, {model.model_hash, model.tokenizer_hash, text.hash},
+                     r.schedule ? r.schedule->record.key : std::string());
     return r;
 }
 
-std::string eval_key(const EvalKeyInputs& k) {
-    nlohmann::json inputs = {{"model", k.model_hash}, {"tokenizer", k.tokenizer_hash}, {"text", k.text_hash}};
-    nlohmann::json params = {{"method", std::string(mode_name(k.method))},
-                             {"ctx", k.ctx},
-                             {"token_offset", k.token_offset},
-                             {"n_tokens", k.n_tokens}};
+std::string eval_key(const ResolvedEval& r, const RunInputHashes& hashes, std::string_view schedule_key) {
+    const EvalParams& p = r.params;
+    nlohmann::json inputs = {{"model", hashes.model}, {"tokenizer", hashes.tokenizer}, {"text", hashes.text}};
+    nlohmann::json params = {{"method", std::string(mode_name(p.method))},
+                             {"ctx", r.ctx},
+                             {"token_offset", r.token_offset},
+                             {"n_tokens", p.n_tokens}};
     // Keys of prefill runs have no phase: they are those of the runs stored before decode runs existed.
-    if (k.phase == EvalPhase::Decode) {
-        params["phase"] = std::string(mode_name(k.phase));
-        params["prompt_tokens"] = k.prompt_tokens;
-        params["decode_tokens"] = k.decode_tokens;
+    if (p.phase == EvalPhase::Decode) {
+        params["phase"] = std::string(mode_name(p.phase));
+        params["prompt_tokens"] = p.prompt_tokens;
+        params["decode_tokens"] = p.decode_tokens;
     }
-    add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
-                          k.window_ratio, params);
-    if (k.method == EvalMethod::Kascade) inputs["schedule"] = k.schedule_key;
+    add_method_key_params(p.method, r.tile, r.topk, r.granularity, r.pooling, p.quest_page, p.selection_layers,
+                          p.window_ratio, params);
+    add_numerics_key_params(p.matmul, params);
+    if (p.method == EvalMethod::Kascade) inputs["schedule"] = std::string(schedule_key);
     return content_key("eval", kEvalFormatVersion, inputs, params);
 }
 
@@ -238,6 +229,10 @@ void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, Ke
         params["key_granularity"] = std::string(mode_name(granularity));
         params["pooling"] = std::string(mode_name(pooling));
     }
+}
+
+void add_numerics_key_params(MatmulPrecision matmul, nlohmann::json& params) {
+    if (matmul != MatmulPrecision::Exact) params["matmul"] = std::string(mode_name(matmul));
 }
 
 SparseAttentionOptions eval_attention_options(const ResolvedEval& r) {
@@ -266,7 +261,7 @@ MethodPolicy make_method_policy(const ResolvedEval& r, int n_layers) {
         case EvalMethod::Kascade:
         case EvalMethod::Oracle: {
             auto p = std::make_unique<KascadeAttention>(
-                r.schedule ? attention_schedule_from(*r.schedule) : AttentionSchedule::oracle(n_layers), options);
+                r.layer_plan ? *r.layer_plan : AttentionSchedule::oracle(n_layers), options);
             m.layer_density = [p = p.get()] { return p->layer_density(); };
             m.policy = std::move(p);
             break;
@@ -302,7 +297,7 @@ MethodPolicy make_method_policy(const ResolvedEval& r, int n_layers) {
 
 EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, const ResolvedEval& r) {
     const ModelConfig& c = model.weights.config;
-    const Transformer runtime(model.weights);
+    const Transformer runtime(model.weights, 0, r.params.matmul);
     MethodPolicy method = make_method_policy(r, c.n_layers);
     AttentionPolicy& policy = *method.policy;
     const bool sparse = r.params.method != EvalMethod::Dense;
@@ -413,8 +408,7 @@ EvalResult record_eval(Workspace& ws, const LoadedModel& model, const LoadedText
     metrics.tokens_per_s = result.tokens_per_second();
     std::map<LayerRole, double> ms_by_kind;
     std::vector<RunLayerRecord> layers(n_layers);
-    const std::optional<AttentionSchedule> schedule =
-        r.schedule ? std::optional(attention_schedule_from(*r.schedule)) : std::nullopt;
+    const std::optional<AttentionSchedule>& schedule = r.layer_plan;
     for (int l = 0; l < n_layers; ++l) {
         const RunLayerRole role = m.layer_roles[l];
         const double ms = result.stats.layer_attention_ms[l] / result.n_windows;
@@ -443,8 +437,7 @@ EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const E
     }
     // Every sparse run is compared with the dense run of the same tokens, made first if it does not exist yet.
     std::optional<RunMetrics> dense;
-    if (params.method != EvalMethod::Dense)
-        dense = ws.db().load_run(run_eval(ws, model, text, dense_params_of(r)).run_id).metrics;
+    if (params.method != EvalMethod::Dense) dense = dense_baseline_metrics(ws, model, text, r);
     const EvalMeasurement m = measure_eval(model, text, r);
     return record_eval(ws, model, text, r, m, dense, /*replace=*/force);
 }

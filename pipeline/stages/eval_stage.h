@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,6 +53,9 @@ struct EvalParams {
     /// omnikv: its filter layers; lessismore: its selection layers, and the budget share of its sinks + recent keys
     std::vector<int> selection_layers;
     double window_ratio = LessIsMoreOptions{}.window_ratio;
+    /// The matrix products' numerics (--matmul): exact, or bf16 (activations rounded to BF16 against BF16 weights).
+    /// The dense baseline of a run uses the same, so a run's degradation is the method's alone.
+    MatmulPrecision matmul = MatmulPrecision::Exact;
 };
 
 /// An eval with every default filled in from the schedule, its similarity and its capture, checked, with its key.
@@ -62,9 +66,11 @@ struct ResolvedEval {
     KeyGranularity granularity = KeyGranularity::Token;
     Pooling pooling = Pooling::PostSoftmax;
     int64_t token_offset = 0;
-    int ctx = 0;                       ///< positions per window: params.ctx, or prompt + decode tokens
-    std::optional<Schedule> schedule;  ///< method kascade
-    std::string key;                   ///< the run's content key
+    int ctx = 0;                                  ///< positions per window: params.ctx, or prompt + decode tokens
+    std::optional<Schedule> schedule;             ///< method kascade: the stored schedule
+    std::optional<CaptureRecord> capture;         ///< method kascade: the capture the schedule was calibrated on
+    std::optional<AttentionSchedule> layer_plan;  ///< method kascade: the schedule as the runtime runs it
+    std::string key;                              ///< the run's content key
 };
 
 /// The method part of step 1 (no test tokens): defaults from the schedule (read from `db`, checked to belong to the
@@ -126,36 +132,25 @@ EvalResult record_eval(Workspace& ws, const LoadedModel& model, const LoadedText
 /// resolve, then (unless the key is stored, or with force) the dense run of the same tokens, measure and record.
 EvalResult run_eval(Workspace& ws, LoadedModel& model, LoadedText& text, const EvalParams& params, bool force = false);
 
-/// Everything a run's content key is made of, with defaults already resolved.
-struct EvalKeyInputs {
-    std::string model_hash, tokenizer_hash, text_hash;
-    EvalMethod method = EvalMethod::Dense;
-    int ctx = 0;
-    int64_t token_offset = 0;
-    int64_t n_tokens = 0;
-    int tile = 0;                                        ///< ignored for dense
-    TopKRule topk;                                       ///< ignored for dense
-    std::string schedule_key;                            ///< method kascade
-    KeyGranularity granularity = KeyGranularity::Token;  ///< ignored for dense
-    Pooling pooling = Pooling::PostSoftmax;              ///< ignored for dense
-    EvalPhase phase = EvalPhase::Prefill;
-    int prompt_tokens = 0;                ///< decode
-    int decode_tokens = 0;                ///< decode
-    int quest_page = 0;                   ///< quest
-    std::vector<int> selection_layers{};  ///< omnikv, lessismore
-    double window_ratio = 0;              ///< lessismore
+/// The content hashes of what a run reads: the model, its tokenizer and the text (as the loaders compute them).
+struct RunInputHashes {
+    std::string model, tokenizer, text;
 };
 
-/// The content key of a run (pure: a sweep's --dry-run uses it to tell what is stored already).
-std::string eval_key(const EvalKeyInputs& inputs);
+/// The content key of a resolved run: the one key builder, used by resolve_eval and by a sweep's planner (which
+/// resolves its jobs from the sweep file alone), so a planned job and the run it becomes share their key. Pure: a
+/// sweep's --dry-run uses it to tell what is stored already. `schedule_key`: the schedule's key (method kascade).
+std::string eval_key(const ResolvedEval& r, const RunInputHashes& hashes, std::string_view schedule_key);
 
-/// The method columns runs and task_runs share (left NULL where the method has none): the key budget (top-k tiles,
+/// The method columns runs and task_runs share (left NULL where the method has none): the matrix products' numerics
+/// (every run), the key budget (top-k tiles,
 /// or percentage with k_min and k rule; round_k), quest's page size, OmniKV's and LessIsMore's tile, layers and
 /// window ratio (they select single keys and pool in their own way), and the tile, key granularity and pooling of
 /// the other sparse methods.
 template <class Record>
 void set_method_columns(const ResolvedEval& r, Record& record) {
     const EvalMethod method = r.params.method;
+    record.matmul = std::string(mode_name(r.params.matmul));
     if (method == EvalMethod::Dense) return;
     if (r.topk.tiles > 0) {
         record.topk_tiles = r.topk.tiles;
@@ -185,5 +180,9 @@ void set_method_columns(const ResolvedEval& r, Record& record) {
 void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
                            Pooling pooling, int quest_page, const std::vector<int>& selection_layers,
                            double window_ratio, nlohmann::json& params);
+
+/// The numerics' part of a content key (what eval and task keys share): "matmul" for bf16 products; nothing for
+/// exact ones, so the keys of runs stored before --matmul existed stay theirs.
+void add_numerics_key_params(MatmulPrecision matmul, nlohmann::json& params);
 
 }  // namespace kascade

@@ -5,8 +5,6 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "kernels/attention_types.h"
 #include "pipeline/stages/capture_stage.h"
 #include "pipeline/stages/layer_similarity.h"
@@ -14,11 +12,6 @@
 namespace kascade {
 
 inline constexpr int kSimilarityFormatVersion = 1;  ///< token granularity adds attributes only
-
-/// Checks a top-k rule given on the command line or in a sweep: exactly one of tiles / pct, in range.
-void check_topk_rule(const TopKRule& rule);
-/// The rule as stored in content keys and artifact parameters: topk_tiles, or topk_pct + k_min + k_rule; round_k.
-nlohmann::json topk_rule_json(const TopKRule& rule);
 
 /// granularity token selects individual keys (the paper) and needs a capture made with --save-qk (the per-key mass
 /// is computed from the stored queries and keys); tile selects key tiles from the stored tile mass.

@@ -16,7 +16,6 @@
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/transformer.h"
 #include "pipeline/stages/content_key.h"
-#include "pipeline/stages/similarity_stage.h"
 #include "pipeline/tasks/task_prompt.h"
 #include "pipeline/tasks/task_score.h"
 
@@ -44,7 +43,8 @@ std::string resolved_task_key(const LoadedModel& model, const ResolvedTask& r) {
                      .pooling = m.pooling,
                      .quest_page = m.params.quest_page,
                      .selection_layers = m.params.selection_layers,
-                     .window_ratio = m.params.window_ratio});
+                     .window_ratio = m.params.window_ratio,
+                     .matmul = m.params.matmul});
 }
 
 TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedTask& r) {
@@ -127,6 +127,7 @@ std::string task_key(const TaskKeyInputs& k) {
                              {"method", std::string(mode_name(k.method))}};
     add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
                           k.window_ratio, params);
+    add_numerics_key_params(k.matmul, params);
     return content_key("task", kTaskFormatVersion, inputs, params);
 }
 
@@ -216,7 +217,7 @@ TaskSummary run_task(Workspace& ws, LoadedModel& model, const TaskParams& params
     const std::vector<SampleId> grid = sample_grid(r.params.lengths, r.params.depths_pct, r.params.samples);
 
     TaskSummary summary;
-    const Transformer runtime(model.weights);
+    const Transformer runtime(model.weights, 0, r.method.params.matmul);
     int done = 0;
     for (const auto& [length, depth, index] : grid) {
         if (!force && stored.count({length, depth, index})) {

@@ -55,6 +55,7 @@ struct TaskKeyInputs {
     int quest_page = 0;                                  ///< quest
     std::vector<int> selection_layers{};                 ///< omnikv, lessismore
     double window_ratio = 0;                             ///< lessismore
+    MatmulPrecision matmul = MatmulPrecision::Exact;
 };
 std::string task_key(const TaskKeyInputs& inputs);
 

@@ -2,8 +2,6 @@
 // and helpers to read a results folder with plain sqlite3.
 #pragma once
 
-#include <sqlite3.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "cli/run_command.h"
+#include "common/db_rows.h"
 
 namespace fs = std::filesystem;
 
@@ -47,44 +46,15 @@ inline void write_text(const fs::path& path, const std::string& text) {
     std::ofstream(path) << text;
 }
 
-/// Rows of a query on a results database, every value as text ("NULL" for NULL).
-inline std::vector<std::vector<std::string>> sql_rows(const fs::path& db_file, const std::string& sql) {
-    sqlite3* db = nullptr;
-    std::vector<std::vector<std::string>> rows;
-    if (sqlite3_open_v2(db_file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-        sqlite3_close(db);
-        return rows;
-    }
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
-        while (sqlite3_step(stmt) == SQLITE_ROW) {
-            std::vector<std::string> row;
-            for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-                const unsigned char* v = sqlite3_column_text(stmt, c);
-                row.push_back(v != nullptr ? reinterpret_cast<const char*>(v) : "NULL");
-            }
-            rows.push_back(row);
-        }
-    }
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-    return rows;
-}
-
-inline std::string sql_value(const fs::path& db_file, const std::string& sql) {
-    const auto rows = sql_rows(db_file, sql);
-    return rows.empty() || rows[0].empty() ? "" : rows[0][0];
-}
-
 /// The results of every run, by run key: what an interrupted and resumed sweep must reproduce exactly.
 inline std::map<std::string, std::string> run_results(const fs::path& results) {
     std::map<std::string, std::string> out;
-    for (const auto& row : sql_rows(results / "kascade.db",
-                                    "SELECT r.key, r.method, m.n_scored, printf('%.12g', m.nll_sparse), "
-                                    "printf('%.12g', m.nll_dense), printf('%.12g', m.density), "
-                                    "(SELECT group_concat(printf('%s:%.9g', role, density)) FROM run_layers l "
-                                    " WHERE l.run_id = r.id ORDER BY layer) "
-                                    "FROM runs r JOIN run_metrics m ON m.run_id = r.id")) {
+    for (const auto& row : db_rows(results / "kascade.db",
+                                   "SELECT r.key, r.method, m.n_scored, printf('%.12g', m.nll_sparse), "
+                                   "printf('%.12g', m.nll_dense), printf('%.12g', m.density), "
+                                   "(SELECT group_concat(printf('%s:%.9g', role, density)) FROM run_layers l "
+                                   " WHERE l.run_id = r.id ORDER BY layer) "
+                                   "FROM runs r JOIN run_metrics m ON m.run_id = r.id")) {
         std::string value;
         for (size_t i = 1; i < row.size(); ++i) value += row[i] + " ";
         out[row[0]] = value;

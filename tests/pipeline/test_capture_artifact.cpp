@@ -6,6 +6,7 @@
 #include <cmath>
 #include <regex>
 
+#include "common/json_output.h"
 #include "io/store/h5_file.h"
 #include "sweep_fixture.h"
 
@@ -18,11 +19,11 @@ class CaptureArtifact : public ::testing::Test {
     fs::path capture_file_;
 
     void SetUp() override {
-        const CommandResult r =
-            run_kascade("capture --results " + shell_quote(results_) + " --model " + shell_quote(kStoriesBin) +
-                        " --text " + shell_quote(kStoriesText) + " --calib-tokens 300 --ctx 100 --tile 16 --save-qk");
+        const CommandResult r = run_kascade("capture --results " + shell_quote(results_) + " --model " +
+                                            shell_quote(kStoriesBin) + " --text " + shell_quote(kStoriesText) +
+                                            " --calib-tokens 300 --ctx 100 --tile 16 --save-qk --json");
         ASSERT_EQ(r.exit_code, 0) << r.err;
-        const std::string key = r.out.substr(8, 16);  // "capture <key>"
+        const std::string key = json_string(r, "capture_key");
         capture_file_ = results_ / "artifacts/capture" / (key + ".h5");
         ASSERT_TRUE(fs::exists(capture_file_)) << r.out;
     }

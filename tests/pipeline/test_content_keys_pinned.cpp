@@ -60,44 +60,42 @@ TEST(PinnedContentKeys, CaptureSimilarityScheduleKeys) {
 }
 
 TEST(PinnedContentKeys, EvalKeys) {
-    EvalKeyInputs dense;
-    dense.model_hash = kModelHash;
-    dense.tokenizer_hash = kTokenizerHash;
-    dense.text_hash = kTextHash;
+    const RunInputHashes kHashes{kModelHash, kTokenizerHash, kTextHash};
+    ResolvedEval dense;
+    dense.params.method = EvalMethod::Dense;
     dense.ctx = 512;
     dense.token_offset = 8192;
-    dense.n_tokens = 2048;
-    EXPECT_EQ(eval_key(dense), "7c33c35c4353baab");
+    dense.params.n_tokens = 2048;
+    EXPECT_EQ(eval_key(dense, kHashes, ""), "7c33c35c4353baab");
 
-    EvalKeyInputs kascade = dense;
-    kascade.method = EvalMethod::Kascade;
+    ResolvedEval kascade = dense;
+    kascade.params.method = EvalMethod::Kascade;
     kascade.tile = 16;
     kascade.topk.pct = 10;
     kascade.topk.k_min_tokens = 64;
-    kascade.schedule_key = "00112233aabbccdd";
-    EXPECT_EQ(eval_key(kascade), "298a404f0e3f9191");
+    EXPECT_EQ(eval_key(kascade, kHashes, "00112233aabbccdd"), "298a404f0e3f9191");
 
-    EvalKeyInputs quest = dense;
-    quest.method = EvalMethod::Quest;
-    quest.phase = EvalPhase::Decode;
-    quest.prompt_tokens = 256;
-    quest.decode_tokens = 256;
+    ResolvedEval quest = dense;
+    quest.params.method = EvalMethod::Quest;
+    quest.params.phase = EvalPhase::Decode;
+    quest.params.prompt_tokens = 256;
+    quest.params.decode_tokens = 256;
     quest.topk.tiles = 4;
-    quest.quest_page = 16;
-    EXPECT_EQ(eval_key(quest), "d3b9e1b94bc8a7af");
+    quest.params.quest_page = 16;
+    EXPECT_EQ(eval_key(quest, kHashes, ""), "d3b9e1b94bc8a7af");
 
-    EvalKeyInputs omnikv = quest;
-    omnikv.method = EvalMethod::OmniKv;
-    omnikv.quest_page = 0;
+    ResolvedEval omnikv = quest;
+    omnikv.params.method = EvalMethod::OmniKv;
+    omnikv.params.quest_page = 0;
     omnikv.tile = 16;
-    omnikv.selection_layers = {2, 8, 18};
-    EXPECT_EQ(eval_key(omnikv), "0328264d239512bc");
+    omnikv.params.selection_layers = {2, 8, 18};
+    EXPECT_EQ(eval_key(omnikv, kHashes, ""), "0328264d239512bc");
 
-    EvalKeyInputs lessismore = omnikv;
-    lessismore.method = EvalMethod::LessIsMore;
-    lessismore.selection_layers = {2, 13};
-    lessismore.window_ratio = 0.25;
-    EXPECT_EQ(eval_key(lessismore), "f9d09d919878c9a5");
+    ResolvedEval lessismore = omnikv;
+    lessismore.params.method = EvalMethod::LessIsMore;
+    lessismore.params.selection_layers = {2, 13};
+    lessismore.params.window_ratio = 0.25;
+    EXPECT_EQ(eval_key(lessismore, kHashes, ""), "f9d09d919878c9a5");
 }
 
 TEST(PinnedContentKeys, TaskKeys) {
@@ -118,6 +116,14 @@ TEST(PinnedContentKeys, TaskKeys) {
     streaming.topk.k_min_tokens = 32;
     streaming.haystack_hash = kTextHash;
     EXPECT_EQ(task_key(streaming), "f60842519e998380");
+
+    // BF16 products name their numerics (exact ones, the default, add nothing: the literals above).
+    TaskKeyInputs bf16 = dense;
+    bf16.matmul = MatmulPrecision::Bf16;
+    const nlohmann::json inputs = {{"model", kModelHash}, {"tokenizer", kTokenizerHash}, {"haystack", "filler"}};
+    const nlohmann::json params = {{"task", "passkey"},  {"seed", 1},         {"max_new_tokens", 8},
+                                   {"prefill", "dense"}, {"method", "dense"}, {"matmul", "bf16"}};
+    EXPECT_EQ(task_key(bf16), content_key("task", kTaskFormatVersion, inputs, params));
 }
 
 TEST(PinnedContentKeys, DatasetTaskKeys) {

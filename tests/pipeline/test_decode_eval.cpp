@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/json_output.h"
 #include "sweep_fixture.h"
 
 namespace {
@@ -50,18 +51,19 @@ class DecodeEval : public ::testing::Test {
     }
     /// A decode eval of the first test window of the experiment (512 text tokens after the calibration range).
     CommandResult eval_decode(const std::string& method_args) {
-        return run_kascade("eval --results " + shell_quote(results_) + model_args() + " --text " +
-                           shell_quote(kStoriesText) + method_args +
-                           " --phase decode --prompt-tokens 256 --decode-tokens 256 --offset 8687 --eval-tokens 512");
+        return run_kascade(
+            "eval --results " + shell_quote(results_) + model_args() + " --text " + shell_quote(kStoriesText) +
+            method_args +
+            " --phase decode --prompt-tokens 256 --decode-tokens 256 --offset 8687 --eval-tokens 512 --json");
     }
-    /// |NLL - dense NLL| / dense NLL of the run an eval printed ("run N ...").
+    /// |NLL - dense NLL| / dense NLL of the run an eval printed (its --json run_id).
     double nll_relative_difference(const CommandResult& r) {
         EXPECT_EQ(r.exit_code, 0) << r.err;
-        const std::string id = r.out.substr(4, r.out.find(' ', 4) - 4);
-        const auto rows = sql_rows(results_ / "kascade.db",
-                                   "SELECT printf('%.17g', nll_sparse), printf('%.17g', nll_dense), phase, n_scored "
-                                   "FROM runs_flat WHERE id = " +
-                                       id);
+        const std::string id = json_string(r, "run_id");
+        const auto rows = db_rows(results_ / "kascade.db",
+                                  "SELECT printf('%.17g', nll_sparse), printf('%.17g', nll_dense), phase, n_scored "
+                                  "FROM runs_flat WHERE id = " +
+                                      id);
         EXPECT_EQ(rows.size(), 1u) << r.out;
         if (rows.size() != 1) return 1;
         EXPECT_EQ(rows[0][2], "decode");
@@ -85,9 +87,9 @@ TEST_F(DecodeEval, ExperimentFileRunsEndToEndAndFullBudgetsEqualDenseDecode) {
                                             shell_quote(results_) + " --no-report");
     ASSERT_EQ(sweep.exit_code, 0) << sweep.err << sweep.out;
 
-    const auto runs = sql_rows(results_ / "kascade.db",
-                               "SELECT method, phase, prompt_tokens, decode_tokens, n_scored, ctx, page_size, "
-                               "printf('%.12g', ppl_dense), density < 1, topk_tiles FROM runs_flat ORDER BY id");
+    const auto runs = db_rows(results_ / "kascade.db",
+                              "SELECT method, phase, prompt_tokens, decode_tokens, n_scored, ctx, page_size, "
+                              "printf('%.12g', ppl_dense), density < 1, topk_tiles FROM runs_flat ORDER BY id");
     ASSERT_EQ(runs.size(), 8u);
     const std::vector<std::string> methods = {"dense",     "kascade", "kascade", "oracle",
                                               "streaming", "quest",   "omnikv",  "lessismore"};
@@ -107,22 +109,22 @@ TEST_F(DecodeEval, ExperimentFileRunsEndToEndAndFullBudgetsEqualDenseDecode) {
     // Per-layer rows: Quest keeps layers 0 and 1 dense and selects pages in the others; OmniKV filters at layer 2
     // (3 is dense after it, 4 reuses its keys); LessIsMore selects at 2 for 3 and 4. Their layer lists are stored.
     const auto roles = [&](const std::string& method) {
-        return sql_value(results_ / "kascade.db",
-                         "SELECT group_concat(role) FROM (SELECT role FROM run_layers l JOIN runs r ON r.id = "
-                         "l.run_id WHERE r.method = '" +
-                             method + "' ORDER BY layer)");
+        return db_value(results_ / "kascade.db",
+                        "SELECT group_concat(role) FROM (SELECT role FROM run_layers l JOIN runs r ON r.id = "
+                        "l.run_id WHERE r.method = '" +
+                            method + "' ORDER BY layer)");
     };
     EXPECT_EQ(roles("quest"), "dense,dense,quest,quest,quest");
     EXPECT_EQ(roles("omnikv"), "dense,dense,filter,dense,reuse");
     EXPECT_EQ(roles("lessismore"), "dense,dense,selection,reuse,reuse");
-    EXPECT_EQ(sql_value(results_ / "kascade.db",
-                        "SELECT group_concat(method || ' ' || selection_layers || ' ' || ifnull(window_ratio, '-') || "
-                        "' ' || tile, '; ') FROM runs_flat WHERE selection_layers IS NOT NULL"),
+    EXPECT_EQ(db_value(results_ / "kascade.db",
+                       "SELECT group_concat(method || ' ' || selection_layers || ' ' || ifnull(window_ratio, '-') || "
+                       "' ' || tile, '; ') FROM runs_flat WHERE selection_layers IS NOT NULL"),
               "omnikv [2] - 16; lessismore [2] 0.25 16");
 
     // With a budget covering the whole context every decode policy attends every key: its NLL is dense decode's.
     const std::string schedule_id =
-        sql_value(results_ / "kascade.db", "SELECT schedule_id FROM runs WHERE method = 'kascade' LIMIT 1");
+        db_value(results_ / "kascade.db", "SELECT schedule_id FROM runs WHERE method = 'kascade' LIMIT 1");
     EXPECT_LT(nll_relative_difference(eval_decode(" --schedule " + schedule_id + kFullBudget)), 1e-6);
     for (const std::string& method : kBaselines)
         EXPECT_LT(nll_relative_difference(eval_decode(method + kFullBudget)), 1e-6) << method;

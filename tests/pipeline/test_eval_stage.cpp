@@ -7,9 +7,9 @@
 
 #include "base/error.h"
 #include "io/weights/model_weights.h"
+#include "pipeline/runtime/decode_perplexity.h"
 #include "pipeline/runtime/transformer.h"
 #include "pipeline/stages/content_key.h"
-#include "pipeline/stages/decode_perplexity.h"
 #include "pipeline/stages/eval_stage.h"
 #include "pipeline/stages/similarity_stage.h"
 
@@ -39,9 +39,21 @@ TEST(EvalMethod, EveryMethodAndPhaseHasOneName) {
               "invalid test.phase='generate' (expected prefill, decode)");
 }
 
-EvalKeyInputs oracle_inputs() {
-    return EvalKeyInputs{"m", "t", "x", EvalMethod::Oracle, 512, 8687, 8192, 16, TopKRule{4, 0, 0, KRule::Visible, 0},
-                         ""};
+const RunInputHashes kHashes{"m", "t", "x"};
+
+ResolvedEval oracle_inputs() {
+    ResolvedEval r;
+    r.params.method = EvalMethod::Oracle;
+    r.ctx = 512;
+    r.token_offset = 8687;
+    r.params.n_tokens = 8192;
+    r.tile = 16;
+    r.topk = TopKRule{4, 0, 0, KRule::Visible, 0};
+    return r;
+}
+
+std::string key_of(const ResolvedEval& r) {
+    return eval_key(r, kHashes, "");
 }
 
 TEST(EvalKey, PrefillKeysAreThoseOfRunsStoredBeforeDecodeRuns) {
@@ -55,50 +67,68 @@ TEST(EvalKey, PrefillKeysAreThoseOfRunsStoredBeforeDecodeRuns) {
                                    {"topk", {{"topk_tiles", 4}, {"round_k", 0}}},
                                    {"key_granularity", "token"},
                                    {"pooling", "post_softmax"}};
-    EXPECT_EQ(eval_key(oracle_inputs()), content_key("eval", kEvalFormatVersion, inputs, params));
+    EXPECT_EQ(key_of(oracle_inputs()), content_key("eval", kEvalFormatVersion, inputs, params));
     // Decode settings do not enter a prefill key.
-    EvalKeyInputs with_counts = oracle_inputs();
-    with_counts.prompt_tokens = 100;
-    with_counts.decode_tokens = 7;
-    with_counts.quest_page = 8;
-    EXPECT_EQ(eval_key(with_counts), eval_key(oracle_inputs()));
+    ResolvedEval with_counts = oracle_inputs();
+    with_counts.params.prompt_tokens = 100;
+    with_counts.params.decode_tokens = 7;
+    with_counts.params.quest_page = 8;
+    EXPECT_EQ(key_of(with_counts), key_of(oracle_inputs()));
+}
+
+TEST(EvalKey, Bf16ProductsAddTheirNumericsAndExactOnesNothing) {
+    // Exact products are the default: their keys are those written before --matmul existed (above); BF16 ones name
+    // the numerics, built here from the documented parts.
+    ResolvedEval bf16 = oracle_inputs();
+    bf16.params.matmul = MatmulPrecision::Bf16;
+    const nlohmann::json inputs = {{"model", "m"}, {"tokenizer", "t"}, {"text", "x"}};
+    const nlohmann::json params = {{"method", "oracle"},
+                                   {"ctx", 512},
+                                   {"token_offset", 8687},
+                                   {"n_tokens", 8192},
+                                   {"tile", 16},
+                                   {"topk", {{"topk_tiles", 4}, {"round_k", 0}}},
+                                   {"key_granularity", "token"},
+                                   {"pooling", "post_softmax"},
+                                   {"matmul", "bf16"}};
+    EXPECT_EQ(key_of(bf16), content_key("eval", kEvalFormatVersion, inputs, params));
 }
 
 TEST(EvalKey, DecodeKeysDependOnPhaseAndCounts) {
-    EvalKeyInputs decode = oracle_inputs();
-    decode.phase = EvalPhase::Decode;
-    decode.prompt_tokens = 256;
-    decode.decode_tokens = 256;
-    EXPECT_NE(eval_key(decode), eval_key(oracle_inputs()));
-    EvalKeyInputs longer = decode;
-    longer.decode_tokens = 128;
-    EXPECT_NE(eval_key(longer), eval_key(decode));
-    EvalKeyInputs quest = decode;
-    quest.method = EvalMethod::Quest;
-    quest.quest_page = 16;
-    EvalKeyInputs other_page = quest;
-    other_page.quest_page = 32;
-    EXPECT_NE(eval_key(quest), eval_key(other_page));
+    ResolvedEval decode = oracle_inputs();
+    decode.params.phase = EvalPhase::Decode;
+    decode.params.prompt_tokens = 256;
+    decode.params.decode_tokens = 256;
+    EXPECT_NE(key_of(decode), key_of(oracle_inputs()));
+    ResolvedEval longer = decode;
+    longer.params.decode_tokens = 128;
+    EXPECT_NE(key_of(longer), key_of(decode));
+    ResolvedEval quest = decode;
+    quest.params.method = EvalMethod::Quest;
+    quest.params.quest_page = 16;
+    ResolvedEval other_page = quest;
+    other_page.params.quest_page = 32;
+    EXPECT_NE(key_of(quest), key_of(other_page));
     // Quest has no tile: the tile does not change its key.
-    EvalKeyInputs other_tile = quest;
+    ResolvedEval other_tile = quest;
     other_tile.tile = 32;
-    EXPECT_EQ(eval_key(other_tile), eval_key(quest));
+    EXPECT_EQ(key_of(other_tile), key_of(quest));
 }
 
 TEST(EvalKey, OmniKvAndLessIsMoreKeysNameTheirLayersAndOnlyThem) {
-    EvalKeyInputs decode = oracle_inputs();
-    decode.phase = EvalPhase::Decode;
-    decode.prompt_tokens = 256;
-    decode.decode_tokens = 256;
+    ResolvedEval decode = oracle_inputs();
+    decode.params.phase = EvalPhase::Decode;
+    decode.params.prompt_tokens = 256;
+    decode.params.decode_tokens = 256;
     // The other methods' keys do not see the layer lists or the ratio.
-    EvalKeyInputs oracle_with_layers = decode;
-    oracle_with_layers.selection_layers = {2, 8};
-    oracle_with_layers.window_ratio = 0.5;
-    EXPECT_EQ(eval_key(oracle_with_layers), eval_key(decode));
+    ResolvedEval oracle_with_layers = decode;
+    oracle_with_layers.params.selection_layers = {2, 8};
+    oracle_with_layers.params.window_ratio = 0.5;
+    EXPECT_EQ(key_of(oracle_with_layers), key_of(decode));
 
-    EvalKeyInputs omnikv = decode;
-    omnikv.method = EvalMethod::OmniKv;
-    omnikv.selection_layers = {2};
+    ResolvedEval omnikv = decode;
+    omnikv.params.method = EvalMethod::OmniKv;
+    omnikv.params.selection_layers = {2};
     const nlohmann::json inputs = {{"model", "m"}, {"tokenizer", "t"}, {"text", "x"}};
     nlohmann::json params = {{"method", "omnikv"},
                              {"ctx", 512},
@@ -110,29 +140,29 @@ TEST(EvalKey, OmniKvAndLessIsMoreKeysNameTheirLayersAndOnlyThem) {
                              {"tile", 16},
                              {"filter_layers", nlohmann::json::array({2})},
                              {"topk", {{"topk_tiles", 4}, {"round_k", 0}}}};
-    EXPECT_EQ(eval_key(omnikv), content_key("eval", kEvalFormatVersion, inputs, params));
-    EvalKeyInputs omnikv_granularity = omnikv;  // no key granularity, pooling or window ratio
+    EXPECT_EQ(key_of(omnikv), content_key("eval", kEvalFormatVersion, inputs, params));
+    ResolvedEval omnikv_granularity = omnikv;  // no key granularity, pooling or window ratio
     omnikv_granularity.granularity = KeyGranularity::Tile;
     omnikv_granularity.pooling = Pooling::PreSoftmax;
-    omnikv_granularity.window_ratio = 0.5;
-    EXPECT_EQ(eval_key(omnikv_granularity), eval_key(omnikv));
-    EvalKeyInputs omnikv_layers = omnikv;
-    omnikv_layers.selection_layers = {2, 4};
-    EXPECT_NE(eval_key(omnikv_layers), eval_key(omnikv));
+    omnikv_granularity.params.window_ratio = 0.5;
+    EXPECT_EQ(key_of(omnikv_granularity), key_of(omnikv));
+    ResolvedEval omnikv_layers = omnikv;
+    omnikv_layers.params.selection_layers = {2, 4};
+    EXPECT_NE(key_of(omnikv_layers), key_of(omnikv));
 
-    EvalKeyInputs lessismore = omnikv;
-    lessismore.method = EvalMethod::LessIsMore;
-    lessismore.window_ratio = 0.25;
+    ResolvedEval lessismore = omnikv;
+    lessismore.params.method = EvalMethod::LessIsMore;
+    lessismore.params.window_ratio = 0.25;
     params.erase("filter_layers");
     params["method"] = "lessismore";
     params["selection_layers"] = nlohmann::json::array({2});
     params["window_ratio"] = 0.25;
     params["sink_tokens"] = 4;
-    EXPECT_EQ(eval_key(lessismore), content_key("eval", kEvalFormatVersion, inputs, params));
-    EvalKeyInputs other_ratio = lessismore;
-    other_ratio.window_ratio = 0.5;
-    EXPECT_NE(eval_key(other_ratio), eval_key(lessismore));
-    EXPECT_NE(eval_key(lessismore), eval_key(omnikv));
+    EXPECT_EQ(key_of(lessismore), content_key("eval", kEvalFormatVersion, inputs, params));
+    ResolvedEval other_ratio = lessismore;
+    other_ratio.params.window_ratio = 0.5;
+    EXPECT_NE(key_of(other_ratio), key_of(lessismore));
+    EXPECT_NE(key_of(lessismore), key_of(omnikv));
 }
 
 TEST(DecodeWindows, WholeWindowsOfPromptPlusDecodeTokens) {

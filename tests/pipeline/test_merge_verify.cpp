@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "common/json_output.h"
 #include "io/file_util.h"
 #include "sweep_fixture.h"
 
@@ -48,13 +49,13 @@ class MergeVerify : public ::testing::Test {
     void SetUp() override {
         const std::string results = " --results " + shell_quote(shard_);
         const CommandResult c = run_kascade("capture" + results + " --model " + shell_quote(kStoriesBin) + " --text " +
-                                            shell_quote(kStoriesText) + " --calib-tokens 254 --ctx 128");
+                                            shell_quote(kStoriesText) + " --calib-tokens 254 --ctx 128 --json");
         ASSERT_EQ(c.exit_code, 0) << c.err;
-        capture_ = c.out.substr(8, c.out.find_first_of(" \n", 8) - 8);
-        const CommandResult s =
-            run_kascade("similarity" + results + " --capture " + capture_ + " --topk-tiles 2 --key-granularity tile");
+        capture_ = json_string(c, "capture_key");
+        const CommandResult s = run_kascade("similarity" + results + " --capture " + capture_ +
+                                            " --topk-tiles 2 --key-granularity tile --json");
         ASSERT_EQ(s.exit_code, 0) << s.err;
-        similarity_ = s.out.substr(11, s.out.find_first_of(" \n", 11) - 11);
+        similarity_ = json_string(s, "similarity_key");
         ASSERT_TRUE(fs::exists(file(shard_, "capture", capture_)));
         ASSERT_TRUE(fs::exists(file(shard_, "similarity", similarity_)));
     }
@@ -128,7 +129,7 @@ TEST_F(MergeVerify, EveryArtifactFileIsVerifiedAndABadOneRefusesTheWholeMerge) {
     const CommandResult good = merge({shard_}, into);
     ASSERT_EQ(good.exit_code, 0) << good.err;
     EXPECT_NE(good.out.find("2 artifacts (1 files)"), std::string::npos) << good.out;
-    for (const auto& row : sql_rows(into / "kascade.db", "SELECT path, checksum FROM artifacts")) {
+    for (const auto& row : db_rows(into / "kascade.db", "SELECT path, checksum FROM artifacts")) {
         EXPECT_EQ(hash_file_hex(into / row[0]), row[1]) << row[0];
     }
     EXPECT_EQ(merge({shard_}, into).exit_code, 0);  // again: nothing to take, nothing to check
@@ -146,7 +147,7 @@ TEST_F(MergeVerify, EveryArtifactFileIsVerifiedAndABadOneRefusesTheWholeMerge) {
     const CommandResult from_old = merge({old}, into_old);
     ASSERT_EQ(from_old.exit_code, 0) << from_old.err;
     EXPECT_NE(from_old.out.find("2 artifacts stored without a checksum got one"), std::string::npos) << from_old.out;
-    for (const auto& row : sql_rows(into_old / "kascade.db", "SELECT path, checksum FROM artifacts")) {
+    for (const auto& row : db_rows(into_old / "kascade.db", "SELECT path, checksum FROM artifacts")) {
         EXPECT_EQ(hash_file_hex(into_old / row[0]), row[1]) << row[0];
     }
 
@@ -154,11 +155,11 @@ TEST_F(MergeVerify, EveryArtifactFileIsVerifiedAndABadOneRefusesTheWholeMerge) {
     const CommandResult status = run_kascade("status --results " + shell_quote(old));
     ASSERT_EQ(status.exit_code, 0) << status.err;
     EXPECT_NE(status.out.find("2 artifacts were stored without a checksum"), std::string::npos) << status.out;
-    EXPECT_EQ(sql_value(old / "kascade.db", "SELECT count(*) FROM artifacts WHERE checksum IS NULL"), "2");
+    EXPECT_EQ(db_value(old / "kascade.db", "SELECT count(*) FROM artifacts WHERE checksum IS NULL"), "2");
     const CommandResult verify = run_kascade("status --verify --results " + shell_quote(old));
     ASSERT_EQ(verify.exit_code, 0) << verify.err;
     EXPECT_NE(verify.out.find("recorded the checksum of 2 artifacts"), std::string::npos) << verify.out;
-    for (const auto& row : sql_rows(old / "kascade.db", "SELECT path, checksum FROM artifacts")) {
+    for (const auto& row : db_rows(old / "kascade.db", "SELECT path, checksum FROM artifacts")) {
         EXPECT_EQ(hash_file_hex(old / row[0]), row[1]) << row[0];
     }
 }

@@ -12,7 +12,7 @@
 #include "common/error_of.h"
 #include "io/store/results_db.h"
 #include "io/weights/dtype.h"
-#include "pipeline/stages/sweep_spec.h"
+#include "pipeline/sweep/sweep_spec.h"
 #include "pipeline/sweep_fixture.h"
 #include "pipeline/tasks/chat_template.h"
 #include "pipeline/tasks/longbench_metrics.h"
@@ -119,7 +119,7 @@ TEST(ModeNames, SchemaCheckListsEqualTheNameTables) {
     { ResultsDb db(dir.path()); }
     // Every "column IN ('a', 'b', ...)" of a table's CREATE statement, by column.
     auto check_lists = [&](const std::string& table) {
-        const std::string sql = sql_value(
+        const std::string sql = db_value(
             dir / "kascade.db", "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = '" + table + "'");
         EXPECT_FALSE(sql.empty()) << table;
         std::map<std::string, std::vector<std::string>> lists;
@@ -143,6 +143,7 @@ TEST(ModeNames, SchemaCheckListsEqualTheNameTables) {
     EXPECT_EQ(as_set(runs.at("key_granularity")), as_set(mode_names<KeyGranularity>()));
     EXPECT_EQ(as_set(runs.at("k_rule")), as_set(mode_names<KRule>()));
     EXPECT_EQ(as_set(runs.at("pooling")), as_set(mode_names<Pooling>()));
+    EXPECT_EQ(as_set(runs.at("matmul")), as_set(mode_names<MatmulPrecision>()));
 
     auto schedules = check_lists("schedules");
     EXPECT_EQ(as_set(schedules.at("policy")), as_set(mode_names<SchedulePolicy>()));
@@ -159,6 +160,7 @@ TEST(ModeNames, SchemaCheckListsEqualTheNameTables) {
     EXPECT_EQ(as_set(task_runs.at("k_rule")), as_set(mode_names<KRule>()));
     EXPECT_EQ(as_set(task_runs.at("pooling")), as_set(mode_names<Pooling>()));
     EXPECT_EQ(as_set(task_runs.at("chat_template")), as_set(mode_names<ChatTemplate>()));
+    EXPECT_EQ(as_set(task_runs.at("matmul")), as_set(mode_names<MatmulPrecision>()));
     std::set<std::string> tasks = as_set(mode_names<TaskKind>());
     tasks.insert("dataset");  // a run on a dataset file (pipeline/stages/dataset_task_stage.h)
     EXPECT_EQ(as_set(task_runs.at("task")), tasks);

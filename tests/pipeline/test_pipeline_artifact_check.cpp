@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "common/json_output.h"
 #include "sweep_fixture.h"
 
 namespace {
@@ -17,17 +18,15 @@ class ArtifactCheck : public ::testing::Test {
     std::string results_arg() const { return " --results " + shell_quote(results_); }
     /// A capture of 254 calibration tokens from `offset`; returns its key.
     std::string capture(int offset) {
-        const CommandResult c =
-            run_kascade("capture" + results_arg() + " --model " + shell_quote(kStoriesBin) + " --text " +
-                        shell_quote(kStoriesText) + " --calib-tokens 254 --ctx 128 --offset " + std::to_string(offset));
-        EXPECT_EQ(c.exit_code, 0) << c.err;
-        return c.out.substr(8, c.out.find_first_of(" \n", 8) - 8);
+        const CommandResult c = run_kascade(
+            "capture" + results_arg() + " --model " + shell_quote(kStoriesBin) + " --text " +
+            shell_quote(kStoriesText) + " --calib-tokens 254 --ctx 128 --offset " + std::to_string(offset) + " --json");
+        return json_string(c, "capture_key");
     }
     std::string similarity(const std::string& capture_key) {
         const CommandResult s = run_kascade("similarity" + results_arg() + " --capture " + capture_key +
-                                            " --topk-tiles 2 --key-granularity tile");
-        EXPECT_EQ(s.exit_code, 0) << s.err;
-        return s.out.substr(11, s.out.find_first_of(" \n", 11) - 11);
+                                            " --topk-tiles 2 --key-granularity tile --json");
+        return json_string(s, "similarity_key");
     }
     CommandResult schedule(const std::string& similarity_key) {
         return run_kascade("schedule" + results_arg() + " --similarity " + similarity_key + " --policy dp --anchors 2");
@@ -56,7 +55,7 @@ TEST_F(ArtifactCheck, CaptureFileReplacedByAnotherCaptureIsRefused) {
     EXPECT_NE(r.err.find(file("capture", a).string()), std::string::npos) << r.err;
     // Its checksum differs from the one recorded for it: refused before libhdf5 opens it.
     EXPECT_NE(r.err.find(": damaged or replaced: its checksum is"), std::string::npos) << r.err;
-    EXPECT_EQ(sql_value(db_file_, "SELECT count(*) FROM artifacts WHERE stage = 'similarity'"), "0");
+    EXPECT_EQ(db_value(db_file_, "SELECT count(*) FROM artifacts WHERE stage = 'similarity'"), "0");
     EXPECT_FALSE(fs::exists(results_ / "artifacts" / "similarity"));
 }
 
@@ -77,7 +76,7 @@ TEST_F(ArtifactCheck, DamagedFileIsRefusedByItsChecksumAndStatusSaysSo) {
     EXPECT_NE(r.exit_code, 0);
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(r.err.rfind("kascade: error: " + f.string() + ": damaged or replaced: its checksum is ", 0), 0u) << r.err;
-    EXPECT_EQ(sql_value(db_file_, "SELECT count(*) FROM artifacts WHERE stage = 'similarity'"), "0");
+    EXPECT_EQ(db_value(db_file_, "SELECT count(*) FROM artifacts WHERE stage = 'similarity'"), "0");
 
     const auto s = run_kascade("status" + results_arg());
     ASSERT_EQ(s.exit_code, 0) << s.err;
@@ -107,7 +106,7 @@ TEST_F(ArtifactCheck, DeletedScheduleFileIsMadeAgain) {
     const std::string sim = similarity(capture(0));
     const CommandResult first = schedule(sim);
     ASSERT_EQ(first.exit_code, 0) << first.err;
-    const std::string key = sql_value(db_file_, "SELECT key FROM schedules");
+    const std::string key = db_value(db_file_, "SELECT key FROM schedules");
     ASSERT_TRUE(fs::exists(file("schedule", key)));
     fs::remove(file("schedule", key));
     const CommandResult again = schedule(sim);
@@ -115,7 +114,7 @@ TEST_F(ArtifactCheck, DeletedScheduleFileIsMadeAgain) {
     EXPECT_EQ(again.out.find("(cached)"), std::string::npos) << again.out;
     EXPECT_TRUE(fs::exists(file("schedule", key)));
     EXPECT_EQ(again.out, first.out);  // the same schedule, under the same id
-    EXPECT_EQ(sql_value(db_file_, "SELECT count(*) FROM schedules"), "1");
+    EXPECT_EQ(db_value(db_file_, "SELECT count(*) FROM schedules"), "1");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // non-zero exit, and leave nothing written.
 #include <gtest/gtest.h>
 
+#include "common/json_output.h"
 #include "sweep_fixture.h"
 
 namespace {
@@ -45,15 +46,16 @@ class BadPipelineInput : public ::testing::Test {
     std::string make_schedule() {
         const CommandResult c =
             run_kascade("capture --results " + shell_quote(results_) + " --model " + shell_quote(kStoriesBin) +
-                        " --text " + shell_quote(kStoriesText) + " --calib-tokens 254 --ctx 128");
+                        " --text " + shell_quote(kStoriesText) + " --calib-tokens 254 --ctx 128 --json");
         EXPECT_EQ(c.exit_code, 0) << c.err;
-        const CommandResult s = run_kascade("similarity --results " + shell_quote(results_) + " --capture " +
-                                            c.out.substr(8, 16) + " --topk-tiles 2 --key-granularity tile");
+        const CommandResult s =
+            run_kascade("similarity --results " + shell_quote(results_) + " --capture " +
+                        json_string(c, "capture_key") + " --topk-tiles 2 --key-granularity tile --json");
         EXPECT_EQ(s.exit_code, 0) << s.err;
         const CommandResult p = run_kascade("schedule --results " + shell_quote(results_) + " --similarity " +
-                                            s.out.substr(11, 16) + " --policy dp --anchors 2");
+                                            json_string(s, "similarity_key") + " --policy dp --anchors 2 --json");
         EXPECT_EQ(p.exit_code, 0) << p.err;
-        return p.out.substr(9, p.out.find('\n') - 9);
+        return json_string(p, "schedule_id");
     }
 };
 
@@ -184,12 +186,12 @@ TEST_F(BadPipelineInput, ResultsFolderThatCannotBeWritten) {
 
 TEST_F(BadPipelineInput, EvalRangeOverlappingTheCalibrationRange) {
     const std::string id = make_schedule();
-    const int runs_before = std::stoi(sql_value(results_ / "kascade.db", "SELECT count(*) FROM runs"));
+    const int runs_before = std::stoi(db_value(results_ / "kascade.db", "SELECT count(*) FROM runs"));
     const auto r =
         run_kascade("eval --results " + shell_quote(results_) + " --model " + shell_quote(kStoriesBin) + " --text " +
                     shell_quote(kStoriesText) + " --ctx 128 --schedule " + id + " --offset 100 --eval-tokens 254");
     expect_error(r, "overlap the calibration tokens");
-    EXPECT_EQ(std::stoi(sql_value(results_ / "kascade.db", "SELECT count(*) FROM runs")), runs_before);
+    EXPECT_EQ(std::stoi(db_value(results_ / "kascade.db", "SELECT count(*) FROM runs")), runs_before);
 }
 
 TEST_F(BadPipelineInput, ScheduleMadeForAnotherModel) {
@@ -200,7 +202,7 @@ TEST_F(BadPipelineInput, ScheduleMadeForAnotherModel) {
                                shell_quote(kShared / "models/stories260K-hf") + " --text " + shell_quote(kStoriesText) +
                                " --ctx 128 --eval-tokens 254 --schedule " + id);
     expect_error(r, "was made for model");
-    EXPECT_EQ(sql_value(results_ / "kascade.db", "SELECT count(*) FROM runs"), "0");
+    EXPECT_EQ(db_value(results_ / "kascade.db", "SELECT count(*) FROM runs"), "0");
 }
 
 TEST_F(BadPipelineInput, UnknownCaptureKey) {

@@ -3,6 +3,7 @@
 // command that opens it.
 #include <gtest/gtest.h>
 
+#include "common/json_output.h"
 #include "sweep_fixture.h"
 
 namespace {
@@ -41,15 +42,16 @@ class StoreGuard : public ::testing::Test {
     }
     /// capture -> similarity -> schedule on stories260K; returns the schedule id.
     std::string make_schedule() {
-        const CommandResult c = run_kascade(capture_args());
+        const CommandResult c = run_kascade(capture_args() + " --json");
         EXPECT_EQ(c.exit_code, 0) << c.err;
-        const CommandResult s = run_kascade("similarity" + results_arg() + " --capture " + c.out.substr(8, 16) +
-                                            " --topk-tiles 2 --key-granularity tile");
+        const CommandResult s =
+            run_kascade("similarity" + results_arg() + " --capture " + json_string(c, "capture_key") +
+                        " --topk-tiles 2 --key-granularity tile --json");
         EXPECT_EQ(s.exit_code, 0) << s.err;
-        const CommandResult p = run_kascade("schedule" + results_arg() + " --similarity " + s.out.substr(11, 16) +
-                                            " --policy dp --anchors 2");
+        const CommandResult p = run_kascade("schedule" + results_arg() + " --similarity " +
+                                            json_string(s, "similarity_key") + " --policy dp --anchors 2 --json");
         EXPECT_EQ(p.exit_code, 0) << p.err;
-        return p.out.substr(9, p.out.find('\n') - 9);
+        return json_string(p, "schedule_id");
     }
 };
 
@@ -68,12 +70,12 @@ TEST_F(StoreGuard, FailedStageCreatesNoDatabaseInAnExistingFolder) {
 
 TEST_F(StoreGuard, RefusedEvalStoresNoModelRow) {
     const std::string id = make_schedule();
-    ASSERT_EQ(sql_value(db_file_, "SELECT count(*) FROM models"), "1");
+    ASSERT_EQ(db_value(db_file_, "SELECT count(*) FROM models"), "1");
     const auto r = run_kascade("eval" + results_arg() + " --model " + shell_quote(kStoriesHf) + " --text " +
                                shell_quote(kStoriesText) + " --ctx 128 --schedule " + id + " --offset 300");
     expect_error(r, "was made for model");
-    EXPECT_EQ(sql_value(db_file_, "SELECT count(*) FROM models"), "1");
-    EXPECT_EQ(sql_value(db_file_, "SELECT count(*) FROM runs"), "0");
+    EXPECT_EQ(db_value(db_file_, "SELECT count(*) FROM models"), "1");
+    EXPECT_EQ(db_value(db_file_, "SELECT count(*) FROM runs"), "0");
 }
 
 TEST_F(StoreGuard, StatusOnAMissingResultsFolderIsAnError) {
@@ -105,7 +107,7 @@ TEST_F(StoreGuard, NewerDatabaseIsRefusedByEveryCommand) {
         expect_error(r, "has schema version 999, this kascade reads up to");
         EXPECT_NE(r.err.find(db_file_.string()), std::string::npos) << r.err;
     }
-    EXPECT_EQ(sql_value(db_file_, "PRAGMA user_version"), "999");
+    EXPECT_EQ(db_value(db_file_, "PRAGMA user_version"), "999");
 }
 
 TEST_F(StoreGuard, ForeignSqliteFileIsRefused) {
@@ -117,7 +119,7 @@ TEST_F(StoreGuard, ForeignSqliteFileIsRefused) {
         expect_error(r, "not a kascade results database");
         EXPECT_NE(r.err.find("notes"), std::string::npos) << r.err;
     }
-    EXPECT_EQ(sql_value(db_file_, "SELECT group_concat(name) FROM sqlite_master"), "notes");
+    EXPECT_EQ(db_value(db_file_, "SELECT group_concat(name) FROM sqlite_master"), "notes");
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ TEST(WriteFailure, FullDiskDuringCaptureLeavesNoPartialFileAndNoRow) {
     const CommandResult first = run_kascade(capture);  // the database, before the limit
     ASSERT_EQ(first.exit_code, 0) << first.err;
     const std::string db_file = (results / "kascade.db").string();
-    ASSERT_EQ(sql_value(db_file, "SELECT count(*) FROM artifacts"), "1");
+    ASSERT_EQ(db_value(db_file, "SELECT count(*) FROM artifacts"), "1");
 
     // With Q and K saved the artifact is far larger than the limit.
     const CommandResult r = run_kascade_with_file_limit(capture + " --offset 300 --save-qk", 64, dir / "err.txt");
@@ -40,7 +40,7 @@ TEST(WriteFailure, FullDiskDuringCaptureLeavesNoPartialFileAndNoRow) {
         EXPECT_EQ(e.path().string().find(".partial"), std::string::npos) << e.path();
     }
     EXPECT_EQ(files, 1);
-    EXPECT_EQ(sql_value(db_file, "SELECT count(*) FROM artifacts"), "1");
+    EXPECT_EQ(db_value(db_file, "SELECT count(*) FROM artifacts"), "1");
 }
 
 }  // namespace

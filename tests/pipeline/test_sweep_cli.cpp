@@ -9,12 +9,13 @@
 
 #include <cmath>
 
+#include "common/json_output.h"
 #include "sweep_fixture.h"
 
 namespace {
 
 int count(const fs::path& results, const std::string& table, const std::string& where = "1") {
-    return std::stoi(sql_value(results / "kascade.db", "SELECT count(*) FROM " + table + " WHERE " + where));
+    return std::stoi(db_value(results / "kascade.db", "SELECT count(*) FROM " + table + " WHERE " + where));
 }
 
 /// Modification times of every artifact file: unchanged means not recomputed.
@@ -74,8 +75,7 @@ TEST_F(SweepTest, DryRunListsJobsAndWritesNothing) {
 
 TEST_F(SweepTest, ADeletedArtifactFileIsComputedAgain) {
     ASSERT_EQ(sweep(results_).exit_code, 0);
-    const std::string capture =
-        sql_value(results_ / "kascade.db", "SELECT path FROM artifacts WHERE stage = 'capture'");
+    const std::string capture = db_value(results_ / "kascade.db", "SELECT path FROM artifacts WHERE stage = 'capture'");
     const auto results_before = run_results(results_);
     fs::remove(results_ / capture);
     const CommandResult plan =
@@ -92,7 +92,7 @@ TEST_F(SweepTest, ADeletedArtifactFileIsComputedAgain) {
 TEST_F(SweepTest, ADeletedScheduleFileIsComputedAgain) {
     ASSERT_EQ(sweep(results_).exit_code, 0);
     const std::string schedule =
-        sql_value(results_ / "kascade.db", "SELECT path FROM artifacts WHERE stage = 'schedule' LIMIT 1");
+        db_value(results_ / "kascade.db", "SELECT path FROM artifacts WHERE stage = 'schedule' LIMIT 1");
     const auto results_before = run_results(results_);
     const int schedules = count(results_, "schedules");
     fs::remove(results_ / schedule);
@@ -164,13 +164,13 @@ TEST_F(SweepTest, KilledThreeTimesThenResumedEqualsUninterrupted) {
     const CommandResult resumed = sweep(results_);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     EXPECT_EQ(run_results(results_), run_results(reference));
-    EXPECT_EQ(sql_value(results_ / "kascade.db", "PRAGMA integrity_check"), "ok");
-    EXPECT_EQ(sql_value(results_ / "kascade.db",
-                        "SELECT count(*) FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id"
-                        " WHERE m.run_id IS NULL"),
+    EXPECT_EQ(db_value(results_ / "kascade.db", "PRAGMA integrity_check"), "ok");
+    EXPECT_EQ(db_value(results_ / "kascade.db",
+                       "SELECT count(*) FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id"
+                       " WHERE m.run_id IS NULL"),
               "0");
     // Every recorded artifact is a complete file; no partial file is recorded or left behind.
-    for (const auto& row : sql_rows(results_ / "kascade.db", "SELECT path FROM artifacts")) {
+    for (const auto& row : db_rows(results_ / "kascade.db", "SELECT path FROM artifacts")) {
         EXPECT_TRUE(fs::exists(results_ / row[0])) << row[0];
         EXPECT_EQ(row[0].find("partial"), std::string::npos) << row[0];
     }
@@ -184,11 +184,11 @@ TEST_F(SweepTest, RerunningOneStageAddsOneScheduleAndOneRun) {
     const auto times = artifact_times(results_);
     const int schedules = count(results_, "schedules"), runs = count(results_, "runs");
     const std::string similarity =
-        sql_value(results_ / "kascade.db", "SELECT artifact_key FROM similarities WHERE topk_tiles = 4");
+        db_value(results_ / "kascade.db", "SELECT artifact_key FROM similarities WHERE topk_tiles = 4");
     const CommandResult s = run_kascade("schedule --results " + shell_quote(results_) + " --similarity " + similarity +
-                                        " --policy threshold --threshold 0.42 --max-reuse-dist 3");
+                                        " --policy threshold --threshold 0.42 --max-reuse-dist 3 --json");
     ASSERT_EQ(s.exit_code, 0) << s.err;
-    const std::string id = s.out.substr(9, s.out.find('\n') - 9);  // "schedule <id>\n..."
+    const std::string id = json_string(s, "schedule_id");
     const CommandResult e = run_kascade(
         "eval --results " + shell_quote(results_) + " --model " + shell_quote(kStoriesBin) + " --text " +
         shell_quote(kStoriesText) + " --ctx 128 --eval-tokens " + std::to_string(kTestTokens) + " --schedule " + id);
@@ -201,7 +201,7 @@ TEST_F(SweepTest, RerunningOneStageAddsOneScheduleAndOneRun) {
     EXPECT_EQ(after.size(), times.size() + 1);
     EXPECT_EQ(count(results_, "artifacts", "stage = 'capture'"), 1);
     // The new run is tied to the new schedule and compared with the sweep's dense run of the same tokens.
-    EXPECT_EQ(sql_value(results_ / "kascade.db", "SELECT count(*) FROM runs WHERE schedule_id = " + id), "1");
+    EXPECT_EQ(db_value(results_ / "kascade.db", "SELECT count(*) FROM runs WHERE schedule_id = " + id), "1");
 }
 
 TEST_F(SweepTest, OracleCoveringEveryTileIsExactlyDense) {
@@ -209,14 +209,14 @@ TEST_F(SweepTest, OracleCoveringEveryTileIsExactlyDense) {
                                         shell_quote(kStoriesBin) + " --text " + shell_quote(kStoriesText) +
                                         " --ctx 128 --eval-tokens 508 --method oracle --topk-tiles 100 --tile 16");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto row = sql_rows(results_ / "kascade.db",
-                              "SELECT ppl_sparse, ppl_dense, density FROM runs_flat WHERE method = 'oracle'")[0];
+    const auto row = db_rows(results_ / "kascade.db",
+                             "SELECT ppl_sparse, ppl_dense, density FROM runs_flat WHERE method = 'oracle'")[0];
     const double sparse = std::stod(row[0]), dense = std::stod(row[1]);
     EXPECT_LT(std::abs(sparse - dense) / dense, 1e-6);
     EXPECT_EQ(row[2], "1.0");
-    EXPECT_EQ(sql_value(results_ / "kascade.db",
-                        "SELECT count(*) FROM run_layers l JOIN runs r ON r.id = l.run_id "
-                        "WHERE r.method = 'oracle' AND l.density != 1.0"),
+    EXPECT_EQ(db_value(results_ / "kascade.db",
+                       "SELECT count(*) FROM run_layers l JOIN runs r ON r.id = l.run_id "
+                       "WHERE r.method = 'oracle' AND l.density != 1.0"),
               "0");
 }
 

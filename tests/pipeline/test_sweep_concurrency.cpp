@@ -41,22 +41,21 @@ std::string read_text(const fs::path& path) {
 std::map<std::string, std::vector<std::vector<std::string>>> comparable_rows(const fs::path& results) {
     const fs::path db = results / "kascade.db";
     std::map<std::string, std::vector<std::vector<std::string>>> out;
-    out["artifacts"] =
-        sql_rows(db, "SELECT key, stage, path, params_json, input_keys_json FROM artifacts ORDER BY key");
+    out["artifacts"] = db_rows(db, "SELECT key, stage, path, params_json, input_keys_json FROM artifacts ORDER BY key");
     out["schedules"] =
-        sql_rows(db,
-                 "SELECT s.key, s.policy, s.n_anchor_layers, group_concat(l.role || ':' || "
-                 "ifnull(l.anchor_layer, '') || ':' || ifnull(l.head_map_json, ''), ' ') FROM schedules s "
-                 "JOIN schedule_layers l ON l.schedule_id = s.id GROUP BY s.id ORDER BY s.key");
-    out["runs"] = sql_rows(db,
-                           "SELECT r.key, r.method, s.key, r.n_tokens, m.n_scored, printf('%.12g', m.nll_sparse), "
-                           "printf('%.12g', m.nll_dense), printf('%.12g', m.density) FROM runs r JOIN run_metrics m ON "
-                           "m.run_id = r.id LEFT JOIN schedules s ON s.id = r.schedule_id ORDER BY r.key");
-    out["run_layers"] = sql_rows(db,
-                                 "SELECT r.key, l.layer, l.role, l.anchor_layer, printf('%.9g', l.density), "
-                                 "printf('%.6g', l.out_rel_error) FROM run_layers l JOIN runs r ON r.id = l.run_id "
-                                 "ORDER BY r.key, l.layer");
-    out["sweeps"] = sql_rows(db, "SELECT key, n_jobs FROM sweeps ORDER BY key");
+        db_rows(db,
+                "SELECT s.key, s.policy, s.n_anchor_layers, group_concat(l.role || ':' || "
+                "ifnull(l.anchor_layer, '') || ':' || ifnull(l.head_map_json, ''), ' ') FROM schedules s "
+                "JOIN schedule_layers l ON l.schedule_id = s.id GROUP BY s.id ORDER BY s.key");
+    out["runs"] = db_rows(db,
+                          "SELECT r.key, r.method, s.key, r.n_tokens, m.n_scored, printf('%.12g', m.nll_sparse), "
+                          "printf('%.12g', m.nll_dense), printf('%.12g', m.density) FROM runs r JOIN run_metrics m ON "
+                          "m.run_id = r.id LEFT JOIN schedules s ON s.id = r.schedule_id ORDER BY r.key");
+    out["run_layers"] = db_rows(db,
+                                "SELECT r.key, l.layer, l.role, l.anchor_layer, printf('%.9g', l.density), "
+                                "printf('%.6g', l.out_rel_error) FROM run_layers l JOIN runs r ON r.id = l.run_id "
+                                "ORDER BY r.key, l.layer");
+    out["sweeps"] = db_rows(db, "SELECT key, n_jobs FROM sweeps ORDER BY key");
     return out;
 }
 
@@ -106,9 +105,9 @@ TEST_F(SweepConcurrencyTest, FourProcessesOnAFreshFolderEqualASerialRun) {
         EXPECT_EQ(wait_exit_code(pids[i]), 0)
             << commands[i].first << ": " << read_text(dir_ / (commands[i].first + ".err"));
     }
-    EXPECT_EQ(sql_value(results / "kascade.db", "PRAGMA integrity_check"), "ok");
+    EXPECT_EQ(db_value(results / "kascade.db", "PRAGMA integrity_check"), "ok");
     EXPECT_EQ(comparable_rows(results), comparable_rows(serial_reference()));
-    EXPECT_EQ(sql_value(results / "kascade.db", "SELECT count(*) FROM runs"), "6");  // 4 + 3, one dense run shared
+    EXPECT_EQ(db_value(results / "kascade.db", "SELECT count(*) FROM runs"), "6");  // 4 + 3, one dense run shared
 }
 
 TEST_F(SweepConcurrencyTest, TwoIdenticalEvalsAtOnceStoreOneRun) {
@@ -120,9 +119,9 @@ TEST_F(SweepConcurrencyTest, TwoIdenticalEvalsAtOnceStoreOneRun) {
     const pid_t b = start_shell(eval + " >/dev/null 2>" + shell_quote(dir_ / "b.err"));
     EXPECT_EQ(wait_exit_code(a), 0) << read_text(dir_ / "a.err");
     EXPECT_EQ(wait_exit_code(b), 0) << read_text(dir_ / "b.err");
-    EXPECT_EQ(sql_value(results / "kascade.db", "SELECT count(*) FROM runs WHERE method = 'oracle'"), "1");
-    EXPECT_EQ(sql_value(results / "kascade.db", "SELECT count(*) FROM runs WHERE method = 'dense'"), "1");
-    EXPECT_EQ(sql_value(results / "kascade.db", "SELECT count(*) FROM run_metrics"), "2");
+    EXPECT_EQ(db_value(results / "kascade.db", "SELECT count(*) FROM runs WHERE method = 'oracle'"), "1");
+    EXPECT_EQ(db_value(results / "kascade.db", "SELECT count(*) FROM runs WHERE method = 'dense'"), "1");
+    EXPECT_EQ(db_value(results / "kascade.db", "SELECT count(*) FROM run_metrics"), "2");
 }
 
 TEST_F(SweepConcurrencyTest, LocalWorkersEqualASerialRun) {
@@ -156,8 +155,8 @@ TEST_F(SweepConcurrencyTest, OnePlannedJobRunsAloneOnceItsInputsAreStored) {
     ASSERT_EQ(similarity.exit_code, 0) << similarity.err;
     EXPECT_NE(similarity.out.find("similarity computed"), std::string::npos) << similarity.out;
     EXPECT_NE(job(2).out.find("stored"), std::string::npos);
-    EXPECT_EQ(sql_value(results / "kascade.db", "SELECT count(*) FROM artifacts"), "2");
-    EXPECT_EQ(sql_value(results / "kascade.db", "SELECT count(*) FROM runs"), "0");
+    EXPECT_EQ(db_value(results / "kascade.db", "SELECT count(*) FROM artifacts"), "2");
+    EXPECT_EQ(db_value(results / "kascade.db", "SELECT count(*) FROM runs"), "0");
     // A task of a sweep submitted as another plan (the file changed since) is refused.
     const CommandResult other = job(3, " --sweep-key 0123456789abcdef");
     EXPECT_NE(other.exit_code, 0);
@@ -185,7 +184,7 @@ TEST_F(SweepConcurrencyTest, ShardedJobsMergedEqualTheSharedFolder) {
     const fs::path shared = dir_ / "shared";
     ASSERT_EQ(run_kascade("sweep " + shell_quote(small_) + " --results " + shell_quote(shared)).exit_code, 0);
     EXPECT_EQ(comparable_rows(merged), comparable_rows(shared));
-    for (const auto& row : sql_rows(merged / "kascade.db", "SELECT path FROM artifacts"))
+    for (const auto& row : db_rows(merged / "kascade.db", "SELECT path FROM artifacts"))
         EXPECT_TRUE(fs::exists(merged / row[0])) << row[0];
 }
 
@@ -206,8 +205,8 @@ TEST_F(SweepConcurrencyTest, MergingTwoMachinesShardsGivesTheUnionIdempotently) 
     const auto once = comparable_rows(merged);
     const auto all_tables = [&] {
         std::vector<std::vector<std::string>> rows;
-        for (const auto& t : sql_rows(merged / "kascade.db", "SELECT name FROM sqlite_master WHERE type = 'table'"))
-            for (auto& row : sql_rows(merged / "kascade.db", "SELECT * FROM " + t[0])) rows.push_back(row);
+        for (const auto& t : db_rows(merged / "kascade.db", "SELECT name FROM sqlite_master WHERE type = 'table'"))
+            for (auto& row : db_rows(merged / "kascade.db", "SELECT * FROM " + t[0])) rows.push_back(row);
         return rows;
     };
     const auto everything_once = all_tables();
@@ -218,11 +217,11 @@ TEST_F(SweepConcurrencyTest, MergingTwoMachinesShardsGivesTheUnionIdempotently) 
     EXPECT_EQ(all_tables(), everything_once);  // byte for byte the same rows, ids included
 
     // The union: every run of either machine, once, with its results; the same rows a serial run of both has.
-    EXPECT_EQ(sql_value(merged / "kascade.db", "SELECT count(*) FROM runs"), "6");
-    EXPECT_EQ(sql_value(merged / "kascade.db", "SELECT count(*) FROM runs WHERE machine = 'node-b (other cpu)'"),
+    EXPECT_EQ(db_value(merged / "kascade.db", "SELECT count(*) FROM runs"), "6");
+    EXPECT_EQ(db_value(merged / "kascade.db", "SELECT count(*) FROM runs WHERE machine = 'node-b (other cpu)'"),
               "2");  // the dense run is a's
     EXPECT_EQ(once, comparable_rows(serial_reference()));
-    EXPECT_EQ(sql_value(merged / "kascade.db", "PRAGMA integrity_check"), "ok");
+    EXPECT_EQ(db_value(merged / "kascade.db", "PRAGMA integrity_check"), "ok");
 
     {
         sqlite3* db = nullptr;

@@ -4,7 +4,7 @@
 
 #include <regex>
 
-#include "pipeline/stages/sweep_spec.h"
+#include "pipeline/sweep/sweep_spec.h"
 #include "sweep_fixture.h"
 
 namespace {

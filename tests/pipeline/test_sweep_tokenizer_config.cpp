@@ -50,5 +50,5 @@ TEST(SweepTokenizerConfig, ThePlannedKeysAreTheKeysTheStagesStore) {
         run_kascade("eval --results " + shell_quote(results) + " --model " + shell_quote(model) + " --text " +
                     shell_quote(kStoriesText) + " --method dense --ctx 128 --offset 508 --eval-tokens 254");
     ASSERT_EQ(eval.exit_code, 0) << eval.err;
-    EXPECT_EQ(sql_rows(results / "kascade.db", "SELECT count(*) FROM runs")[0][0], "2") << eval.out << eval.err;
+    EXPECT_EQ(db_rows(results / "kascade.db", "SELECT count(*) FROM runs")[0][0], "2") << eval.out << eval.err;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_output.h"
 #include "pipeline/runtime/attention_policy.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/sequence_start.h"
@@ -124,10 +125,9 @@ class TokenReferenceEval : public ::testing::Test {
     TempDir dir_{"token_reference"};
     fs::path results_ = dir_ / "results";
 
-    std::string run(const std::string& args) {
-        const CommandResult r = run_kascade(args + " --results " + shell_quote(results_));
-        EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
-        return r.out;
+    /// The --json output of a command run on the results folder.
+    nlohmann::json run(const std::string& args) {
+        return json_of(run_kascade(args + " --results " + shell_quote(results_) + " --json"));
     }
     std::string eval_args() const {
         return " --model " + shell_quote(kStoriesBin) + " --text " + shell_quote(kStoriesText) + " --ctx " +
@@ -149,9 +149,9 @@ class TokenReferenceEval : public ::testing::Test {
                                    sequence_start_token(model.weights.config, model.tokenizer.get()), options)
             .perplexity();
     }
-    double stored_ppl(const std::string& eval_out) {
-        const std::string id = eval_out.substr(4, eval_out.find(' ', 4) - 4);  // "run <id> ..."
-        return std::stod(sql_value(results_ / "kascade.db", "SELECT ppl_sparse FROM run_metrics WHERE run_id = " + id));
+    double stored_ppl(const nlohmann::json& eval_out) {
+        const std::string id = eval_out.value("run_id", nlohmann::json(0)).dump();
+        return std::stod(db_value(results_ / "kascade.db", "SELECT ppl_sparse FROM run_metrics WHERE run_id = " + id));
     }
 };
 
@@ -160,13 +160,13 @@ TEST_F(TokenReferenceEval, FixedScheduleWithTwoAnchorsAndArgmaxHeadMap) {
         run("capture --model " + shell_quote(kStoriesBin) + " --text " + shell_quote(kStoriesText) +
             " --calib-tokens " + std::to_string(kCalib) + " --ctx " + std::to_string(kCtx) + " --tile " +
             std::to_string(kTile) + " --save-qk")
-            .substr(8, 16);
+            .value("capture_key", "");
     const std::string topk = " --topk-pct " + std::to_string(kPct) + " --k-min " + std::to_string(kKMin);
     const std::string similarity =
-        run("similarity --capture " + capture + topk + " --key-granularity token").substr(11, 16);
-    const std::string schedule_out =
+        run("similarity --capture " + capture + topk + " --key-granularity token").value("similarity_key", "");
+    const nlohmann::json schedule_out =
         run("schedule --similarity " + similarity + " --policy fixed --anchor-list 0,2 --head-map argmax");
-    const std::string schedule_id = sql_value(results_ / "kascade.db", "SELECT max(id) FROM schedules");
+    const std::string schedule_id = schedule_out.value("schedule_id", nlohmann::json(0)).dump();
     const double kascade_ppl = stored_ppl(run("eval --schedule " + schedule_id + eval_args()));
 
     Workspace ws(results_);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/run_command.h"
+#include "common/db_rows.h"
 
 namespace fs = std::filesystem;
 
@@ -224,6 +225,7 @@ inline std::string shared_quick_sweep(const fs::path& results, const std::string
 inline bool copy_database(const fs::path& from, const fs::path& to) {
     sqlite3 *src = nullptr, *dst = nullptr;
     bool ok = sqlite3_open_v2(from.c_str(), &src, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK &&
+              sqlite3_busy_timeout(src, kTestDbBusyTimeoutMs) == SQLITE_OK &&
               sqlite3_open(to.c_str(), &dst) == SQLITE_OK;
     if (ok) {
         sqlite3_backup* backup = sqlite3_backup_init(dst, "main", src, "main");
@@ -233,42 +235,4 @@ inline bool copy_database(const fs::path& from, const fs::path& to) {
     sqlite3_close(src);
     sqlite3_close(dst);
     return ok;
-}
-
-/// Every row of a query on a database (read-only), each value as text ("NULL" for NULL); empty on an error.
-inline std::vector<std::vector<std::string>> db_rows(const fs::path& db_file, const std::string& sql) {
-    sqlite3* db = nullptr;
-    std::vector<std::vector<std::string>> rows;
-    if (sqlite3_open_v2(db_file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-        sqlite3_stmt* stmt = nullptr;
-        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
-            while (sqlite3_step(stmt) == SQLITE_ROW) {
-                std::vector<std::string> row;
-                for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-                    const unsigned char* v = sqlite3_column_text(stmt, c);
-                    row.push_back(v != nullptr ? reinterpret_cast<const char*>(v) : "NULL");
-                }
-                rows.push_back(std::move(row));
-            }
-        }
-        sqlite3_finalize(stmt);
-    }
-    sqlite3_close(db);
-    return rows;
-}
-
-/// The first value of a query on a database (read-only), "" if none.
-inline std::string db_value(const fs::path& db_file, const std::string& sql) {
-    sqlite3* db = nullptr;
-    std::string value;
-    if (sqlite3_open_v2(db_file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-        sqlite3_stmt* stmt = nullptr;
-        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
-            const unsigned char* v = sqlite3_column_text(stmt, 0);
-            if (v != nullptr) value = reinterpret_cast<const char*>(v);
-        }
-        sqlite3_finalize(stmt);
-    }
-    sqlite3_close(db);
-    return value;
 }

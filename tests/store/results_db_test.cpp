@@ -335,6 +335,69 @@ TEST(ResultsDb, ReadOnlyOpenOfAnOlderDatabaseSeesTheCurrentColumnsAndLeavesTheFi
     EXPECT_EQ(std::filesystem::last_write_time(file), written);
 }
 
+/// Every row of a query on a raw connection, each value as text, with the column names first.
+std::vector<std::vector<std::string>> text_rows(SQLite::Database& db, const std::string& sql) {
+    SQLite::Statement st(db, sql);
+    std::vector<std::vector<std::string>> rows(1);
+    for (int c = 0; c < st.getColumnCount(); ++c) rows[0].push_back(st.getColumnName(c));
+    while (st.executeStep()) {
+        std::vector<std::string> row;
+        for (int c = 0; c < st.getColumnCount(); ++c)
+            row.push_back(st.getColumn(c).isNull() ? "NULL" : st.getColumn(c).getString());
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+TEST(ResultsDb, Version10ReadsEveryRunOfAVersion9DatabaseBackUnchangedAndExact) {
+    // A results folder of the last release (schema version 9) with a sparse run, its metrics and a task run with a
+    // sample: after the migration every column each view showed reads back the same, and the runs are exact ones.
+    TempDir tmp;
+    const std::filesystem::path file = tmp.path() / "kascade.db";
+    std::vector<std::vector<std::string>> runs_before, tasks_before;
+    {
+        SQLite::Database raw(file, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        for (const Migration& m : schema_migrations()) {
+            if (m.version <= 9) raw.exec(m.sql);
+        }
+        raw.exec("PRAGMA user_version = 9");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec("INSERT INTO texts VALUES (1, 'h', 't', 10, 't')");
+        raw.exec(
+            "INSERT INTO runs (id, key, model_id, text_id, method, tile, topk_tiles, ctx, token_offset, n_tokens, "
+            "git_commit, machine, threads, started_at, finished_at, key_granularity, k_rule, round_k, pooling) VALUES "
+            "(7, 'a', 1, 1, 'oracle', 16, 4, 512, 0, 100, 'g', 'm', 2, 's', 'f', 'token', 'visible', 0, "
+            "'post_softmax')");
+        raw.exec(
+            "INSERT INTO run_metrics (run_id, n_scored, nll_dense, ppl_dense, nll_sparse, ppl_sparse, degradation_pct, "
+            "density, tokens_per_s, wall_s) VALUES (7, 99, 1.25, 3.4903429574618414, 1.3, 3.6692966676192444, "
+            "5.127109637602412, 0.375, 812.5, 1.5)");
+        raw.exec(
+            "INSERT INTO task_runs (id, key, model_id, task, metric, seed, max_new_tokens, prefill, method, tile, "
+            "topk_pct, k_min, k_rule, round_k, key_granularity, pooling, git_commit, machine, created_at) VALUES "
+            "(3, 'b', 1, 'passkey', 'number_match', 1, 8, 'sparse', 'streaming', 16, 25, 32, 'sequence', 0, 'token', "
+            "'post_softmax', 'g', 'm', 'c')");
+        raw.exec(
+            "INSERT INTO task_samples (task_run_id, length, depth_pct, sample_index, needle_depth, expected_json, "
+            "generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, threads, "
+            "finished_at) VALUES (3, 1024, 50, 0, 0.5, '[\"12345\"]', '12345', 1, 3, 0.5, 100, 10, 2, 'f')");
+        runs_before = text_rows(raw, "SELECT * FROM runs_flat");
+        tasks_before = text_rows(raw, "SELECT * FROM task_samples_flat");
+    }
+    { ResultsDb db(tmp.path()); }  // a writer migrates the file
+    SQLite::Database raw(file, SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), kSchemaVersion);
+    const auto columns_of = [](const std::vector<std::string>& names) {
+        std::string list;
+        for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+        return list;
+    };
+    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(runs_before[0]) + " FROM runs_flat"), runs_before);
+    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(tasks_before[0]) + " FROM task_samples_flat"), tasks_before);
+    EXPECT_EQ(raw.execAndGet("SELECT matmul FROM runs_flat WHERE id = 7").getString(), "exact");
+    EXPECT_EQ(raw.execAndGet("SELECT matmul FROM task_samples_flat WHERE task_run_id = 3").getString(), "exact");
+}
+
 TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {
     TempDir tmp;
     {

@@ -217,9 +217,9 @@ class DatasetTask : public ::testing::Test {
                            shell_quote(dir_ / "dataset2maxlen.json") + " --metric qa_f1_score " + args);
     }
     std::vector<std::vector<std::string>> samples(const fs::path& results) {
-        return sql_rows(results / "kascade.db",
-                        "SELECT sample_index, sample_id, prompt_tokens, full_tokens, cut_at, answers_json, generated, "
-                        "score, generated_tokens, printf('%.9f', density) FROM dataset_samples ORDER BY sample_index");
+        return db_rows(results / "kascade.db",
+                       "SELECT sample_index, sample_id, prompt_tokens, full_tokens, cut_at, answers_json, generated, "
+                       "score, generated_tokens, printf('%.9f', density) FROM dataset_samples ORDER BY sample_index");
     }
 };
 
@@ -248,9 +248,9 @@ TEST_F(DatasetTask, RetrievalModelAnswersTheDatasetAndTheCutIsStored) {
     ASSERT_EQ(cut.exit_code, 0) << cut.err;
     EXPECT_EQ(nlohmann::json::parse(cut.out).at("truncated").get<int>(), 4);
     const auto cut_rows =
-        sql_rows(results_ / "kascade.db",
-                 "SELECT prompt_tokens, full_tokens, cut_at, score FROM dataset_samples_flat WHERE max_length = 800 "
-                 "ORDER BY sample_index");
+        db_rows(results_ / "kascade.db",
+                "SELECT prompt_tokens, full_tokens, cut_at, score FROM dataset_samples_flat WHERE max_length = 800 "
+                "ORDER BY sample_index");
     ASSERT_EQ(cut_rows.size(), 4u);
     for (const auto& row : cut_rows) EXPECT_EQ(row[0] + " " + row[1] + " " + row[2], "800 1024 400");
     EXPECT_EQ(cut_rows[0][3], "1.0");
@@ -283,8 +283,9 @@ TEST_F(DatasetTask, KilledRunResumesToTheRowsOfAnUninterruptedRun) {
     int stored = 0;
     while (std::chrono::steady_clock::now() < deadline && stored < 2) {
         if (fs::exists(results_ / "kascade.db")) {
-            const auto rows = sql_rows(results_ / "kascade.db", "SELECT count(*) FROM dataset_samples");
-            if (!rows.empty()) stored = std::stoi(rows[0][0]);
+            // Until the database and its tables exist, the query fails.
+            const auto rows = try_db_rows(results_ / "kascade.db", "SELECT count(*) FROM dataset_samples");
+            if (rows && !rows->empty()) stored = std::stoi(rows->front()[0]);
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -292,7 +293,7 @@ TEST_F(DatasetTask, KilledRunResumesToTheRowsOfAnUninterruptedRun) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it was killed (" << stored << " samples)";
-    const int at_kill = std::stoi(sql_value(results_ / "kascade.db", "SELECT count(*) FROM dataset_samples"));
+    const int at_kill = std::stoi(db_value(results_ / "kascade.db", "SELECT count(*) FROM dataset_samples"));
     EXPECT_LT(at_kill, 12);
 
     const CommandResult resumed = task(args + " --json", results_);
@@ -301,7 +302,7 @@ TEST_F(DatasetTask, KilledRunResumesToTheRowsOfAnUninterruptedRun) {
     EXPECT_EQ(j.at("samples_stored").get<int>(), at_kill);
     EXPECT_EQ(j.at("samples_run").get<int>(), 12 - at_kill);
     EXPECT_EQ(samples(results_), samples(whole));
-    EXPECT_EQ(sql_value(results_ / "kascade.db", "SELECT count(*) FROM task_runs"), "1");
+    EXPECT_EQ(db_value(results_ / "kascade.db", "SELECT count(*) FROM task_runs"), "1");
 }
 
 TEST_F(DatasetTask, BadInputIsAnErrorThatWritesNothing) {
@@ -343,7 +344,7 @@ TEST(DatasetTaskSchema, CheckListsEqualTheNameTables) {
     // The store refuses a name the code would not write, and admits every name it writes.
     TempDir dir{"dataset_schema"};
     { ResultsDb db(dir.path()); }
-    const std::string sql = sql_value(dir / "kascade.db", "SELECT sql FROM sqlite_master WHERE name = 'task_runs'");
+    const std::string sql = db_value(dir / "kascade.db", "SELECT sql FROM sqlite_master WHERE name = 'task_runs'");
     auto check_list = [&](const std::string& column) {
         const std::string head = column + " IN (";
         const std::size_t begin = sql.find(head, sql.find(column + " ") + column.size()) + head.size();

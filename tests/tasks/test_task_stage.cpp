@@ -35,8 +35,8 @@ class TaskStage : public ::testing::Test {
         return task(" --task " + task_name + grid + method + " --json", results_);
     }
     std::vector<std::vector<std::string>> samples(const fs::path& results, const std::string& where) {
-        return sql_rows(results / "kascade.db", "SELECT " + kSampleColumns + " FROM task_samples_flat WHERE " + where +
-                                                    " ORDER BY length, depth_pct, sample_index");
+        return db_rows(results / "kascade.db", "SELECT " + kSampleColumns + " FROM task_samples_flat WHERE " + where +
+                                                   " ORDER BY length, depth_pct, sample_index");
     }
 };
 
@@ -49,15 +49,15 @@ TEST_F(TaskStage, EveryMethodAtAFullBudgetAnswersAsDense) {
                     " --tokenizer " + shell_quote(kStoriesTok) + " --text " + shell_quote(kStoriesText) +
                     " --calib-tokens 1022 --ctx 512 --tile 16 --save-qk");
     ASSERT_EQ(capture.exit_code, 0) << capture.err;
-    const std::string capture_key = sql_value(results_ / "kascade.db", "SELECT artifact_key FROM captures");
+    const std::string capture_key = db_value(results_ / "kascade.db", "SELECT artifact_key FROM captures");
     const CommandResult similarity =
         run_kascade("similarity --results " + shell_quote(results_) + " --capture " + capture_key + " --topk-tiles 8");
     ASSERT_EQ(similarity.exit_code, 0) << similarity.err;
-    const std::string similarity_key = sql_value(results_ / "kascade.db", "SELECT artifact_key FROM similarities");
+    const std::string similarity_key = db_value(results_ / "kascade.db", "SELECT artifact_key FROM similarities");
     const CommandResult schedule = run_kascade("schedule --results " + shell_quote(results_) + " --similarity " +
                                                similarity_key + " --policy fixed --anchor-list 0,2");
     ASSERT_EQ(schedule.exit_code, 0) << schedule.err;
-    const std::string schedule_id = sql_value(results_ / "kascade.db", "SELECT max(id) FROM schedules");
+    const std::string schedule_id = db_value(results_ / "kascade.db", "SELECT max(id) FROM schedules");
 
     const std::string grid = " --lengths 400,480 --depth-pcts 0,50,100 --samples 1";
     // 4096 tiles or pages cover any prompt here: every key of the context is selected.
@@ -110,11 +110,9 @@ TEST_F(TaskStage, KilledRunResumesToTheRowsOfAnUninterruptedRun) {
     int stored = 0;
     while (std::chrono::steady_clock::now() < deadline) {
         if (fs::exists(results_ / "kascade.db")) {
-            try {
-                stored = std::stoi(sql_value(results_ / "kascade.db", "SELECT count(*) FROM task_samples"));
-            } catch (...) {
-                stored = 0;  // the database is still being created
-            }
+            // Until the database and its tables exist, the query fails.
+            const auto rows = try_db_rows(results_ / "kascade.db", "SELECT count(*) FROM task_samples");
+            if (rows && !rows->empty()) stored = std::stoi(rows->front()[0]);
         }
         if (stored >= 3) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -123,7 +121,7 @@ TEST_F(TaskStage, KilledRunResumesToTheRowsOfAnUninterruptedRun) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it was killed (" << stored << " samples)";
-    const int at_kill = std::stoi(sql_value(results_ / "kascade.db", "SELECT count(*) FROM task_samples"));
+    const int at_kill = std::stoi(db_value(results_ / "kascade.db", "SELECT count(*) FROM task_samples"));
     EXPECT_LT(at_kill, 96);
 
     const CommandResult resumed = task(args + " --json", results_);
@@ -132,7 +130,7 @@ TEST_F(TaskStage, KilledRunResumesToTheRowsOfAnUninterruptedRun) {
     EXPECT_EQ(j.at("samples_stored").get<int>(), at_kill);
     EXPECT_EQ(j.at("samples_run").get<int>(), 96 - at_kill);
     EXPECT_EQ(samples(results_, "1"), samples(whole, "1"));
-    EXPECT_EQ(sql_value(results_ / "kascade.db", "SELECT count(*) FROM task_runs"), "1");
+    EXPECT_EQ(db_value(results_ / "kascade.db", "SELECT count(*) FROM task_runs"), "1");
 }
 
 TEST_F(TaskStage, BadOptionsAreOneLineErrorsThatWriteNothing) {

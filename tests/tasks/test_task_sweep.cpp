@@ -32,15 +32,15 @@ const std::string kTaskTable =
 
 /// Every stored sample with its task run's key, without timings: what "the same rows" means for task runs.
 std::vector<std::vector<std::string>> task_rows(const fs::path& results) {
-    return sql_rows(results / "kascade.db",
-                    "SELECT r.key, s.length, s.depth_pct, s.sample_index, printf('%.9f', s.needle_depth), "
-                    "s.expected_json, s.generated, s.score, s.generated_tokens, printf('%.9f', s.density) "
-                    "FROM task_samples s JOIN task_runs r ON r.id = s.task_run_id "
-                    "ORDER BY r.key, s.length, s.depth_pct, s.sample_index");
+    return db_rows(results / "kascade.db",
+                   "SELECT r.key, s.length, s.depth_pct, s.sample_index, printf('%.9f', s.needle_depth), "
+                   "s.expected_json, s.generated, s.score, s.generated_tokens, printf('%.9f', s.density) "
+                   "FROM task_samples s JOIN task_runs r ON r.id = s.task_run_id "
+                   "ORDER BY r.key, s.length, s.depth_pct, s.sample_index");
 }
 
 std::string count(const fs::path& results, const std::string& table) {
-    return sql_value(results / "kascade.db", "SELECT count(*) FROM " + table);
+    return db_value(results / "kascade.db", "SELECT count(*) FROM " + table);
 }
 
 /// The `kascade task` options of a stored task run (its method, budget and prefill), read back from its row.
@@ -80,12 +80,12 @@ TEST_F(TaskSweep, PlansTheTaskRunsOfTheTaskCommand) {
     EXPECT_EQ(count(results_, "task_runs"), "16");
     EXPECT_EQ(count(results_, "task_samples"), "96");
     EXPECT_EQ(count(results_, "runs"), "0");  // no [test] table: no perplexity runs
-    EXPECT_EQ(sql_value(results_ / "kascade.db",
-                        "SELECT count(*) FROM task_runs WHERE method IN ('dense', 'quest') AND prefill = 'sparse'"),
+    EXPECT_EQ(db_value(results_ / "kascade.db",
+                       "SELECT count(*) FROM task_runs WHERE method IN ('dense', 'quest') AND prefill = 'sparse'"),
               "0");
-    EXPECT_EQ(sql_value(results_ / "kascade.db",
-                        "SELECT count(*) FROM sweep_jobs WHERE stage = 'task' AND task_grid = "
-                        "'{\"depths_pct\":[0.0,50.0,100.0],\"lengths\":[288,448],\"samples\":1}'"),
+    EXPECT_EQ(db_value(results_ / "kascade.db",
+                       "SELECT count(*) FROM sweep_jobs WHERE stage = 'task' AND task_grid = "
+                       "'{\"depths_pct\":[0.0,50.0,100.0],\"lengths\":[288,448],\"samples\":1}'"),
               "16");
     const CommandResult status = run_kascade("status --results " + shell_quote(results_));
     ASSERT_EQ(status.exit_code, 0) << status.err;
@@ -107,8 +107,8 @@ TEST_F(TaskSweep, PlansTheTaskRunsOfTheTaskCommand) {
     sqlite3_close(db);
     ASSERT_EQ(count(by_hand, "task_samples"), "0");
     for (const auto& row :
-         sql_rows(results_ / "kascade.db",
-                  "SELECT task, method, schedule_id, prefill, tile, topk_pct, k_min, page_size FROM task_runs")) {
+         db_rows(results_ / "kascade.db",
+                 "SELECT task, method, schedule_id, prefill, tile, topk_pct, k_min, page_size FROM task_runs")) {
         const CommandResult r = run_kascade(task_prefix(by_hand) + task_command_options(row));
         ASSERT_EQ(r.exit_code, 0) << task_command_options(row) << ": " << r.err;
     }
@@ -168,7 +168,7 @@ TEST_F(TaskSweep, ConcurrentProcessesStoreTheRowsOfASerialRun) {
     EXPECT_EQ(wait_exit_code(a), 0);
     EXPECT_EQ(wait_exit_code(b), 0);
     EXPECT_EQ(count(pair, "task_runs"), "1");
-    const std::string key = sql_value(pair / "kascade.db", "SELECT key FROM task_runs");
+    const std::string key = db_value(pair / "kascade.db", "SELECT key FROM task_runs");
     std::vector<std::vector<std::string>> expected;
     for (const auto& row : task_rows(serial))
         if (row[0] == key) expected.push_back(row);

@@ -4,7 +4,7 @@
 
 #include "base/error.h"
 #include "entries/fuzz_support.h"
-#include "pipeline/stages/sweep_spec.h"
+#include "pipeline/sweep/sweep_spec.h"
 
 namespace kascade::fuzz {
 

@@ -1,4 +1,4 @@
-#include "pipeline/stages/decode_perplexity.h"
+#include "pipeline/runtime/decode_perplexity.h"
 
 #include <omp.h>
 
@@ -14,14 +14,18 @@ int64_t decode_window_tokens(const DecodeOptions& options, bool has_bos) {
     return static_cast<int64_t>(options.prompt_tokens) + options.decode_tokens + (has_bos ? 0 : 1);
 }
 
-std::vector<TokenWindow> make_decode_windows(int64_t n_text_tokens, const DecodeOptions& options, bool has_bos,
-                                             int model_max_positions) {
-    KASCADE_CHECK(options.prompt_tokens >= 1, "invalid prompt-tokens={} (must be >= 1)", options.prompt_tokens);
-    KASCADE_CHECK(options.decode_tokens >= 1, "invalid decode-tokens={} (must be >= 1)", options.decode_tokens);
-    KASCADE_CHECK(static_cast<int64_t>(options.prompt_tokens) + options.decode_tokens <= model_max_positions,
+void check_decode_counts(int prompt_tokens, int decode_tokens, int model_max_positions) {
+    KASCADE_CHECK(prompt_tokens >= 1, "invalid prompt-tokens={} (must be >= 1)", prompt_tokens);
+    KASCADE_CHECK(decode_tokens >= 1, "invalid decode-tokens={} (must be >= 1)", decode_tokens);
+    KASCADE_CHECK(static_cast<int64_t>(prompt_tokens) + decode_tokens <= model_max_positions,
                   "prompt-tokens={} + decode-tokens={} is more than the model's context of {} positions "
                   "(max_position_embeddings)",
-                  options.prompt_tokens, options.decode_tokens, model_max_positions);
+                  prompt_tokens, decode_tokens, model_max_positions);
+}
+
+std::vector<TokenWindow> make_decode_windows(int64_t n_text_tokens, const DecodeOptions& options, bool has_bos,
+                                             int model_max_positions) {
+    check_decode_counts(options.prompt_tokens, options.decode_tokens, model_max_positions);
     KASCADE_CHECK(options.offset >= 0, "invalid --offset {} (must be >= 0)", options.offset);
     KASCADE_CHECK(options.max_tokens >= 0, "invalid eval-tokens={} (must be >= 0)", options.max_tokens);
     int64_t end = n_text_tokens;

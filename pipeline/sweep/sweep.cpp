@@ -1,4 +1,4 @@
-#include "pipeline/stages/sweep.h"
+#include "pipeline/sweep/sweep.h"
 
 #include <omp.h>
 
@@ -68,27 +68,42 @@ bool ranks_own_keys(EvalMethod method) {
     return method == EvalMethod::OmniKv || method == EvalMethod::LessIsMore;
 }
 
+/// One method configuration of the grid: what the method runs with, the schedule job it reads (Kascade; -1 for
+/// the others) and its log label. A field the method does not use keeps its value-initialised default, which its
+/// keys hash.
+struct MethodConfig {
+    EvalMethod method = EvalMethod::Dense;
+    int tile = 0;
+    TopKRule topk{};
+    KeyGranularity granularity{};
+    Pooling pooling{};
+    int schedule_job = -1;
+    std::string label;
+};
+
 /// The method part of a task job's parameters (generated prompts or a dataset) for one method configuration.
-void set_task_method(const SweepSpec& spec, EvalMethod method, int tile, const TopKRule& topk,
-                     KeyGranularity granularity, Pooling pooling, EvalParams& m) {
-    m.method = method;
-    if (method == EvalMethod::Dense) return;
-    m.tile = tile;
-    m.topk = topk;
-    if (!ranks_own_keys(method)) {
-        m.granularity = granularity;
-        m.pooling = pooling;
+void set_task_method(const SweepSpec& spec, const MethodConfig& c, EvalParams& m) {
+    m.method = c.method;
+    if (c.method == EvalMethod::Dense) return;
+    m.tile = c.tile;
+    m.topk = c.topk;
+    if (!ranks_own_keys(c.method)) {
+        m.granularity = c.granularity;
+        m.pooling = c.pooling;
     }
     m.quest_page = spec.quest_page;
-    m.selection_layers = method_layers(spec, method);
+    m.selection_layers = method_layers(spec, c.method);
     m.window_ratio = spec.lessismore_window_ratio;
+}
+
+/// Whether the plan has a job with `key` already.
+bool has_job_key(const std::vector<SweepJob>& plan, const std::string& key) {
+    return std::any_of(plan.begin(), plan.end(), [&](const SweepJob& o) { return o.key == key; });
 }
 
 /// Adds a task job per task x prefill of [task] for one method configuration, unless the plan has its key already
 /// (a task run does not depend on ctx, and dense or quest runs are one prefill mode).
-void add_task_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, int tile, const TopKRule& topk,
-                   KeyGranularity granularity, Pooling pooling, int schedule_job, const std::string& method_label,
-                   std::vector<SweepJob>& plan) {
+void add_task_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig& c, std::vector<SweepJob>& plan) {
     const SweepTaskSpec& t = *spec.task;
     for (TaskKind kind : t.tasks) {
         for (TaskPrefill requested : t.prefills) {
@@ -96,11 +111,11 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, in
             j.stage = "task";
             j.task = t.params(kind);
             TaskParams& p = j.task;
-            p.prefill = effective_task_prefill(method, requested);
-            set_task_method(spec, method, tile, topk, granularity, pooling, p.method);
-            if (schedule_job >= 0) {
-                j.schedule_key = plan[schedule_job].key;
-                j.depends_on = {schedule_job};
+            p.prefill = effective_task_prefill(c.method, requested);
+            set_task_method(spec, c, p.method);
+            if (c.schedule_job >= 0) {
+                j.schedule_key = plan[c.schedule_job].key;
+                j.depends_on = {c.schedule_job};
             }
             j.key = task_key({.model_hash = h.model,
                               .tokenizer_hash = h.tokenizer,
@@ -109,27 +124,25 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, in
                               .seed = t.seed,
                               .max_new_tokens = t.max_new_tokens.value_or(task_defaults(kind).max_new_tokens),
                               .prefill = p.prefill,
-                              .method = method,
-                              .tile = tile,
-                              .topk = topk,
+                              .method = c.method,
+                              .tile = c.tile,
+                              .topk = c.topk,
                               .schedule_key = j.schedule_key,
-                              .granularity = granularity,
-                              .pooling = pooling,
+                              .granularity = c.granularity,
+                              .pooling = c.pooling,
                               .quest_page = spec.quest_page,
-                              .selection_layers = method_layers(spec, method),
+                              .selection_layers = method_layers(spec, c.method),
                               .window_ratio = spec.lessismore_window_ratio});
-            if (std::any_of(plan.begin(), plan.end(), [&](const SweepJob& o) { return o.key == j.key; })) continue;
+            if (has_job_key(plan, j.key)) continue;
             j.task_grid = task_grid_json(p);
-            j.label = fmt::format("{} {} prefill={}", mode_name(kind), method_label, mode_name(p.prefill));
+            j.label = fmt::format("{} {} prefill={}", mode_name(kind), c.label, mode_name(p.prefill));
             plan.push_back(j);
         }
     }
 }
 
 /// Adds a dataset task job per dataset x prefill of [datasets] for one method configuration, as add_task_jobs.
-void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method, int tile, const TopKRule& topk,
-                      KeyGranularity granularity, Pooling pooling, int schedule_job, const std::string& method_label,
-                      std::vector<SweepJob>& plan) {
+void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig& c, std::vector<SweepJob>& plan) {
     const SweepDatasetSpec& d = *spec.datasets;
     for (const DatasetFacts& facts : h.datasets) {
         for (TaskPrefill requested : d.prefills) {
@@ -137,11 +150,11 @@ void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method,
             j.stage = "task";
             j.dataset = d.params(facts.name);
             DatasetTaskParams& p = j.dataset;
-            p.prefill = effective_task_prefill(method, requested);
-            set_task_method(spec, method, tile, topk, granularity, pooling, p.method);
-            if (schedule_job >= 0) {
-                j.schedule_key = plan[schedule_job].key;
-                j.depends_on = {schedule_job};
+            p.prefill = effective_task_prefill(c.method, requested);
+            set_task_method(spec, c, p.method);
+            if (c.schedule_job >= 0) {
+                j.schedule_key = plan[c.schedule_job].key;
+                j.depends_on = {c.schedule_job};
             }
             j.key = dataset_task_key({.model_hash = h.model,
                                       .tokenizer_hash = h.tokenizer,
@@ -153,161 +166,215 @@ void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, EvalMethod method,
                                       .max_new_tokens = facts.files.max_new_tokens,
                                       .chat_template = facts.files.chat_template,
                                       .prefill = p.prefill,
-                                      .method = method,
-                                      .tile = tile,
-                                      .topk = topk,
+                                      .method = c.method,
+                                      .tile = c.tile,
+                                      .topk = c.topk,
                                       .schedule_key = j.schedule_key,
-                                      .granularity = granularity,
-                                      .pooling = pooling,
+                                      .granularity = c.granularity,
+                                      .pooling = c.pooling,
                                       .quest_page = spec.quest_page,
-                                      .selection_layers = method_layers(spec, method),
+                                      .selection_layers = method_layers(spec, c.method),
                                       .window_ratio = spec.lessismore_window_ratio});
-            if (std::any_of(plan.begin(), plan.end(), [&](const SweepJob& o) { return o.key == j.key; })) continue;
+            if (has_job_key(plan, j.key)) continue;
             j.task_grid = dataset_grid_json(static_cast<int>(facts.files.samples.size()));
-            j.label = fmt::format("dataset {} {} prefill={}", facts.name, method_label, mode_name(p.prefill));
+            j.label = fmt::format("dataset {} {} prefill={}", facts.name, c.label, mode_name(p.prefill));
             plan.push_back(j);
         }
     }
 }
 
-std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
-    std::vector<SweepJob> plan;
-    const bool has_dense =
-        std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Dense) != spec.baselines.end();
-    if (has_dense && spec.task) add_task_jobs(spec, h, EvalMethod::Dense, 0, {}, {}, {}, -1, "dense", plan);
-    if (has_dense && spec.datasets) add_dataset_jobs(spec, h, EvalMethod::Dense, 0, {}, {}, {}, -1, "dense", plan);
-    for (int ctx : spec.ctx) {
-        // Every sparse eval compares with the dense run of its tokens: it waits for the dense job of its ctx.
-        std::vector<int> dense_dep;
-        // A method configuration's jobs: its perplexity run (eval) and its task runs ([task]).
-        auto method_jobs = [&](EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
-                               Pooling pooling, int schedule_job, const std::string& label) {
-            if (spec.task) add_task_jobs(spec, h, method, tile, topk, granularity, pooling, schedule_job, label, plan);
-            if (spec.datasets)
-                add_dataset_jobs(spec, h, method, tile, topk, granularity, pooling, schedule_job, label, plan);
-            if (!spec.perplexity) return;
-            SweepJob j;
-            j.stage = "eval";
-            j.label = label;
-            j.eval.method = method;
-            j.eval.ctx = ctx;
-            j.eval.token_offset = spec.test_offset;
-            j.eval.n_tokens = spec.test_tokens;
-            j.eval.phase = spec.phase;
-            j.eval.prompt_tokens = spec.prompt_tokens;
-            j.eval.decode_tokens = spec.decode_tokens;
-            j.eval.quest_page = spec.quest_page;
-            j.eval.selection_layers = method_layers(spec, method);
-            j.eval.window_ratio = spec.lessismore_window_ratio;
-            j.depends_on = dense_dep;
-            if (method != EvalMethod::Dense) {
-                j.eval.tile = tile;
-                j.eval.topk = topk;
-                if (!ranks_own_keys(method)) {
-                    j.eval.granularity = granularity;
-                    j.eval.pooling = pooling;
-                }
+/// The jobs of one grid.ctx share its dense eval: every sparse eval compares with the dense run of its tokens, so
+/// it waits for that job (none when the sweep has no dense eval).
+struct CtxJobs {
+    int ctx = 0;
+    std::vector<int> dense_dep;
+};
+
+/// Expands a sweep's grid into its jobs, in the order the plan (and its key) lists them: the dense task runs, then
+/// per ctx its dense eval and, per tile, the chain capture -> similarity -> schedule -> Kascade runs, each
+/// similarity followed by the baselines at its top-k rule.
+class JobPlanner {
+  public:
+    JobPlanner(const SweepSpec& spec, const Hashes& h) : spec_(spec), h_(h) {}
+
+    std::vector<SweepJob> plan() && {
+        const bool has_dense =
+            std::find(spec_.baselines.begin(), spec_.baselines.end(), EvalMethod::Dense) != spec_.baselines.end();
+        const MethodConfig dense{.label = "dense"};
+        if (has_dense && spec_.task) add_task_jobs(spec_, h_, dense, jobs_);
+        if (has_dense && spec_.datasets) add_dataset_jobs(spec_, h_, dense, jobs_);
+        for (int ctx : spec_.ctx) {
+            CtxJobs at{ctx, {}};
+            if (has_dense && spec_.perplexity) {
+                const int dense_job = add_dense_eval(at);
+                at.dense_dep = {dense_job};
             }
-            if (schedule_job >= 0) {
-                j.schedule_key = plan[schedule_job].key;
-                j.depends_on.push_back(schedule_job);
-            }
-            // A decode run's windows are prompt + decode tokens long, whatever the calibration's ctx.
-            const int eval_ctx = spec.phase == EvalPhase::Decode ? spec.prompt_tokens + spec.decode_tokens : ctx;
-            EvalKeyInputs key{h.model,          h.tokenizer, h.text, method,         eval_ctx,    spec.test_offset,
-                              spec.test_tokens, tile,        topk,   j.schedule_key, granularity, pooling};
-            key.phase = spec.phase;
-            key.prompt_tokens = spec.prompt_tokens;
-            key.decode_tokens = spec.decode_tokens;
-            key.quest_page = spec.quest_page;
-            key.selection_layers = j.eval.selection_layers;
-            key.window_ratio = j.eval.window_ratio;
-            j.key = eval_key(key);
-            plan.push_back(j);
-        };
-        if (has_dense && spec.perplexity) {
-            method_jobs(EvalMethod::Dense, 0, {}, {}, {}, -1,
-                        spec.phase == EvalPhase::Decode ? fmt::format("dense decode prompt_tokens={} decode_tokens={}",
-                                                                      spec.prompt_tokens, spec.decode_tokens)
-                                                        : fmt::format("dense ctx={}", ctx));
-            dense_dep = {static_cast<int>(plan.size()) - 1};
+            for (int tile : spec_.tile) add_capture_chain(at, tile);
         }
-        for (int tile : spec.tile) {
-            SweepJob c;
-            c.stage = "capture";
-            // Token-granularity similarity recomputes the per-key mass from the captured queries and keys.
-            const bool save_qk = std::find(spec.granularity.begin(), spec.granularity.end(), KeyGranularity::Token) !=
-                                 spec.granularity.end();
-            c.capture = CaptureParams{spec.calib_offset, spec.calib_tokens, ctx, tile, save_qk};
-            c.label = fmt::format("ctx={} tile={} tokens [{}, {})", ctx, tile, spec.calib_offset,
-                                  spec.calib_offset + spec.calib_tokens);
-            c.key = capture_key(h.model, h.tokenizer, h.text, c.capture);
-            plan.push_back(c);
-            const int capture_job = static_cast<int>(plan.size()) - 1;
-            for (const TopKRule& topk : spec.topk) {
-                for (KeyGranularity granularity : spec.granularity) {
-                    SweepJob s;
-                    s.stage = "similarity";
-                    s.capture_key = c.key;
-                    s.topk = topk;
-                    s.granularity = granularity;
-                    s.key = similarity_key(c.key, topk, granularity);
-                    s.label = fmt::format("ctx={} tile={} {} key_granularity={}", ctx, tile, topk_label(topk),
-                                          mode_name(granularity));
-                    s.depends_on = {capture_job};
-                    plan.push_back(s);
-                    const int similarity_job = static_cast<int>(plan.size()) - 1;
-                    for (const ScheduleParams& params : spec.schedules) {
-                        SweepJob sc;
-                        sc.stage = "schedule";
-                        sc.similarity_key = s.key;
-                        sc.schedule = params;
-                        sc.key = schedule_key(s.key, params);
-                        sc.label = fmt::format("{} ({})", schedule_label(params), s.label);
-                        sc.depends_on = {similarity_job};
-                        plan.push_back(sc);
-                        const int schedule_job = static_cast<int>(plan.size()) - 1;
-                        for (Pooling pooling : spec.pooling) {
-                            method_jobs(EvalMethod::Kascade, tile, topk, granularity, pooling, schedule_job,
-                                        fmt::format("kascade {} pooling={}", sc.label, mode_name(pooling)));
-                        }
-                    }
-                    for (EvalMethod method : spec.baselines) {
-                        if (method == EvalMethod::Dense) continue;
-                        // Quest has no tile, key granularity or pooling: one job per top-k rule.
-                        if (method == EvalMethod::Quest) {
-                            if (tile == spec.tile.front() && granularity == spec.granularity.front())
-                                method_jobs(method, tile, topk, granularity, {}, -1,
-                                            fmt::format("quest ({}) page_size={}", topk_label(topk), spec.quest_page));
-                            continue;
-                        }
-                        // OmniKV and LessIsMore select single keys in their own way: one job per tile x top-k rule.
-                        if (ranks_own_keys(method)) {
-                            if (granularity == spec.granularity.front()) {
-                                std::string label =
-                                    fmt::format("{} (ctx={} tile={} {}) layers={}", mode_name(method), ctx, tile,
-                                                topk_label(topk), nlohmann::json(method_layers(spec, method)).dump());
-                                if (method == EvalMethod::LessIsMore)
-                                    label += fmt::format(" window_ratio={}", spec.lessismore_window_ratio);
-                                method_jobs(method, tile, topk, KeyGranularity::Token, {}, -1, label);
-                            }
-                            continue;
-                        }
-                        // Streaming ranks nothing: pooling does not apply to it.
-                        const std::vector<Pooling> poolings =
-                            method == EvalMethod::Oracle ? spec.pooling
-                                                         : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
-                        for (Pooling pooling : poolings) {
-                            method_jobs(
-                                method, tile, topk, granularity, pooling, -1,
-                                fmt::format("{} ({}) pooling={}", mode_name(method), s.label, mode_name(pooling)));
-                        }
-                    }
+        return std::move(jobs_);
+    }
+
+  private:
+    int add(SweepJob job) {
+        jobs_.push_back(std::move(job));
+        return static_cast<int>(jobs_.size()) - 1;
+    }
+
+    /// The dense eval of a ctx (its task runs are planned once, before every ctx); returns its index.
+    int add_dense_eval(const CtxJobs& at) {
+        add_method_jobs(at, {.label = spec_.phase == EvalPhase::Decode
+                                          ? fmt::format("dense decode prompt_tokens={} decode_tokens={}",
+                                                        spec_.prompt_tokens, spec_.decode_tokens)
+                                          : fmt::format("dense ctx={}", at.ctx)});
+        return static_cast<int>(jobs_.size()) - 1;
+    }
+
+    /// A capture at (ctx, tile) and, per top-k rule x key granularity, what reads it.
+    void add_capture_chain(const CtxJobs& at, int tile) {
+        SweepJob c;
+        c.stage = "capture";
+        // Token-granularity similarity recomputes the per-key mass from the captured queries and keys.
+        const bool save_qk = std::find(spec_.granularity.begin(), spec_.granularity.end(), KeyGranularity::Token) !=
+                             spec_.granularity.end();
+        c.capture = CaptureParams{spec_.calib_offset, spec_.calib_tokens, at.ctx, tile, save_qk};
+        c.label = fmt::format("ctx={} tile={} tokens [{}, {})", at.ctx, tile, spec_.calib_offset,
+                              spec_.calib_offset + spec_.calib_tokens);
+        c.key = capture_key(h_.model, h_.tokenizer, h_.text, c.capture);
+        const int capture_job = add(c);
+        for (const TopKRule& topk : spec_.topk)
+            for (KeyGranularity granularity : spec_.granularity)
+                add_similarity_chain(at, tile, capture_job, topk, granularity);
+    }
+
+    /// A similarity of a capture, its schedules with their Kascade runs, then the baselines at its top-k rule.
+    void add_similarity_chain(const CtxJobs& at, int tile, int capture_job, const TopKRule& topk,
+                              KeyGranularity granularity) {
+        SweepJob s;
+        s.stage = "similarity";
+        s.capture_key = jobs_[capture_job].key;
+        s.topk = topk;
+        s.granularity = granularity;
+        s.key = similarity_key(s.capture_key, topk, granularity);
+        s.label =
+            fmt::format("ctx={} tile={} {} key_granularity={}", at.ctx, tile, topk_label(topk), mode_name(granularity));
+        s.depends_on = {capture_job};
+        const int similarity_job = add(s);
+        for (const ScheduleParams& params : spec_.schedules) {
+            SweepJob sc;
+            sc.stage = "schedule";
+            sc.similarity_key = s.key;
+            sc.schedule = params;
+            sc.key = schedule_key(s.key, params);
+            sc.label = fmt::format("{} ({})", schedule_label(params), s.label);
+            sc.depends_on = {similarity_job};
+            const int schedule_job = add(sc);
+            for (Pooling pooling : spec_.pooling) {
+                add_method_jobs(at, {EvalMethod::Kascade, tile, topk, granularity, pooling, schedule_job,
+                                     fmt::format("kascade {} pooling={}", sc.label, mode_name(pooling))});
+            }
+        }
+        add_baseline_jobs(at, tile, topk, granularity, s.label);
+    }
+
+    /// The sparse baselines at one (tile, top-k rule, key granularity); `similarity_label` names that setting.
+    void add_baseline_jobs(const CtxJobs& at, int tile, const TopKRule& topk, KeyGranularity granularity,
+                           const std::string& similarity_label) {
+        for (EvalMethod method : spec_.baselines) {
+            if (method == EvalMethod::Dense) continue;
+            // Quest has no tile, key granularity or pooling: one job per top-k rule.
+            if (method == EvalMethod::Quest) {
+                if (tile == spec_.tile.front() && granularity == spec_.granularity.front())
+                    add_method_jobs(at, {method,
+                                         tile,
+                                         topk,
+                                         granularity,
+                                         {},
+                                         -1,
+                                         fmt::format("quest ({}) page_size={}", topk_label(topk), spec_.quest_page)});
+                continue;
+            }
+            // OmniKV and LessIsMore select single keys in their own way: one job per tile x top-k rule.
+            if (ranks_own_keys(method)) {
+                if (granularity == spec_.granularity.front()) {
+                    std::string label =
+                        fmt::format("{} (ctx={} tile={} {}) layers={}", mode_name(method), at.ctx, tile,
+                                    topk_label(topk), nlohmann::json(method_layers(spec_, method)).dump());
+                    if (method == EvalMethod::LessIsMore)
+                        label += fmt::format(" window_ratio={}", spec_.lessismore_window_ratio);
+                    add_method_jobs(at, {method, tile, topk, KeyGranularity::Token, {}, -1, label});
                 }
+                continue;
+            }
+            // Streaming ranks nothing: pooling does not apply to it.
+            const std::vector<Pooling> poolings =
+                method == EvalMethod::Oracle ? spec_.pooling : std::vector<Pooling>{SparseAttentionOptions{}.pooling};
+            for (Pooling pooling : poolings) {
+                add_method_jobs(
+                    at, {method, tile, topk, granularity, pooling, -1,
+                         fmt::format("{} ({}) pooling={}", mode_name(method), similarity_label, mode_name(pooling))});
             }
         }
     }
-    return plan;
+
+    /// A method configuration's jobs: its task runs ([task], [datasets]) and its perplexity run (eval).
+    void add_method_jobs(const CtxJobs& at, const MethodConfig& c) {
+        if (spec_.task) add_task_jobs(spec_, h_, c, jobs_);
+        if (spec_.datasets) add_dataset_jobs(spec_, h_, c, jobs_);
+        if (spec_.perplexity) add(eval_job(at, c));
+    }
+
+    SweepJob eval_job(const CtxJobs& at, const MethodConfig& c) const {
+        SweepJob j;
+        j.stage = "eval";
+        j.label = c.label;
+        j.eval.method = c.method;
+        j.eval.ctx = at.ctx;
+        j.eval.token_offset = spec_.test_offset;
+        j.eval.n_tokens = spec_.test_tokens;
+        j.eval.phase = spec_.phase;
+        j.eval.prompt_tokens = spec_.prompt_tokens;
+        j.eval.decode_tokens = spec_.decode_tokens;
+        j.eval.quest_page = spec_.quest_page;
+        j.eval.selection_layers = method_layers(spec_, c.method);
+        j.eval.window_ratio = spec_.lessismore_window_ratio;
+        j.depends_on = at.dense_dep;
+        if (c.method != EvalMethod::Dense) {
+            j.eval.tile = c.tile;
+            j.eval.topk = c.topk;
+            if (!ranks_own_keys(c.method)) {
+                j.eval.granularity = c.granularity;
+                j.eval.pooling = c.pooling;
+            }
+        }
+        if (c.schedule_job >= 0) {
+            j.schedule_key = jobs_[c.schedule_job].key;
+            j.depends_on.push_back(c.schedule_job);
+        }
+        j.key = eval_key(planned_eval(at, c, j.eval), {h_.model, h_.tokenizer, h_.text}, j.schedule_key);
+        return j;
+    }
+
+    /// The eval as it will be resolved when it runs, for its key.
+    ResolvedEval planned_eval(const CtxJobs& at, const MethodConfig& c, const EvalParams& params) const {
+        ResolvedEval planned;
+        planned.params = params;
+        planned.tile = c.tile;
+        planned.topk = c.topk;
+        planned.granularity = c.granularity;
+        planned.pooling = c.pooling;
+        planned.token_offset = spec_.test_offset;
+        // A decode run's windows are prompt + decode tokens long, whatever the calibration's ctx.
+        planned.ctx = spec_.phase == EvalPhase::Decode ? spec_.prompt_tokens + spec_.decode_tokens : at.ctx;
+        return planned;
+    }
+
+    const SweepSpec& spec_;
+    const Hashes& h_;
+    std::vector<SweepJob> jobs_;
+};
+
+std::vector<SweepJob> make_jobs(const SweepSpec& spec, const Hashes& h) {
+    return JobPlanner(spec, h).plan();
 }
 
 void check_plan_key(const SweepSpec& spec, const SweepPlan& plan, const SweepOptions& options) {

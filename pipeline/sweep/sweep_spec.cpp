@@ -1,4 +1,4 @@
-#include "pipeline/stages/sweep_spec.h"
+#include "pipeline/sweep/sweep_spec.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -275,37 +275,41 @@ SweepDatasetSpec read_datasets_table(const fs::path& file, const toml::table* ta
     return d;
 }
 
-}  // namespace
-
-SweepSpec load_sweep_spec(const fs::path& file) {
+/// The file parsed as TOML: a missing file or a syntax error is named with its line and column.
+toml::table parse_sweep_file(const fs::path& file) {
     KASCADE_CHECK(fs::exists(file), "sweep file \"{}\" does not exist", file.string());
     const std::string contents = read_file(file);  // refuses a FIFO or a device, which parse_file would read forever
-    toml::table root;
     try {
-        root = toml::parse(contents, file.string());
+        return toml::parse(contents, file.string());
     } catch (const toml::parse_error& e) {
         KASCADE_FAIL("{}:{}:{}: invalid TOML: {}", file.string(), e.source().begin.line, e.source().begin.column,
                      e.description());
     }
-    SweepSpec spec;
-    spec.file = file;
+}
 
-    TableReader top(
-        file, "(top level)", &root,
-        {"model", "text", "calibration", "test", "grid", "schedules", "baselines", "task", "datasets", "slurm"});
-
+/// [model]: the model's path and, optionally, its tokenizer's.
+void read_model_table(const toml::table& root, const fs::path& file, SweepSpec& spec) {
     TableReader model(file, "model", subtable(root, file, "model", true), {"path", "tokenizer"});
     spec.model = resolve_path(file, "model.path", model.string("path", "", true), spec.environment);
     const std::string tokenizer = model.string("tokenizer", "");
     spec.tokenizer = tokenizer.empty() ? "" : resolve_path(file, "model.tokenizer", tokenizer, spec.environment);
+}
 
+/// [text]: the text the calibration and test tokens are taken from.
+void read_text_table(const toml::table& root, const fs::path& file, SweepSpec& spec) {
     TableReader text(file, "text", subtable(root, file, "text", true), {"path"});
     spec.text = resolve_path(file, "text.path", text.string("path", "", true), spec.environment);
+}
 
+/// [calibration]: the token range the captures read.
+void read_calibration_table(const toml::table& root, const fs::path& file, SweepSpec& spec) {
     TableReader calib(file, "calibration", subtable(root, file, "calibration", false), {"offset", "tokens"});
     spec.calib_offset = calib.integer("offset", CaptureParams{}.token_offset, param_range::kTokenOffset);
     spec.calib_tokens = calib.integer("tokens", CaptureParams{}.n_tokens, param_range::kTokenCount);
+}
 
+/// [test]: the token range the evals read, the phase, and a decode run's window.
+void read_test_table(const toml::table& root, const fs::path& file, SweepSpec& spec) {
     TableReader test(file, "test", subtable(root, file, "test", false),
                      {"offset", "tokens", "phase", "prompt_tokens", "decode_tokens"});
     spec.test_offset_given = test.has("offset");
@@ -315,12 +319,47 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     KASCADE_CHECK(phases.size() == 1, "{}: test.phase must be one string, found a list of {}", file.string(),
                   phases.size());
     spec.phase = phases.front();
-    const bool decode = spec.phase == EvalPhase::Decode;
-    KASCADE_CHECK(decode || (!test.has("prompt_tokens") && !test.has("decode_tokens")),
+    KASCADE_CHECK(spec.phase == EvalPhase::Decode || (!test.has("prompt_tokens") && !test.has("decode_tokens")),
                   "{}: test.prompt_tokens and test.decode_tokens apply to phase = \"decode\" only", file.string());
     spec.prompt_tokens = test.int_integer("prompt_tokens", EvalParams{}.prompt_tokens, param_range::kPromptTokens);
     spec.decode_tokens = test.int_integer("decode_tokens", EvalParams{}.decode_tokens, param_range::kDecodeTokens);
+}
 
+/// The top-k rules of [grid]: topk_tiles x round_k, or topk_pct x k_min x k_rule x round_k.
+std::vector<TopKRule> read_topk_rules(TableReader& grid, const fs::path& file) {
+    const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
+    KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
+    const std::vector<double> round_ks =
+        grid.numbers("round_k", {double(TopKRule{}.round_k)}, param_range::kRoundK, true);
+    const std::vector<KRule> k_rules = grid.modes<KRule>("k_rule", {TopKRule{}.k_rule});
+    std::vector<TopKRule> rules;
+    if (has_tiles) {
+        KASCADE_CHECK(!grid.has("k_rule"), "{}: grid.k_rule applies to topk_pct only, not to topk_tiles",
+                      file.string());
+        for (double v : grid.numbers("topk_tiles", {}, param_range::kTopKTiles, true))
+            for (double r : round_ks)
+                rules.push_back({static_cast<int>(v), 0, 0, TopKRule{}.k_rule, static_cast<int>(r)});
+        return rules;
+    }
+    const std::vector<double> k_mins =
+        grid.numbers("k_min", {double(TopKRule{}.k_min_tokens)}, param_range::kKMin, true);
+    for (double p : grid.numbers("topk_pct", {}, param_range::kTopKPct, false))
+        for (double k : k_mins)
+            for (KRule rule : k_rules)
+                for (double r : round_ks)
+                    rules.push_back({0, static_cast<float>(p), static_cast<int>(k), rule, static_cast<int>(r)});
+    return rules;
+}
+
+/// The similarity measures and head maps [grid] gives every [[schedules]] table that does not set its own.
+struct ScheduleMeasures {
+    std::vector<SimilarityMetric> metrics;
+    std::vector<SimilarityAggregation> aggregations;
+    std::vector<HeadMapMode> head_maps;
+};
+
+/// [grid]: the capture, similarity and method settings every job combination is taken from.
+ScheduleMeasures read_grid_table(const toml::table& root, const fs::path& file, SweepSpec& spec) {
     TableReader grid(file, "grid", subtable(root, file, "grid", true),
                      {"ctx", "tile", "topk_tiles", "topk_pct", "k_min", "k_rule", "round_k", "key_granularity",
                       "pooling", "metric", "aggregation", "head_map"});
@@ -328,115 +367,120 @@ SweepSpec load_sweep_spec(const fs::path& file) {
         spec.ctx.push_back(static_cast<int>(v));
     for (double v : grid.numbers("tile", {double(CaptureParams{}.tile)}, param_range::kTile, true))
         spec.tile.push_back(static_cast<int>(v));
-    const bool has_tiles = grid.has("topk_tiles"), has_pct = grid.has("topk_pct");
-    KASCADE_CHECK(has_tiles != has_pct, "{}: [grid] needs exactly one of topk_tiles and topk_pct", file.string());
-    const std::vector<double> round_ks =
-        grid.numbers("round_k", {double(TopKRule{}.round_k)}, param_range::kRoundK, true);
-    const std::vector<KRule> k_rules = grid.modes<KRule>("k_rule", {TopKRule{}.k_rule});
-    if (has_tiles) {
-        KASCADE_CHECK(!grid.has("k_rule"), "{}: grid.k_rule applies to topk_pct only, not to topk_tiles",
-                      file.string());
-        for (double v : grid.numbers("topk_tiles", {}, param_range::kTopKTiles, true))
-            for (double r : round_ks)
-                spec.topk.push_back({static_cast<int>(v), 0, 0, TopKRule{}.k_rule, static_cast<int>(r)});
-    } else {
-        const std::vector<double> k_mins =
-            grid.numbers("k_min", {double(TopKRule{}.k_min_tokens)}, param_range::kKMin, true);
-        for (double p : grid.numbers("topk_pct", {}, param_range::kTopKPct, false))
-            for (double k : k_mins)
-                for (KRule rule : k_rules)
-                    for (double r : round_ks)
-                        spec.topk.push_back({0, static_cast<float>(p), static_cast<int>(k), rule, static_cast<int>(r)});
-    }
+    spec.topk = read_topk_rules(grid, file);
     spec.granularity = grid.modes<KeyGranularity>("key_granularity", {SparseAttentionOptions{}.granularity});
     spec.pooling = grid.modes<Pooling>("pooling", {SparseAttentionOptions{}.pooling});
     const ScheduleParams schedule_defaults;
-    const auto metrics = grid.modes<SimilarityMetric>("metric", {schedule_defaults.metric});
-    const auto aggregations = grid.modes<SimilarityAggregation>("aggregation", {schedule_defaults.aggregation});
-    const auto head_maps = grid.modes<HeadMapMode>("head_map", {schedule_defaults.head_map});
+    ScheduleMeasures measures;
+    measures.metrics = grid.modes<SimilarityMetric>("metric", {schedule_defaults.metric});
+    measures.aggregations = grid.modes<SimilarityAggregation>("aggregation", {schedule_defaults.aggregation});
+    measures.head_maps = grid.modes<HeadMapMode>("head_map", {schedule_defaults.head_map});
+    return measures;
+}
 
-    if (const toml::node* node = root.get("schedules")) {
-        const toml::array* list = node->as_array();
-        KASCADE_CHECK(list != nullptr, "{}: schedules must be an array of tables ([[schedules]])", file.string());
-        for (size_t i = 0; i < list->size(); ++i) {
-            const toml::table* t = (*list)[i].as_table();
-            KASCADE_CHECK(t != nullptr, "{}: schedules[{}] must be a table", file.string(), i);
-            TableReader s(file, fmt::format("schedules[{}]", i), t,
-                          {"policy", "threshold", "max_reuse_dist", "anchors", "anchor_list", "metric", "aggregation",
-                           "head_map"});
-            KASCADE_CHECK(s.has("policy"), "{}: missing schedules[{}].policy (threshold, dp or fixed)", file.string(),
-                          i);
-            const std::vector<SchedulePolicy> policies = s.modes<SchedulePolicy>("policy", {});
-            KASCADE_CHECK(policies.size() == 1, "{}: schedules[{}].policy must be one string, found a list of {}",
-                          file.string(), i, policies.size());
-            const SchedulePolicy policy = policies.front();
-            std::vector<ScheduleParams> expanded;
-            if (policy == SchedulePolicy::Threshold) {
-                for (double th : s.numbers("threshold", {schedule_defaults.threshold}, param_range::kThreshold, false))
-                    for (double d : s.numbers("max_reuse_dist", {double(schedule_defaults.max_reuse_dist)},
-                                              param_range::kMaxReuseDist, true)) {
-                        ScheduleParams p;
-                        p.policy = policy;
-                        p.threshold = th;
-                        p.max_reuse_dist = static_cast<int>(d);
-                        expanded.push_back(p);
-                    }
-            } else if (policy == SchedulePolicy::Dp) {
-                for (double k :
-                     s.numbers("anchors", {double(schedule_defaults.n_anchors)}, param_range::kAnchors, true)) {
-                    ScheduleParams p;
-                    p.policy = policy;
-                    p.n_anchors = static_cast<int>(k);
-                    expanded.push_back(p);
-                }
-            } else {
+/// The policy settings of schedules[i], before its measures and head maps: threshold x max_reuse_dist, anchors,
+/// or one anchor_list.
+std::vector<ScheduleParams> read_policy_settings(TableReader& s, const fs::path& file, size_t i,
+                                                 SchedulePolicy policy) {
+    const ScheduleParams schedule_defaults;
+    std::vector<ScheduleParams> expanded;
+    if (policy == SchedulePolicy::Threshold) {
+        for (double th : s.numbers("threshold", {schedule_defaults.threshold}, param_range::kThreshold, false))
+            for (double d : s.numbers("max_reuse_dist", {double(schedule_defaults.max_reuse_dist)},
+                                      param_range::kMaxReuseDist, true)) {
                 ScheduleParams p;
                 p.policy = policy;
-                for (double l : s.numbers("anchor_list", {}, param_range::kLayer, true))
-                    p.anchor_list.push_back(static_cast<int>(l));
-                KASCADE_CHECK(!p.anchor_list.empty(), "{}: schedules[{}] (fixed) needs anchor_list = [0, ...]",
-                              file.string(), i);
+                p.threshold = th;
+                p.max_reuse_dist = static_cast<int>(d);
                 expanded.push_back(p);
             }
-            const auto s_metrics = s.modes<SimilarityMetric>("metric", metrics);
-            const auto s_aggregations = s.modes<SimilarityAggregation>("aggregation", aggregations);
-            const auto s_head_maps = s.modes<HeadMapMode>("head_map", head_maps);
-            for (ScheduleParams p : expanded)
-                for (SimilarityMetric m : s_metrics)
-                    for (SimilarityAggregation a : s_aggregations)
-                        for (HeadMapMode h : s_head_maps) {
-                            p.metric = m;
-                            p.aggregation = a;
-                            p.head_map = h;
-                            spec.schedules.push_back(p);
-                            spec.schedule_tables.push_back(static_cast<int>(i));
-                        }
+    } else if (policy == SchedulePolicy::Dp) {
+        for (double k : s.numbers("anchors", {double(schedule_defaults.n_anchors)}, param_range::kAnchors, true)) {
+            ScheduleParams p;
+            p.policy = policy;
+            p.n_anchors = static_cast<int>(k);
+            expanded.push_back(p);
         }
+    } else {
+        ScheduleParams p;
+        p.policy = policy;
+        for (double l : s.numbers("anchor_list", {}, param_range::kLayer, true))
+            p.anchor_list.push_back(static_cast<int>(l));
+        KASCADE_CHECK(!p.anchor_list.empty(), "{}: schedules[{}] (fixed) needs anchor_list = [0, ...]", file.string(),
+                      i);
+        expanded.push_back(p);
     }
+    return expanded;
+}
 
+/// schedules[i]: its policy settings x metric x aggregation x head_map, appended to spec.schedules.
+void read_schedule_table(const fs::path& file, size_t i, const toml::table* table, const ScheduleMeasures& measures,
+                         SweepSpec& spec) {
+    TableReader s(
+        file, fmt::format("schedules[{}]", i), table,
+        {"policy", "threshold", "max_reuse_dist", "anchors", "anchor_list", "metric", "aggregation", "head_map"});
+    KASCADE_CHECK(s.has("policy"), "{}: missing schedules[{}].policy (threshold, dp or fixed)", file.string(), i);
+    const std::vector<SchedulePolicy> policies = s.modes<SchedulePolicy>("policy", {});
+    KASCADE_CHECK(policies.size() == 1, "{}: schedules[{}].policy must be one string, found a list of {}",
+                  file.string(), i, policies.size());
+    const std::vector<ScheduleParams> expanded = read_policy_settings(s, file, i, policies.front());
+    const auto metrics = s.modes<SimilarityMetric>("metric", measures.metrics);
+    const auto aggregations = s.modes<SimilarityAggregation>("aggregation", measures.aggregations);
+    const auto head_maps = s.modes<HeadMapMode>("head_map", measures.head_maps);
+    for (ScheduleParams p : expanded)
+        for (SimilarityMetric m : metrics)
+            for (SimilarityAggregation a : aggregations)
+                for (HeadMapMode h : head_maps) {
+                    p.metric = m;
+                    p.aggregation = a;
+                    p.head_map = h;
+                    spec.schedules.push_back(p);
+                    spec.schedule_tables.push_back(static_cast<int>(i));
+                }
+}
+
+/// [[schedules]]: Kascade's schedule settings, fully expanded, in table order.
+void read_schedule_tables(const toml::table& root, const fs::path& file, const ScheduleMeasures& measures,
+                          SweepSpec& spec) {
+    const toml::node* node = root.get("schedules");
+    if (node == nullptr) return;
+    const toml::array* list = node->as_array();
+    KASCADE_CHECK(list != nullptr, "{}: schedules must be an array of tables ([[schedules]])", file.string());
+    for (size_t i = 0; i < list->size(); ++i) {
+        const toml::table* t = (*list)[i].as_table();
+        KASCADE_CHECK(t != nullptr, "{}: schedules[{}] must be a table", file.string(), i);
+        read_schedule_table(file, i, t, measures, spec);
+    }
+}
+
+/// [task] and [datasets], and whether the sweep runs perplexity evals besides them.
+void read_task_tables(const toml::table& root, const fs::path& file, SweepSpec& spec) {
     const toml::table* task_table = subtable(root, file, "task", false);
     const toml::table* datasets_table = subtable(root, file, "datasets", false);
     spec.perplexity = (task_table == nullptr && datasets_table == nullptr) || root.contains("test");
     if (task_table != nullptr) spec.task = read_task_table(file, task_table, spec.environment);
     if (datasets_table != nullptr) spec.datasets = read_datasets_table(file, datasets_table, spec.environment);
+}
 
-    TableReader baselines(
-        file, "baselines", subtable(root, file, "baselines", false),
-        {"methods", "quest_page", "omnikv_filter_layers", "lessismore_selection_layers", "lessismore_window_ratio"});
-    spec.baselines = baselines.modes<EvalMethod>("methods", {EvalMethod::Dense});
+/// Refuses a baselines.methods entry that the sweep cannot run: kascade (it comes from [[schedules]]), or a decode
+/// method in a sweep whose perplexity evals are prefill.
+void check_baseline_methods(const fs::path& file, const SweepSpec& spec) {
     KASCADE_CHECK(std::find(spec.baselines.begin(), spec.baselines.end(), EvalMethod::Kascade) == spec.baselines.end(),
                   "{}: baselines.methods = \"kascade\" is not a baseline (Kascade's runs come from [[schedules]])",
                   file.string());
-    const auto has_method = [&](EvalMethod m) {
-        return std::find(spec.baselines.begin(), spec.baselines.end(), m) != spec.baselines.end();
-    };
     for (EvalMethod m : spec.baselines) {
-        KASCADE_CHECK(!is_decode_only_method(m) || decode || !spec.perplexity,
+        KASCADE_CHECK(!is_decode_only_method(m) || spec.phase == EvalPhase::Decode || !spec.perplexity,
                       "{}: baselines.methods = \"{}\" is a decode method: it needs test.phase = \"decode\" (or a "
                       "[task] table without [test]: task answers are decoded)",
                       file.string(), mode_name(m));
     }
-    // Each method's own keys: refused without the method, required (the layer lists) with it.
+}
+
+/// Each method's own keys of [baselines]: refused without the method, required (the layer lists) with it.
+void check_method_keys(TableReader& baselines, const fs::path& file, const SweepSpec& spec) {
+    const auto has_method = [&](EvalMethod m) {
+        return std::find(spec.baselines.begin(), spec.baselines.end(), m) != spec.baselines.end();
+    };
     const auto method_key = [&](const std::string& key, EvalMethod m, bool required) {
         KASCADE_CHECK(has_method(m) || !baselines.has(key), "{}: baselines.{} applies to the {} method only",
                       file.string(), key, mode_name(m));
@@ -448,6 +492,16 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     method_key("omnikv_filter_layers", EvalMethod::OmniKv, true);
     method_key("lessismore_selection_layers", EvalMethod::LessIsMore, true);
     method_key("lessismore_window_ratio", EvalMethod::LessIsMore, false);
+}
+
+/// [baselines]: the methods compared with Kascade and their own settings. Reads spec.phase and spec.perplexity.
+void read_baselines_table(const toml::table& root, const fs::path& file, SweepSpec& spec) {
+    TableReader baselines(
+        file, "baselines", subtable(root, file, "baselines", false),
+        {"methods", "quest_page", "omnikv_filter_layers", "lessismore_selection_layers", "lessismore_window_ratio"});
+    spec.baselines = baselines.modes<EvalMethod>("methods", {EvalMethod::Dense});
+    check_baseline_methods(file, spec);
+    check_method_keys(baselines, file, spec);
     spec.quest_page = baselines.int_integer("quest_page", EvalParams{}.quest_page, param_range::kQuestPage);
     for (double l : baselines.numbers("omnikv_filter_layers", {}, param_range::kLayer, true))
         spec.omnikv_filter_layers.push_back(static_cast<int>(l));
@@ -458,16 +512,26 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     KASCADE_CHECK(ratio.size() == 1, "{}: baselines.lessismore_window_ratio must be one number, found a list of {}",
                   file.string(), ratio.size());
     spec.lessismore_window_ratio = ratio.front();
+}
 
+/// [slurm]: the resources `kascade sweep --slurm` asks for.
+SlurmSettings read_slurm_table(const toml::table& root, const fs::path& file) {
     TableReader slurm(file, "slurm", subtable(root, file, "slurm", false),
                       {"partition", "time", "cpus_per_task", "mem", "array_throttle", "sbatch_args"});
-    spec.slurm.partition = slurm.string("partition", "");
-    spec.slurm.time = slurm.string("time", "");
-    spec.slurm.cpus_per_task = slurm.int_integer("cpus_per_task", 0, kCpusPerTaskRange);
-    spec.slurm.mem = slurm.string("mem", "");
-    spec.slurm.array_throttle = slurm.int_integer("array_throttle", 0, kArrayThrottleRange);
-    spec.slurm.sbatch_args = slurm.strings("sbatch_args");
+    SlurmSettings settings;
+    settings.partition = slurm.string("partition", "");
+    settings.time = slurm.string("time", "");
+    settings.cpus_per_task = slurm.int_integer("cpus_per_task", 0, kCpusPerTaskRange);
+    settings.mem = slurm.string("mem", "");
+    settings.array_throttle = slurm.int_integer("array_throttle", 0, kArrayThrottleRange);
+    settings.sbatch_args = slurm.strings("sbatch_args");
+    return settings;
+}
 
+/// The checks that span tables: the test range after (or clear of) the calibration range, every tile within every
+/// ctx, and a decode window that holds the test tokens' tiles and Quest's pages. Places the test range where the
+/// file leaves it out.
+void check_across_tables(const fs::path& file, SweepSpec& spec) {
     const int64_t calib_end = spec.calib_offset + spec.calib_tokens;
     if (spec.test_offset < 0) spec.test_offset = calib_end;
     KASCADE_CHECK(
@@ -477,19 +541,42 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     for (int t : spec.tile)
         for (int c : spec.ctx)
             KASCADE_CHECK(t <= c, "{}: grid.tile = {} is larger than grid.ctx = {}", file.string(), t, c);
-    if (decode) {
-        const int64_t window = static_cast<int64_t>(spec.prompt_tokens) + spec.decode_tokens;
-        KASCADE_CHECK(spec.test_tokens >= window,
-                      "{}: test.tokens = {} holds no decode window of test.prompt_tokens + test.decode_tokens = {} "
-                      "tokens",
-                      file.string(), spec.test_tokens, window);
-        for (int t : spec.tile)
-            KASCADE_CHECK(t <= window, "{}: grid.tile = {} is larger than test.prompt_tokens + test.decode_tokens = {}",
-                          file.string(), t, window);
-        KASCADE_CHECK(spec.quest_page <= window,
-                      "{}: baselines.quest_page = {} is larger than test.prompt_tokens + test.decode_tokens = {}",
-                      file.string(), spec.quest_page, window);
-    }
+    if (spec.phase != EvalPhase::Decode) return;
+    const int64_t window = static_cast<int64_t>(spec.prompt_tokens) + spec.decode_tokens;
+    KASCADE_CHECK(spec.test_tokens >= window,
+                  "{}: test.tokens = {} holds no decode window of test.prompt_tokens + test.decode_tokens = {} "
+                  "tokens",
+                  file.string(), spec.test_tokens, window);
+    for (int t : spec.tile)
+        KASCADE_CHECK(t <= window, "{}: grid.tile = {} is larger than test.prompt_tokens + test.decode_tokens = {}",
+                      file.string(), t, window);
+    KASCADE_CHECK(spec.quest_page <= window,
+                  "{}: baselines.quest_page = {} is larger than test.prompt_tokens + test.decode_tokens = {}",
+                  file.string(), spec.quest_page, window);
+}
+
+}  // namespace
+
+SweepSpec load_sweep_spec(const fs::path& file) {
+    const toml::table root = parse_sweep_file(file);
+    SweepSpec spec;
+    spec.file = file;
+    // Unknown top-level keys are refused before any table is read.
+    const TableReader top(
+        file, "(top level)", &root,
+        {"model", "text", "calibration", "test", "grid", "schedules", "baselines", "task", "datasets", "slurm"});
+    // The order of the tables is the order their errors are reported in; [baselines] reads the phase of [test] and
+    // whether [task] or [datasets] leave perplexity evals.
+    read_model_table(root, file, spec);
+    read_text_table(root, file, spec);
+    read_calibration_table(root, file, spec);
+    read_test_table(root, file, spec);
+    const ScheduleMeasures measures = read_grid_table(root, file, spec);
+    read_schedule_tables(root, file, measures, spec);
+    read_task_tables(root, file, spec);
+    read_baselines_table(root, file, spec);
+    spec.slurm = read_slurm_table(root, file);
+    check_across_tables(file, spec);
     return spec;
 }
 

@@ -1,4 +1,4 @@
-// pipeline/stages/sweep_slurm.h: `kascade sweep FILE --slurm`: a sweep as Slurm job arrays.
+// pipeline/sweep/sweep_slurm.h: `kascade sweep FILE --slurm`: a sweep as Slurm job arrays.
 //
 // The jobs not yet stored are grouped by dependency level (level 0 reads nothing this submission makes, level n
 // reads outputs of level n-1 at most) into one job array per level, whose task ids are the jobs' plan indices;
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/stages/sweep.h"
+#include "pipeline/sweep/sweep.h"
 
 namespace kascade {
 

@@ -1,4 +1,4 @@
-// pipeline/stages/sweep_spec.h: a sweep file (TOML) and the grid of stage jobs it expands to.
+// pipeline/sweep/sweep_spec.h: a sweep file (TOML) and the grid of stage jobs it expands to.
 //
 // Every key is checked: an unknown key or an out-of-range value is an error naming the file, the key and what was
 // expected, raised before anything is computed or written; values are in the ranges of the command-line options

@@ -1,4 +1,4 @@
-// pipeline/stages/decode_perplexity.h: perplexity of tokens generated one at a time (teacher forcing).
+// pipeline/runtime/decode_perplexity.h: perplexity of tokens generated one at a time (teacher forcing).
 //
 // The text tokens [offset, offset + max_tokens) are cut into windows. Each window prefills prompt_tokens positions
 // (BOS first where the model reads one, see sequence_start_token()) in one dense pass, then runs decode_tokens
@@ -22,6 +22,10 @@ struct DecodeOptions {
     int64_t max_tokens = 0;   ///< text tokens used (0: all after offset); only whole windows are scored
     int kv_page_size = 0;     ///< the KV cache's page size (AttentionPolicy::kv_page_size() of the decode policy)
 };
+
+/// Checks the decode counts of a window: at least one prompt and one decode position, and the window within the
+/// model's context. The one check of them, for eval's resolve and the window maker alike.
+void check_decode_counts(int prompt_tokens, int decode_tokens, int model_max_positions);
 
 /// Text tokens one window reads: the prompt's and the decode positions' inputs and the last position's target.
 int64_t decode_window_tokens(const DecodeOptions& options, bool has_bos);

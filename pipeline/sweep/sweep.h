@@ -1,4 +1,4 @@
-// pipeline/stages/sweep.h: running a sweep file's grid through the cached stages, in this process, in N local
+// pipeline/sweep/sweep.h: running a sweep file's grid through the cached stages, in this process, in N local
 // worker processes, or one job per process (a Slurm array task).
 //
 // The plan lists every job (capture per ctx x tile, similarity per top-k, schedule per policy setting, eval per
@@ -18,7 +18,7 @@
 #include "pipeline/stages/eval_stage.h"
 #include "pipeline/stages/schedule_stage.h"
 #include "pipeline/stages/similarity_stage.h"
-#include "pipeline/stages/sweep_spec.h"
+#include "pipeline/sweep/sweep_spec.h"
 
 namespace kascade {
 
