@@ -84,6 +84,7 @@ struct MethodConfig {
 /// The method part of a task job's parameters (generated prompts or a dataset) for one method configuration.
 void set_task_method(const SweepSpec& spec, const MethodConfig& c, EvalParams& m) {
     m.method = c.method;
+    m.matmul = spec.matmul;
     if (c.method == EvalMethod::Dense) return;
     m.tile = c.tile;
     m.topk = c.topk;
@@ -132,7 +133,8 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig& c
                               .pooling = c.pooling,
                               .quest_page = spec.quest_page,
                               .selection_layers = method_layers(spec, c.method),
-                              .window_ratio = spec.lessismore_window_ratio});
+                              .window_ratio = spec.lessismore_window_ratio,
+                              .matmul = spec.matmul});
             if (has_job_key(plan, j.key)) continue;
             j.task_grid = task_grid_json(p);
             j.label = fmt::format("{} {} prefill={}", mode_name(kind), c.label, mode_name(p.prefill));
@@ -174,7 +176,8 @@ void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig
                                       .pooling = c.pooling,
                                       .quest_page = spec.quest_page,
                                       .selection_layers = method_layers(spec, c.method),
-                                      .window_ratio = spec.lessismore_window_ratio});
+                                      .window_ratio = spec.lessismore_window_ratio,
+                                      .matmul = spec.matmul});
             if (has_job_key(plan, j.key)) continue;
             j.task_grid = dataset_grid_json(static_cast<int>(facts.files.samples.size()));
             j.label = fmt::format("dataset {} {} prefill={}", facts.name, c.label, mode_name(p.prefill));
@@ -337,6 +340,7 @@ class JobPlanner {
         j.eval.quest_page = spec_.quest_page;
         j.eval.selection_layers = method_layers(spec_, c.method);
         j.eval.window_ratio = spec_.lessismore_window_ratio;
+        j.eval.matmul = spec_.matmul;
         j.depends_on = at.dense_dep;
         if (c.method != EvalMethod::Dense) {
             j.eval.tile = c.tile;

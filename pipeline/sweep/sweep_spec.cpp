@@ -287,12 +287,16 @@ toml::table parse_sweep_file(const fs::path& file) {
     }
 }
 
-/// [model]: the model's path and, optionally, its tokenizer's.
+/// [model]: the model's path and, optionally, its tokenizer's and the numerics of its matrix products.
 void read_model_table(const toml::table& root, const fs::path& file, SweepSpec& spec) {
-    TableReader model(file, "model", subtable(root, file, "model", true), {"path", "tokenizer"});
+    TableReader model(file, "model", subtable(root, file, "model", true), {"path", "tokenizer", "matmul"});
     spec.model = resolve_path(file, "model.path", model.string("path", "", true), spec.environment);
     const std::string tokenizer = model.string("tokenizer", "");
     spec.tokenizer = tokenizer.empty() ? "" : resolve_path(file, "model.tokenizer", tokenizer, spec.environment);
+    const std::vector<MatmulPrecision> matmul = model.modes<MatmulPrecision>("matmul", {spec.matmul});
+    KASCADE_CHECK(matmul.size() == 1, "{}: model.matmul must be one string, found a list of {}", file.string(),
+                  matmul.size());
+    spec.matmul = matmul.front();
 }
 
 /// [text]: the text the calibration and test tokens are taken from.

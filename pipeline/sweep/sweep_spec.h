@@ -78,6 +78,8 @@ struct SweepSpec {
     std::filesystem::path file;
     std::string model;
     std::string tokenizer;  ///< empty: next to the model
+    /// model.matmul: the matrix products' numerics of every eval and task run (captures are always exact)
+    MatmulPrecision matmul = EvalParams{}.matmul;
     std::string text;
     int64_t calib_offset = CaptureParams{}.token_offset;
     int64_t calib_tokens = CaptureParams{}.n_tokens;

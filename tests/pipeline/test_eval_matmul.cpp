@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "common/json_output.h"
 #include "common/temp_dir.h"
 #include "io/weights/random_checkpoint.h"
 #include "pipeline/runtime/attention_policy.h"
@@ -110,6 +111,27 @@ TEST_F(EvalMatmul, TaskRunsStoreTheirNumericsUnderKeysOfTheirOwn) {
     const CommandResult bad = run_kascade(task + " --matmul fp8");
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("invalid --matmul='fp8' (expected exact, bf16)"), std::string::npos) << bad.err;
+}
+
+TEST_F(EvalMatmul, ASweepsModelMatmulPlansTheKeysOfTheCommands) {
+    const fs::path toml = dir_ / "bf16.toml";
+    write_text(toml, "[model]\npath = \"" + model_dir_.string() + "\"\ntokenizer = \"" + kStoriesTok.string() +
+                         "\"\nmatmul = \"bf16\"\n[text]\npath = \"" + kStoriesText.string() +
+                         "\"\n[calibration]\noffset = 0\ntokens = 254\n[test]\noffset = 1000\ntokens = 254\n"
+                         "[grid]\nctx = [128]\ntile = [16]\ntopk_tiles = [2]\n[[schedules]]\npolicy = \"dp\"\n"
+                         "anchors = [2]\n[baselines]\nmethods = [\"dense\", \"oracle\"]\n");
+    const CommandResult sweep = run_kascade("sweep " + shell_quote(toml) + " --results " + shell_quote(results_));
+    ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+    const fs::path db = results_ / "kascade.db";
+    EXPECT_EQ(db_value(db, "SELECT group_concat(DISTINCT matmul) FROM runs"), "bf16");
+    EXPECT_EQ(db_value(db, "SELECT count(*) FROM runs"), "3");  // dense, oracle, kascade
+    // The command with the same settings finds the sweep's run: one key builder, the numerics included.
+    const std::string eval =
+        "eval --results " + shell_quote(results_) + " --model " + shell_quote(model_dir_) + " --tokenizer " +
+        shell_quote(kStoriesTok) + " --text " + shell_quote(kStoriesText) +
+        " --ctx 128 --offset 1000 --eval-tokens 254 --method oracle --topk-tiles 2 --tile 16 --json";
+    EXPECT_EQ(json_of(run_kascade(eval + " --matmul bf16")).value("cached", false), true);
+    EXPECT_EQ(json_of(run_kascade(eval)).value("cached", true), false);  // exact: a run of its own
 }
 
 }  // namespace
