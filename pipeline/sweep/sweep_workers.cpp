@@ -34,7 +34,6 @@ struct Worker {
     int err = -1;   ///< its stderr
     std::string buffer;
     int job = -1;  ///< the job it runs, -1 when idle
-    double started = 0;
 };
 
 void close_fd(int& fd) {
@@ -151,7 +150,6 @@ class WorkerPool {
             if (!next) break;
             const std::string line = std::to_string(*next) + "\n";
             w.job = *next;
-            w.started = omp_get_wtime();
             if (::write(w.to, line.data(), line.size()) != static_cast<ssize_t>(line.size())) worker_gone(w);
         }
     }
