@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "common/error_of.h"
 #include "io/weights/model_weights.h"
 #include "pipeline/runtime/decode_perplexity.h"
 #include "pipeline/runtime/transformer.h"
@@ -16,14 +17,7 @@
 namespace kascade {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::error_of;
 
 TEST(EvalMethod, EveryMethodAndPhaseHasOneName) {
     for (EvalMethod m : {EvalMethod::Dense, EvalMethod::Kascade, EvalMethod::Oracle, EvalMethod::Streaming,
