@@ -78,18 +78,16 @@ void resolve_schedule(ResultsDb& db, const std::string& model_hash, const std::s
 /// The dense run every sparse run is compared with: the same tokens, phase and windows, nothing sparse. Resolved
 /// from the sparse run alone: its tokens and windows were checked when it was resolved.
 ResolvedEval dense_baseline_of(const ResolvedEval& r, const RunInputHashes& hashes) {
+    // Built from the defaults, not from a copy of r.params: no method setting of the sparse run can leak into it.
     ResolvedEval dense;
-    dense.params = r.params;
     dense.params.method = EvalMethod::Dense;
-    dense.params.schedule_id.reset();
+    dense.params.phase = r.params.phase;
+    dense.params.ctx = r.params.ctx;
+    dense.params.prompt_tokens = r.params.prompt_tokens;
+    dense.params.decode_tokens = r.params.decode_tokens;
     dense.params.token_offset = r.token_offset;
-    dense.params.topk.reset();
-    dense.params.tile.reset();
-    dense.params.granularity.reset();
-    dense.params.pooling.reset();
-    dense.params.quest_page = EvalParams{}.quest_page;
-    dense.params.selection_layers.clear();
-    dense.params.window_ratio = EvalParams{}.window_ratio;
+    dense.params.n_tokens = r.params.n_tokens;
+    dense.params.matmul = r.params.matmul;
     dense.token_offset = r.token_offset;
     dense.ctx = r.ctx;
     dense.key = eval_key(dense, hashes, "");

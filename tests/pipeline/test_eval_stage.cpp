@@ -46,22 +46,25 @@ ResolvedEval oracle_inputs() {
     return r;
 }
 
+/// The documented parts of oracle_inputs()'s key: the inputs, and its parameters as kascade wrote them before phases
+/// and --matmul existed.
+const nlohmann::json kHashInputs = {{"model", "m"}, {"tokenizer", "t"}, {"text", "x"}};
+const nlohmann::json kOraclePrefillParams = {{"method", "oracle"},
+                                             {"ctx", 512},
+                                             {"token_offset", 8687},
+                                             {"n_tokens", 8192},
+                                             {"tile", 16},
+                                             {"topk", {{"topk_tiles", 4}, {"round_k", 0}}},
+                                             {"key_granularity", "token"},
+                                             {"pooling", "post_softmax"}};
+
 std::string key_of(const ResolvedEval& r) {
     return eval_key(r, kHashes, "");
 }
 
 TEST(EvalKey, PrefillKeysAreThoseOfRunsStoredBeforeDecodeRuns) {
     // The key as kascade wrote it before phases existed, built here from its documented parts.
-    const nlohmann::json inputs = {{"model", "m"}, {"tokenizer", "t"}, {"text", "x"}};
-    const nlohmann::json params = {{"method", "oracle"},
-                                   {"ctx", 512},
-                                   {"token_offset", 8687},
-                                   {"n_tokens", 8192},
-                                   {"tile", 16},
-                                   {"topk", {{"topk_tiles", 4}, {"round_k", 0}}},
-                                   {"key_granularity", "token"},
-                                   {"pooling", "post_softmax"}};
-    EXPECT_EQ(key_of(oracle_inputs()), content_key("eval", kEvalFormatVersion, inputs, params));
+    EXPECT_EQ(key_of(oracle_inputs()), content_key("eval", kEvalFormatVersion, kHashInputs, kOraclePrefillParams));
     // Decode settings do not enter a prefill key.
     ResolvedEval with_counts = oracle_inputs();
     with_counts.params.prompt_tokens = 100;
@@ -75,17 +78,9 @@ TEST(EvalKey, Bf16ProductsAddTheirNumericsAndExactOnesNothing) {
     // the numerics, built here from the documented parts.
     ResolvedEval bf16 = oracle_inputs();
     bf16.params.matmul = MatmulPrecision::Bf16;
-    const nlohmann::json inputs = {{"model", "m"}, {"tokenizer", "t"}, {"text", "x"}};
-    const nlohmann::json params = {{"method", "oracle"},
-                                   {"ctx", 512},
-                                   {"token_offset", 8687},
-                                   {"n_tokens", 8192},
-                                   {"tile", 16},
-                                   {"topk", {{"topk_tiles", 4}, {"round_k", 0}}},
-                                   {"key_granularity", "token"},
-                                   {"pooling", "post_softmax"},
-                                   {"matmul", "bf16"}};
-    EXPECT_EQ(key_of(bf16), content_key("eval", kEvalFormatVersion, inputs, params));
+    nlohmann::json params = kOraclePrefillParams;
+    params["matmul"] = "bf16";
+    EXPECT_EQ(key_of(bf16), content_key("eval", kEvalFormatVersion, kHashInputs, params));
 }
 
 TEST(EvalKey, DecodeKeysDependOnPhaseAndCounts) {
@@ -123,7 +118,6 @@ TEST(EvalKey, OmniKvAndLessIsMoreKeysNameTheirLayersAndOnlyThem) {
     ResolvedEval omnikv = decode;
     omnikv.params.method = EvalMethod::OmniKv;
     omnikv.params.selection_layers = {2};
-    const nlohmann::json inputs = {{"model", "m"}, {"tokenizer", "t"}, {"text", "x"}};
     nlohmann::json params = {{"method", "omnikv"},
                              {"ctx", 512},
                              {"token_offset", 8687},
@@ -134,7 +128,7 @@ TEST(EvalKey, OmniKvAndLessIsMoreKeysNameTheirLayersAndOnlyThem) {
                              {"tile", 16},
                              {"filter_layers", nlohmann::json::array({2})},
                              {"topk", {{"topk_tiles", 4}, {"round_k", 0}}}};
-    EXPECT_EQ(key_of(omnikv), content_key("eval", kEvalFormatVersion, inputs, params));
+    EXPECT_EQ(key_of(omnikv), content_key("eval", kEvalFormatVersion, kHashInputs, params));
     ResolvedEval omnikv_granularity = omnikv;  // no key granularity, pooling or window ratio
     omnikv_granularity.granularity = KeyGranularity::Tile;
     omnikv_granularity.pooling = Pooling::PreSoftmax;
@@ -152,7 +146,7 @@ TEST(EvalKey, OmniKvAndLessIsMoreKeysNameTheirLayersAndOnlyThem) {
     params["selection_layers"] = nlohmann::json::array({2});
     params["window_ratio"] = 0.25;
     params["sink_tokens"] = 4;
-    EXPECT_EQ(key_of(lessismore), content_key("eval", kEvalFormatVersion, inputs, params));
+    EXPECT_EQ(key_of(lessismore), content_key("eval", kEvalFormatVersion, kHashInputs, params));
     ResolvedEval other_ratio = lessismore;
     other_ratio.params.window_ratio = 0.5;
     EXPECT_NE(key_of(other_ratio), key_of(lessismore));
