@@ -194,4 +194,12 @@ struct EnumNameTable<MatmulPrecision> {
         {{MatmulPrecision::Exact, "exact"}, {MatmulPrecision::Bf16, "bf16"}}};
 };
 
+/// The element type of the KV cache (--kv-dtype): fp32, or BF16 (half the bytes a long-context decode reads; every
+/// kernel widens the rows to fp32 as it loads them, so only the stored keys and values are rounded).
+enum class KvDType { F32, BF16 };
+template <>
+struct EnumNameTable<KvDType> {
+    static constexpr EnumNames<KvDType, 2> names{{{KvDType::F32, "f32"}, {KvDType::BF16, "bf16"}}};
+};
+
 }  // namespace kascade

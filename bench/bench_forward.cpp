@@ -2,10 +2,13 @@
 // `kascade generate` run, against the machine's limits measured in the same run (bench/machine_limits.h).
 //
 // Rows:
-//   prefill/<model>/ctx:<n>/<method>/<numerics>   one perplexity window: evaluate_perplexity() over BOS + ctx-1
-//                                                 tokens (forward pass, LM head in chunks, log-softmax scoring)
-//   decode/<model>/T:<n>/<method>/<numerics>      one new token after n cached positions: forward() of one token,
-//                                                 the LM head of its row and the greedy pick, as generate does
+//   prefill/<model>/ctx:<n>/<method>/<numerics>/kv:<kv>   one perplexity window: evaluate_perplexity() over BOS +
+//                                                 ctx-1 tokens (forward pass, LM head in chunks, log-softmax scoring)
+//   decode/<model>/T:<n>/B:<b>/<method>/<numerics>/kv:<kv>   one new token for each of b sequences after n cached
+//                                                 positions each: one batched forward() of b tokens (each sequence its
+//                                                 own cache and policy), the LM head of their rows and the greedy
+//                                                 picks, as generate --batch does; kv: the KV cache's dtype (f32 or
+//                                                 bf16, --kv-dtype)
 // numerics: exact (weights as in the file, fp32 activations: --matmul exact), bf16 (file weights, activations
 // rounded to BF16: --matmul bf16), f32 (weights expanded to fp32 at load: --weights-dtype f32).
 // method: dense, or kascade (anchors at every 4th layer, the layers between reuse them with the identity head map,
@@ -15,21 +18,25 @@
 // Llama-3.1-8B, those the model has), all at the same key budget (decode_methods()).
 //
 // Counters:
-//   tokens_per_s          positions (prefill) or new tokens (decode) per second of wall time
+//   tokens_per_s          positions (prefill) or new tokens (decode: b per step) per second of wall time
 //   matmul_ms, attention_ms, other_ms   the split of one iteration (other = everything else, scoring included);
 //   matmul_pct, attn_pct  the shares of matrix products and attention in the iteration's time, in %;
 //   norm_ms, rope_kv_ms, act_ms, scoring_ms   parts of other: norms with residual adds, RoPE + KV-cache copy,
 //                         SwiGLU, log-softmax of the logits
 //   GFLOP/s               prefill: matrix-product flops / matrix-product time
-//   GB/s                  decode: bytes of weights + KV cache read per token / time per token
+//   GB/s                  decode: bytes of weights + KV cache read per step (the weights once, b caches) / time
 //   pct_limit             prefill: GFLOP/s / the GEMM peak of its numerics (BF16 peak for bf16 on BF16 weights, else
 //                         fp32 peak); decode: GB/s / memory bandwidth measured at the start of the run
 //   adjacent_GB/s, pct_adjacent   decode: the mean of the bandwidth measured just before and just after the row,
 //                         and GB/s over it (a VM's bandwidth drifts with the host's load within minutes)
 //   pct_arith             prefill: GFLOP/s / the arithmetic peak of its numerics (multiply-add instructions on
 //                         registers, machine_limits::arithmetic_peak_gflops), where the build has one
-//   speedup               dense time / own time in the same (model, ctx or T, numerics) group, measured in this run
+//   speedup               dense time / own time in the same (model, ctx or T, numerics, kv) group, measured in this run
 //   attn_speedup          the same for the attention time alone
+//   kv_speedup            decode, kv:bf16 rows: the same method's kv:f32 time / own time, measured in this run
+//   kv_bound              its byte bound: the bytes a dense step reads with an f32 cache / with a bf16 cache
+//   batch_speedup         decode, B > 1 rows: tokens/s / tokens/s of the same row at B = 1, measured in this run
+//   batch_bound           its byte bound: b x the bytes of a B = 1 dense step / the bytes of the batched dense step
 // Models: stories260K (real weights, fp32 file; prefill only: it is trained to 512 positions), and random BF16
 // checkpoints with SmolLM2-135M's and Llama-3.2-1B's config.json written by write_random_checkpoint and loaded by
 // load_model (memory-mapped) like any checkpoint. They are written to a temporary folder removed at exit, or kept
@@ -168,11 +175,12 @@ double layer_macs_per_token(const ModelWeights& w) {
     return macs;
 }
 
-/// Bytes one decode step reads from memory: every layer matrix and the LM head once, one embedding row, and the keys
-/// and values of `positions` positions in every layer (within its window).
-double decode_bytes(const ModelWeights& w, int positions) {
+/// Bytes one dense decode step of `batch` sequences reads from memory: every layer matrix and the LM head once, one
+/// embedding row per sequence, and per sequence the keys and values of `positions` positions in every layer (within
+/// its window), in the cache's dtype.
+double decode_bytes(const ModelWeights& w, int positions, KvDType kv, int batch = 1) {
     auto bytes = [](const WeightMatrix& m) { return static_cast<double>(matrix_elements(m) * dtype_size(m.dtype)); };
-    double total = bytes(w.lm_head) + static_cast<double>(w.embed.cols * dtype_size(w.embed.dtype));
+    double total = bytes(w.lm_head) + static_cast<double>(w.embed.cols * dtype_size(w.embed.dtype)) * batch;
     for (const LayerWeights& l : w.layers) {
         for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) total += bytes(*m);
     }
@@ -180,7 +188,8 @@ double decode_bytes(const ModelWeights& w, int positions) {
     for (int layer = 0; layer < c.n_layers; ++layer) {
         const int window = c.window(layer);
         const int keys = window > 0 ? std::min(window, positions) : positions;
-        total += 2.0 * keys * c.n_kv_heads * c.head_dim * sizeof(float);
+        total +=
+            2.0 * batch * keys * c.n_kv_heads * c.head_dim * (kv == KvDType::F32 ? sizeof(float) : sizeof(uint16_t));
     }
     return total;
 }
@@ -261,8 +270,13 @@ std::vector<AttentionMethod> decode_methods() {
 // ---- measurement ----
 
 machine_limits::MachineLimits g_limits;
-/// Per "<kind>/<model>/<size>/<numerics>": the dense row's seconds and attention milliseconds per iteration.
+/// Per "<kind>/<model>/<size>/<numerics>[/<kv>]": the dense row's seconds and attention milliseconds per iteration.
 std::map<std::string, std::pair<double, double>> g_dense_time;
+/// Per "<model>/<T>/<numerics>/<method>": the batch-1 kv:f32 decode row's seconds per iteration (kv_speedup's
+/// baseline).
+std::map<std::string, double> g_f32_kv_time;
+/// Per "<model>/<T>/<numerics>/<method>/<kv>": the batch-1 decode row's tokens/s (batch_speedup's baseline).
+std::map<std::string, double> g_batch1_tokens_per_s;
 
 void report_speedup(benchmark::State& state, const std::string& group, EvalMethod method, double seconds,
                     double attention_ms) {
@@ -296,7 +310,7 @@ std::vector<int32_t> synthetic_tokens(int count, int vocab_size) {
 }
 
 void BM_prefill(benchmark::State& state, const std::string& model_name, int ctx, Numerics numerics,
-                const AttentionMethod& method) {
+                const AttentionMethod& method, KvDType kv) {
     const ModelWeights& weights = model_weights(model_name, numerics);
     const ModelConfig& c = weights.config;
     const Transformer model(weights, ctx, matmul_precision(numerics));
@@ -304,7 +318,7 @@ void BM_prefill(benchmark::State& state, const std::string& model_name, int ctx,
     const int32_t bos = sequence_start_token(c, nullptr);
     const int text_tokens = bos >= 0 ? ctx - 1 : ctx;
     const std::vector<int32_t> text = synthetic_tokens(text_tokens, c.vocab_size);
-    const PerplexityOptions options{.ctx = ctx, .offset = 0, .max_tokens = text_tokens};
+    const PerplexityOptions options{.ctx = ctx, .offset = 0, .max_tokens = text_tokens, .kv_dtype = kv};
     {
         // Warm-up: every weight paged in and the activation buffers grown, on a short window.
         const PerplexityOptions short_window{.ctx = std::min(ctx, 64), .offset = 0, .max_tokens = 0};
@@ -336,7 +350,9 @@ void BM_prefill(benchmark::State& state, const std::string& model_name, int ctx,
         100.0 * gflops / (bf16_products ? g_limits.bf16_gemm_gflops : g_limits.fp32_gemm_gflops);
     const double arithmetic_peak = bf16_products ? g_limits.bf16_arith_gflops : g_limits.fp32_arith_gflops;
     if (arithmetic_peak > 0) state.counters["pct_arith"] = 100.0 * gflops / arithmetic_peak;
-    report_speedup(state, "prefill/" + model_name + "/" + std::to_string(ctx) + "/" + numerics_name(numerics),
+    report_speedup(state,
+                   "prefill/" + model_name + "/" + std::to_string(ctx) + "/" + numerics_name(numerics) + "/" +
+                       std::string(mode_name(kv)),
                    method.method, seconds / n, stats.attention_ms / n);
 }
 
@@ -366,22 +382,34 @@ void fill_cache(KvCache& cache, const ModelConfig& c, int positions) {
     }
 }
 
-void BM_decode(benchmark::State& state, const std::string& model_name, int positions, Numerics numerics,
-               const AttentionMethod& method) {
+void BM_decode(benchmark::State& state, const std::string& model_name, int positions, int batch, Numerics numerics,
+               const AttentionMethod& method, KvDType kv) {
     const ModelWeights& weights = model_weights(model_name, numerics);
     const ModelConfig& c = weights.config;
     const Transformer model(weights, positions + 1, matmul_precision(numerics));
-    const std::unique_ptr<AttentionPolicy> policy = method.make(c);
-    KvCache cache(c, positions + 1, policy->kv_page_size());
-    fill_cache(cache, c, positions);
-    std::vector<float> hidden(c.dim), logits(c.vocab_size);
-    int32_t token = c.bos_token_id >= 0 ? c.bos_token_id : 0;
+    // Each sequence its own policy (per-sequence selection state) and cache.
+    std::vector<std::unique_ptr<AttentionPolicy>> policies;
+    std::vector<std::unique_ptr<KvCache>> caches;
+    for (int b = 0; b < batch; ++b) {
+        policies.push_back(method.make(c));
+        caches.push_back(std::make_unique<KvCache>(c, positions + 1, policies.back()->kv_page_size(), kv));
+        fill_cache(*caches.back(), c, positions);
+    }
+    std::vector<float> hidden(static_cast<size_t>(batch) * c.dim), logits(static_cast<size_t>(batch) * c.vocab_size);
+    std::vector<int32_t> tokens(batch, c.bos_token_id >= 0 ? c.bos_token_id : 0);
     ForwardStats stats;
     auto step = [&](ForwardStats* s) {
-        cache.truncate(positions);
-        model.forward(std::span<const int32_t>(&token, 1), cache, *policy, hidden.data(), s);
-        model.lm_head(hidden.data(), 1, logits.data(), s);
-        token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        std::vector<ForwardSequence> sequences;
+        for (int b = 0; b < batch; ++b) {
+            caches[b]->truncate(positions);
+            sequences.push_back({std::span(&tokens[b], 1), caches[b].get(), policies[b].get()});
+        }
+        model.forward(sequences, hidden.data(), s);
+        model.lm_head(hidden.data(), batch, logits.data(), s);
+        for (int b = 0; b < batch; ++b) {
+            const float* row = logits.data() + static_cast<size_t>(b) * c.vocab_size;
+            tokens[b] = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
+        }
     };
     step(nullptr);  // warm-up: weights paged in
     // The bandwidth just before and just after the row as well as at the start of the run: on a shared VM it moves
@@ -396,14 +424,34 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
     const double adjacent_gbps = (gbps_before + machine_limits::memory_read_gbps()) / 2;
     const double n = static_cast<double>(state.iterations());
     report_split(state, stats, seconds, 0, n);
-    state.counters["tokens_per_s"] = n / seconds;
-    const double gbps = decode_bytes(weights, positions + 1) * n / seconds * 1e-9;
+    const double tokens_per_s = batch * n / seconds;
+    state.counters["tokens_per_s"] = tokens_per_s;
+    const double gbps = decode_bytes(weights, positions + 1, kv, batch) * n / seconds * 1e-9;
     state.counters["GB/s"] = gbps;
     state.counters["pct_limit"] = 100.0 * gbps / g_limits.memory_gbps;
     state.counters["adjacent_GB/s"] = adjacent_gbps;
     state.counters["pct_adjacent"] = 100.0 * gbps / adjacent_gbps;
-    report_speedup(state, "decode/" + model_name + "/" + std::to_string(positions) + "/" + numerics_name(numerics),
-                   method.method, seconds / n, stats.attention_ms / n);
+    const std::string row = model_name + "/" + std::to_string(positions) + "/" + numerics_name(numerics);
+    const std::string kv_name(mode_name(kv));
+    report_speedup(state, "decode/" + row + "/" + std::to_string(batch) + "/" + kv_name, method.method, seconds / n,
+                   stats.attention_ms / n);
+    const std::string same_row = row + "/" + std::string(mode_name(method.method)) + "/" + kv_name;
+    if (batch == 1) {
+        g_batch1_tokens_per_s[same_row] = tokens_per_s;
+    } else if (g_batch1_tokens_per_s.count(same_row)) {
+        state.counters["batch_speedup"] = tokens_per_s / g_batch1_tokens_per_s[same_row];
+        state.counters["batch_bound"] =
+            batch * decode_bytes(weights, positions + 1, kv) / decode_bytes(weights, positions + 1, kv, batch);
+    }
+    if (batch > 1) return;  // kv_speedup compares batch-1 rows
+    const std::string same_method = row + "/" + std::string(mode_name(method.method));
+    if (kv == KvDType::F32) {
+        g_f32_kv_time[same_method] = seconds / n;
+    } else if (g_f32_kv_time.count(same_method)) {
+        state.counters["kv_speedup"] = g_f32_kv_time[same_method] / (seconds / n);
+        state.counters["kv_bound"] =
+            decode_bytes(weights, positions + 1, KvDType::F32) / decode_bytes(weights, positions + 1, kv);
+    }
 }
 
 // ---- rows ----
@@ -412,19 +460,23 @@ std::string size_label(int n) {
     return n % 1024 == 0 ? std::to_string(n / 1024) + "K" : std::to_string(n);
 }
 
-void register_prefill(const std::string& model, int ctx, Numerics numerics, const AttentionMethod& method) {
+void register_prefill(const std::string& model, int ctx, Numerics numerics, const AttentionMethod& method,
+                      KvDType kv = KvDType::F32) {
     const std::string name = "prefill/" + model + "/ctx:" + std::to_string(ctx) + "/" +
-                             std::string(mode_name(method.method)) + "/" + numerics_name(numerics);
-    benchmark::RegisterBenchmark(name.c_str(), BM_prefill, model, ctx, numerics, method)
+                             std::string(mode_name(method.method)) + "/" + numerics_name(numerics) +
+                             "/kv:" + std::string(mode_name(kv));
+    benchmark::RegisterBenchmark(name.c_str(), BM_prefill, model, ctx, numerics, method, kv)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(2.0)
         ->UseRealTime();
 }
 
-void register_decode(const std::string& model, int positions, Numerics numerics, const AttentionMethod& method) {
-    const std::string name = "decode/" + model + "/T:" + size_label(positions) + "/" +
-                             std::string(mode_name(method.method)) + "/" + numerics_name(numerics);
-    benchmark::RegisterBenchmark(name.c_str(), BM_decode, model, positions, numerics, method)
+void register_decode(const std::string& model, int positions, int batch, Numerics numerics,
+                     const AttentionMethod& method, KvDType kv) {
+    const std::string name = "decode/" + model + "/T:" + size_label(positions) + "/B:" + std::to_string(batch) + "/" +
+                             std::string(mode_name(method.method)) + "/" + numerics_name(numerics) +
+                             "/kv:" + std::string(mode_name(kv));
+    benchmark::RegisterBenchmark(name.c_str(), BM_decode, model, positions, batch, numerics, method, kv)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(1.0)
         ->UseRealTime();
@@ -447,16 +499,28 @@ void register_all() {
         for (Numerics numerics : {Numerics::Exact, Numerics::Bf16, Numerics::F32}) {
             for (int ctx : m.prefill_ctx) {
                 register_prefill(m.model, ctx, numerics, dense_method());
-                if (ctx == m.kascade_ctx && numerics != Numerics::F32)
+                if (ctx == m.kascade_ctx && numerics != Numerics::F32) {
                     register_prefill(m.model, ctx, numerics, kascade_method());
+                    // A BF16 cache where attention is a visible share of the prefill.
+                    for (const AttentionMethod& method : {dense_method(), kascade_method()})
+                        register_prefill(m.model, ctx, numerics, method, KvDType::BF16);
+                }
             }
             if (numerics == Numerics::F32) continue;  // decode: the file's BF16 weights, the two numerics
             for (int positions : m.decode_positions) {
-                // Sparse decode rows from 8K cached tokens on (at 64 the 128-key floor keeps every key anyway).
-                for (const AttentionMethod& method : decode_methods()) {
-                    if (positions >= 8192 || method.method == EvalMethod::Dense)
-                        register_decode(m.model, positions, numerics, method);
+                // kv:f32 first: the baseline of the kv:bf16 rows' kv_speedup.
+                for (KvDType kv : {KvDType::F32, KvDType::BF16}) {
+                    // Sparse decode rows from 8K cached tokens on (at 64 the 128-key floor keeps every key anyway).
+                    for (const AttentionMethod& method : decode_methods()) {
+                        if (positions >= 8192 || method.method == EvalMethod::Dense)
+                            register_decode(m.model, positions, 1, numerics, method, kv);
+                    }
                 }
+                // Batch 8 of the 1B shape, BF16 cache (eight 32K caches in f32 would need 17 GB): dense and Kascade,
+                // after their batch-1 rows (the baseline of batch_speedup).
+                if (m.model != "llama32_1b" || positions < 8192) continue;
+                for (const AttentionMethod& method : {dense_method(), kascade_method()})
+                    register_decode(m.model, positions, 8, numerics, method, KvDType::BF16);
             }
         }
     }

@@ -8,8 +8,8 @@
 # Each thread count is one bench_forward run (bench/README.md, section bench_forward) of these rows, so every figure
 # is the code path `kascade perplexity` / `generate` runs:
 #   prefill/llama32_1b/ctx:512/dense/bf16     one 512-token perplexity window, BF16 matrix products
-#   decode/llama32_1b/T:<n>/dense/bf16        one new token after n cached positions (fp32 KV cache)
-#   decode/llama32_1b/T:<n>/kascade/bf16      the same with Kascade (anchors every 4th layer, 10 % of the keys)
+#   decode/llama32_1b/T:<n>/B:1/dense/bf16/kv:<kv>     one new token after n cached positions, KV cache in f32 and in bf16
+#   decode/llama32_1b/T:<n>/B:1/kascade/bf16/kv:<kv>   the same with Kascade (anchors every 4th layer, 10 % of the keys)
 # and the limits bench_forward measures at its start on the same threads: BF16 GEMM peak and memory bandwidth.
 # The table gives tokens/s, the scaling against the first thread count (ideal: the ratio of thread counts), the
 # prefill's share of the BF16 GEMM peak and the decode's share of the bandwidth; the JSON of every run is kept.
@@ -38,7 +38,7 @@ command -v python3 >/dev/null || { echo "thread_scaling.sh: python3 is needed to
 mkdir -p "$OUT" "$KASCADE_BENCH_MODELS"
 
 decode_alternatives=$(echo "$DECODE_T" | tr ' ' '|')
-filter="prefill/llama32_1b/ctx:512/dense/bf16|decode/llama32_1b/T:($decode_alternatives)/(dense|kascade)/bf16"
+filter="prefill/llama32_1b/ctx:512/dense/bf16|decode/llama32_1b/T:($decode_alternatives)/B:1/(dense|kascade)/bf16/kv:"
 for threads in $THREADS_LIST; do
     echo "thread_scaling.sh: $threads thread(s)" >&2
     OMP_NUM_THREADS=$threads OMP_PROC_BIND=close OMP_PLACES=cores "$BENCH" --benchmark_filter="$filter" \
@@ -58,7 +58,8 @@ def row(run, name):
     return next(b for b in run["benchmarks"] if b["name"] == name)
 header = ["threads", "BF16 GEMM GFLOP/s", "bandwidth GB/s"]
 for name in names:
-    short = re.sub(r"/(min_time:[^/]*|real_time)", "", name).replace("/llama32_1b", "").replace("/bf16", "")
+    short = re.sub(r"/(min_time:[^/]*|real_time)", "", name).replace("/llama32_1b", "").replace("/B:1", "")
+    short = re.sub(r"/bf16(?=/|$)", "", short)  # the products' numerics, the same in every row
     header += [f"{short} tok/s", "scaling", "% GEMM" if name.startswith("prefill") else "% bw"]
 print("| " + " | ".join(header) + " |")
 print("|" + "---|" * len(header))

@@ -13,7 +13,6 @@ namespace kascade::detail {
 namespace {
 
 constexpr int kRowBlock = 6;  ///< rows per micro-kernel: 6 x 2 vectors = 12 accumulators, 2 loads, 1 broadcast
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // s[r][c0 .. c0+16) = sum_p k[r][p] * qt[p][c0 .. c0+16) for r < R.
 template <int R>
@@ -105,7 +104,7 @@ void value_columns(const QueryBlock& b, const float* v, int j0, int n_keys) {
 
 size_t query_block_floats(int head_dim, int group, int max_rows, int max_keys) {
     const size_t n_pad = round_up(group * max_rows, kPanel);
-    return n_pad * (2 * static_cast<size_t>(head_dim) + max_keys + 4);
+    return n_pad * (2 * static_cast<size_t>(head_dim) + max_keys + 4) + static_cast<size_t>(max_keys) * head_dim;
 }
 
 QueryBlock query_block_bind(float* scratch, int head_dim, int group, int max_rows, int max_keys) {
@@ -122,6 +121,7 @@ QueryBlock query_block_bind(float* scratch, int head_dim, int group, int max_row
     b.l = b.m + cap;
     b.alpha = b.l + cap;
     b.pos = reinterpret_cast<int32_t*>(b.alpha + cap);
+    b.kv = b.alpha + 2 * cap;
     return b;
 }
 
@@ -186,8 +186,9 @@ void raw_scores(QueryBlock& b, const float* k, int n_keys) {
 
 }  // namespace
 
-void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0) {
-    raw_scores(b, k, n_keys);
+void query_block_scores(QueryBlock& b, KvPtr k, int n_keys, int key0) {
+    KASCADE_ASSERT(n_keys <= b.max_keys);
+    raw_scores(b, kv_as_float(k, static_cast<int64_t>(n_keys) * b.head_dim, b.kv), n_keys);
     // Causal mask: only key rows after the block's first query can be hidden from some column.
     for (int kk = std::max(0, b.min_pos + 1 - key0); kk < n_keys; ++kk) {
         float* row = b.s + kk * b.n_pad;
@@ -262,8 +263,10 @@ void query_block_exp_fixed(QueryBlock& b, int n_keys, const float* m_fixed) {
     }
 }
 
-void query_block_accumulate(QueryBlock& b, const float* v, int n_keys) {
+void query_block_accumulate(QueryBlock& b, KvPtr v_rows, int n_keys) {
+    KASCADE_ASSERT(n_keys <= b.max_keys);
     const int d = b.head_dim;
+    const float* v = kv_as_float(v_rows, static_cast<int64_t>(n_keys) * d, b.kv);
     int j0 = 0;
     for (; j0 + 2 * kLanes <= d; j0 += 2 * kLanes) value_columns<2>(b, v, j0, n_keys);
     if (j0 < d) value_columns<1>(b, v, j0, n_keys);

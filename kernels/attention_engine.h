@@ -12,13 +12,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "kernels/attention_types.h"
+#include "kernels/kv_ptr.h"
 
 namespace kascade::detail {
 
 constexpr int kPanel = 16;            ///< query columns per score micro-kernel (two vectors)
 constexpr int kPosPadding = 1 << 30;  ///< position given to padding columns (never stored; a window masks them)
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();  ///< the score of a masked key
 
 inline int round_up(int x, int m) {
     return (x + m - 1) / m * m;
@@ -41,6 +44,7 @@ struct QueryBlock {
     float* alpha = nullptr;  ///< [n_pad] rescale factor of the last softmax update
     float* o = nullptr;      ///< [n_pad][head_dim] unnormalised output
     int32_t* pos = nullptr;  ///< [n_pad] absolute query position per column (kPosPadding for padding)
+    float* kv = nullptr;     ///< [max_keys][head_dim] a block of BF16 key or value rows widened to fp32
 };
 
 /// Preconditions every attention kernel checks (aborting on failure): positive sizes, whole GQA groups, head_dim a
@@ -59,9 +63,9 @@ void query_block_load(QueryBlock& b, const AttnShape& shape, const float* q, int
                       float prescale, bool with_output);
 
 /// s = K[key0 .. key0+n_keys) . qt with the causal and window masks (score -inf where the key is after the column's
-/// query or at or before query - window). k points at key row key0 of the KV head.
+/// query or at or before query - window). k points at key row key0 of the KV head (BF16 rows are widened into b.kv).
 /// With a window a block may hide every key from some column; the softmax below handles such columns.
-void query_block_scores(QueryBlock& b, const float* k, int n_keys, int key0);
+void query_block_scores(QueryBlock& b, KvPtr k, int n_keys, int key0);
 
 /// Scores of gathered keys: k holds n_keys rows copied from the positions key_pos[0 .. n_keys), all before the block's
 /// first query (so no causal mask applies); only the window mask is applied, per key position.
@@ -78,8 +82,9 @@ void query_block_softmax(QueryBlock& b, int n_keys);
 /// s <- exp2(s - m_fixed[c]): exact probabilities when the final log2-sum-exp per column is already known.
 void query_block_exp_fixed(QueryBlock& b, int n_keys, const float* m_fixed);
 
-/// o <- o * alpha + p^T V for the probabilities in s; v points at value row key0 of the KV head.
-void query_block_accumulate(QueryBlock& b, const float* v, int n_keys);
+/// o <- o * alpha + p^T V for the probabilities in s; v points at value row key0 of the KV head (BF16 rows are
+/// widened into b.kv).
+void query_block_accumulate(QueryBlock& b, KvPtr v, int n_keys);
 
 /// Per sub-tile of `tile` key rows of the block: out[t][c] = sum (or max) of s over the rows of sub-tile t.
 /// out: [ceil(n_keys / tile)][n_pad].
@@ -91,13 +96,13 @@ void query_block_store(const QueryBlock& b, const AttnShape& shape, int kv_head,
 
 /// What one dense prefill pass produces (kernels/dense_attention.cpp runs it; tile_mass.cpp reuses it).
 struct PrefillOutputs {
-    const float* v = nullptr;  ///< null: no value work (row statistics and/or mass only)
+    KvPtr v = nullptr;         ///< null: no value work (row statistics and/or mass only)
     float* out = nullptr;      ///< [n_q][n_q_heads][head_dim], needs v
     float* lse = nullptr;      ///< [n_q_heads][n_q] natural-log sum-exp of the scaled scores
     TileMass* mass = nullptr;  ///< post-softmax mass, pooled with tile `tile` (needs n_q == n_k)
     int tile = 0;
 };
-void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, const PrefillOutputs& outputs);
+void dense_prefill_pass(const AttnShape& shape, const float* q, KvPtr k, const PrefillOutputs& outputs);
 
 /// A run of consecutive keys of one KV head (decode: the single query's window is applied by clipping the runs).
 struct KeyRange {
@@ -108,17 +113,18 @@ struct KeyRange {
 /// Decode over arbitrary key ranges: ranges[range_begin[h] .. range_begin[h+1]) are the keys of KV head h, ascending
 /// and disjoint. The keys are cut into pieces of a fixed size (independent of the thread count, so results are
 /// bitwise reproducible), each piece's partial softmax state is computed in parallel and merged in order.
-void decode_pass(const AttnShape& shape, const float* q, const float* k, const float* v, const KeyRange* ranges,
+void decode_pass(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const KeyRange* ranges,
                  const int* range_begin, float* out);
 
 /// Decode over listed keys: keys[key_begin[h] .. key_begin[h+1]) are the key positions KV head h attends (any
 /// order, no repeats, at least one per head). The listed K/V rows are read in place (no copy), in pieces of a fixed
 /// number of entries merged in order as in decode_pass.
-void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k, const float* v, const int32_t* keys,
+void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
                           const int* key_begin, float* out);
 
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n and the group's g: the prescaled queries qs [group][d] against n
-/// consecutive key rows, register-blocked over query heads and keys and finished by transposing reductions.
-void decode_scores(const float* qs, int group, int d, const float* k, int n, float* sc, int ld);
+/// consecutive key rows, register-blocked over query heads and keys and finished by transposing reductions (BF16
+/// rows widened as they are loaded).
+void decode_scores(const float* qs, int group, int d, KvPtr k, int n, float* sc, int ld);
 
 }  // namespace kascade::detail

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+
+#include "kernels/bf16.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -31,6 +34,14 @@ constexpr int kLanes = 8;  ///< floats per vector
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
+/// A KV row element as a float: fp32 as it is, BF16 widened (the scalar twin of the v_load overloads).
+inline float kv_float(float x) {
+    return x;
+}
+inline float kv_float(uint16_t h) {
+    return float_from_bf16(h);
+}
+
 #if KASCADE_SIMD_AVX2
 
 using vf = __m256;
@@ -46,6 +57,11 @@ inline vf v_bcast(const float* p) {
 }
 inline vf v_load(const float* p) {
     return _mm256_loadu_ps(p);
+}
+/// Eight BF16 values (a BF16 KV cache's row elements) widened to floats: each is the upper half of its float.
+inline vf v_load(const uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 inline void v_store(float* p, vf a) {
     _mm256_storeu_ps(p, a);
@@ -153,6 +169,11 @@ inline vf v_bcast(const float* p) {
 inline vf v_load(const float* p) {
     vf r;
     std::memcpy(r.x, p, sizeof(r.x));
+    return r;
+}
+inline vf v_load(const uint16_t* p) {
+    vf r;
+    for (int j = 0; j < kLanes; ++j) r.x[j] = float_from_bf16(p[j]);
     return r;
 }
 inline void v_store(float* p, vf a) {

@@ -3,7 +3,7 @@
 // Memory layout (fp32, row-major) used by every attention kernel:
 //   q, out : token-major [n_q][n_q_heads][head_dim]      (row stride n_q_heads*head_dim, as the projections write it)
 //   k, v   : head-major  [n_kv_heads][kv_stride][head_dim] (a KV cache with room for kv_stride rows per head;
-//                                                           rows 0..n_k-1 are valid)
+//                                                           rows 0..n_k-1 are valid), fp32 or BF16 (kernels/kv_ptr.h)
 // Query row i sits at absolute position n_k - n_q + i and attends causally to keys 0..(its position).
 // GQA: query head h reads KV head h / (n_q_heads / n_kv_heads).
 //
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/modes.h"
+#include "kernels/kv_ptr.h"
 
 namespace kascade {
 

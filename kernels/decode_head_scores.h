@@ -11,9 +11,9 @@ namespace kascade {
 /// scores [n_q_heads][n_k]: scale * q_h . k_j for the keys j inside the query's window (AttnShape::
 /// effective_window(); the query is at position n_k - 1), -inf for the keys before it. Heads in parallel.
 /// q: [n_q_heads][head_dim]; k: [n_kv_heads][kv_stride][head_dim]; shape.n_q must be 1.
-void decode_head_scores(const AttnShape& shape, const float* q, const float* k, float* scores);
+void decode_head_scores(const AttnShape& shape, const float* q, KvPtr k, float* scores);
 
 /// The same rows turned into softmax probabilities in place (keys outside the window get 0).
-void decode_head_probabilities(const AttnShape& shape, const float* q, const float* k, float* probabilities);
+void decode_head_probabilities(const AttnShape& shape, const float* q, KvPtr k, float* probabilities);
 
 }  // namespace kascade

@@ -19,6 +19,7 @@ namespace kascade {
 namespace {
 
 using detail::kLanes;
+using detail::kNegInf;
 using detail::v_add;
 using detail::v_exp2;
 using detail::v_fma;
@@ -34,7 +35,6 @@ using detail::v_zero;
 using detail::vf;
 
 constexpr int kScorePiece = 1024;  ///< keys per work piece (fixed: results do not depend on the thread count)
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /// The scores of every key the query sees, laid out in scratch, and the pieces they were computed in.
 struct DecodeScores {
@@ -46,14 +46,14 @@ struct DecodeScores {
     const float* state = nullptr;  ///< [n_kv_heads][n_pieces][group][2]: piece max and sum (post-softmax)
 };
 
-/// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[kk][j0 ..] (v: n consecutive value rows).
-template <int NV>
-void accumulate_values(const float* p, int n, const float* v, int d, int j0, float* o) {
+/// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[kk][j0 ..] (v: n consecutive value rows, float or BF16).
+template <int NV, typename T>
+void accumulate_values(const float* p, int n, const T* v, int d, int j0, float* o) {
     vf acc[NV];
     for (vf& a : acc) a = v_zero();
     for (int kk = 0; kk < n; ++kk) {
         const vf pb = v_set1(p[kk]);
-        const float* vr = v + static_cast<int64_t>(kk) * d + j0;
+        const T* vr = v + static_cast<int64_t>(kk) * d + j0;
         for (int x = 0; x < NV; ++x) acc[x] = v_fma(pb, v_load(vr + x * kLanes), acc[x]);
     }
     for (int x = 0; x < NV; ++x) v_store(o + j0 + x * kLanes, acc[x]);
@@ -62,7 +62,7 @@ void accumulate_values(const float* p, int n, const float* v, int d, int j0, flo
 /// Pass 1: per (KV head, piece) the scaled scores of the group's query heads; for post-softmax also exp2(s - piece
 /// max) in place and the piece's sum, and (v not null) the piece's unnormalised output sum_j exp2(s_j - m) v_j into
 /// scratch->output ([n_kv_heads][n_pieces][group][head_dim]).
-DecodeScores score_keys(const AttnShape& shape, const float* q, const float* k, const float* v, bool post_softmax,
+DecodeScores score_keys(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool post_softmax,
                         DecodeScoringScratch* scratch) {
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1 && q != nullptr && k != nullptr && scratch != nullptr);
@@ -110,7 +110,7 @@ DecodeScores score_keys(const AttnShape& shape, const float* q, const float* k, 
             const int off = piece * kScorePiece;
             const int n = std::min(kScorePiece, n_keys - off);
             float* sh = scores + static_cast<int64_t>(h) * group * ld;
-            const float* kh = k + (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
+            const KvPtr kh = k + (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
             detail::decode_scores(qs, group, d, kh, n, sh + off, ld);
             if (!post_softmax) continue;
             for (int g = 0; g < group; ++g) {
@@ -133,11 +133,12 @@ DecodeScores score_keys(const AttnShape& shape, const float* q, const float* k, 
                 state[at * 2] = m;
                 state[at * 2 + 1] = l;
                 if (v == nullptr) continue;
-                const float* vh = v + (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
                 float* o = output + at * d;
-                int j0 = 0;
-                for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) accumulate_values<4>(s, n, vh, d, j0, o);
-                for (; j0 < d; j0 += kLanes) accumulate_values<1>(s, n, vh, d, j0, o);
+                (v + (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d).visit([&](const auto* vh) {
+                    int j0 = 0;
+                    for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) accumulate_values<4>(s, n, vh, d, j0, o);
+                    for (; j0 < d; j0 += kLanes) accumulate_values<1>(s, n, vh, d, j0, o);
+                });
             }
         }
     }
@@ -309,7 +310,7 @@ void select_head_tokens(const float* row, int h, int first, int n_cand, int budg
 
 /// Pass 1 (score_keys), the dense output if v is given, then per KV head the pooling and, if rule is given, the
 /// head's top-k: one parallel region after the scores.
-void token_mass_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v, float* out,
+void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
                      Pooling pooling, DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
                      TokenSelection* selection = nullptr) {
     KASCADE_ASSERT(tile > 0 && mass != nullptr);
@@ -340,7 +341,7 @@ void token_mass_pass(const AttnShape& shape, int tile, const float* q, const flo
     }
 }
 
-void tile_mass_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v, float* out,
+void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
                     Pooling pooling, DecodeScoringScratch* scratch, TileMass* mass) {
     KASCADE_ASSERT(tile > 0 && mass != nullptr);
     const bool post = pooling == Pooling::PostSoftmax;
@@ -388,30 +389,30 @@ void tile_mass_pass(const AttnShape& shape, int tile, const float* q, const floa
 
 }  // namespace
 
-void decode_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+void decode_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
                        DecodeScoringScratch* scratch, TokenMass* mass) {
     token_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass);
 }
 
-void decode_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+void decode_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
                       DecodeScoringScratch* scratch, TileMass* mass) {
     tile_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass);
 }
 
-void decode_token_mass_topk(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+void decode_token_mass_topk(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
                             const TopKRule& rule, DecodeScoringScratch* scratch, TokenMass* mass,
                             TokenSelection* selection) {
     KASCADE_ASSERT(selection != nullptr);
     token_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass, &rule, selection);
 }
 
-void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                                        float* out, DecodeScoringScratch* scratch, TokenMass* mass) {
     KASCADE_ASSERT(v != nullptr && out != nullptr);
     token_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass);
 }
 
-void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                                       float* out, DecodeScoringScratch* scratch, TileMass* mass) {
     KASCADE_ASSERT(v != nullptr && out != nullptr);
     tile_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass);

@@ -46,26 +46,26 @@ struct DecodeScoringScratch {
 /// query heads; with Pooling::PreSoftmax the max over those heads of the scaled raw score. mass->row(h, 0)[j] for the
 /// candidates j, 0 for every other key. One pass over K (scores kept in scratch), key pieces in parallel.
 /// q: [n_q_heads][head_dim]; k: [n_kv_heads][kv_stride][head_dim]; shape.n_q must be 1.
-void decode_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+void decode_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
                        DecodeScoringScratch* scratch, TokenMass* mass);
 
 /// The same pooled per key tile: the sum (post-softmax) or max (pre-softmax) over the tile's keys inside the query's
 /// window, for the candidate key tiles; 0 for the others.
-void decode_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+void decode_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
                       DecodeScoringScratch* scratch, TileMass* mass);
 
 /// Dense decode (as attn_dense_decode: out [n_q_heads][head_dim]) and the post-softmax decode mass of
 /// decode_token_mass in one pass over K and V, for a dense layer whose selection reuse layers read: the scores and
 /// probabilities are computed once for both.
-void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                                        float* out, DecodeScoringScratch* scratch, TokenMass* mass);
 /// The same with the per-tile mass of decode_tile_mass.
-void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                                       float* out, DecodeScoringScratch* scratch, TileMass* mass);
 
 /// decode_token_mass followed by select_decode_tokens, the pooling and the top-k of each KV head done together (one
 /// parallel region fewer: a decode anchor step is short, and every region costs a barrier).
-void decode_token_mass_topk(const AttnShape& shape, int tile, const float* q, const float* k, Pooling pooling,
+void decode_token_mass_topk(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
                             const TopKRule& rule, DecodeScoringScratch* scratch, TokenMass* mass,
                             TokenSelection* selection);
 

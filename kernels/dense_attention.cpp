@@ -20,7 +20,6 @@ namespace {
 
 constexpr int kKeyBlock = 64;      ///< keys per score block of the dense prefill
 constexpr int kDecodePiece = 256;  ///< keys per decode work piece (fixed: results do not depend on thread count)
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /// Query rows per dense work item: about 128 columns (rows x group) keep the score block and the transposed queries
 /// in L1/L2 while amortising each K/V block over many queries.
@@ -76,14 +75,14 @@ void for_each_part(const DecodePiece& piece, const KeyRange* ranges, F&& f) {
     }
 }
 
-/// o[j0 .. j0 + 8*NV) = sum over the piece's keys of p[idx] * v[key][j0 ..].
-template <int NV>
-void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float* p, const float* v, int d, int j0,
+/// o[j0 .. j0 + 8*NV) = sum over the piece's keys of p[idx] * v[key][j0 ..] (T: float, or uint16_t for BF16 rows).
+template <int NV, typename T>
+void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float* p, const T* v, int d, int j0,
                    float* o) {
     vf acc[NV];
     for (vf& a : acc) a = v_zero();
     for_each_part(piece, ranges, [&](int start, int len, int idx) {
-        const float* vr = v + static_cast<int64_t>(start) * d + j0;
+        const T* vr = v + static_cast<int64_t>(start) * d + j0;
         for (int kk = 0; kk < len; ++kk, vr += d) {
             const vf pb = v_bcast(p + idx + kk);
             for (int n = 0; n < NV; ++n) acc[n] = v_fma(pb, v_load(vr + n * kLanes), acc[n]);
@@ -92,16 +91,51 @@ void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float
     for (int n = 0; n < NV; ++n) v_store(o + j0 + n * kLanes, acc[n]);
 }
 
+/// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[keys[kk]][j0 ..].
+template <int NV, typename T>
+void decode_values_gathered(const int32_t* keys, int n, const float* p, const T* v, int d, int j0, float* o) {
+    vf acc[NV];
+    for (vf& a : acc) a = v_zero();
+    for (int kk = 0; kk < n; ++kk) {
+        const T* vr = v + static_cast<int64_t>(keys[kk]) * d + j0;
+        const vf pb = v_bcast(p + kk);
+        for (int x = 0; x < NV; ++x) acc[x] = v_fma(pb, v_load(vr + x * kLanes), acc[x]);
+    }
+    for (int x = 0; x < NV; ++x) v_store(o + j0 + x * kLanes, acc[x]);
+}
+
+/// Calls values(std::integral_constant<int, NV>{}, j0) over the columns of a head_dim-d row in chunks of up to four
+/// vectors (the value kernels' accumulators).
+template <typename ValueChunk>
+void for_each_value_chunk(int d, ValueChunk values) {
+    int j0 = 0;
+    for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) values(std::integral_constant<int, 4>{}, j0);
+    switch ((d - j0) / kLanes) {
+        case 3:
+            values(std::integral_constant<int, 3>{}, j0);
+            break;
+        case 2:
+            values(std::integral_constant<int, 2>{}, j0);
+            break;
+        case 1:
+            values(std::integral_constant<int, 1>{}, j0);
+            break;
+        default:
+            break;
+    }
+}
+
 // Decode scores: sc[g * ld + kk] = qs[g] . row_of(kk) for the group's query heads g and keys kk < n. Micro-kernels
 // take GC query heads against NK keys (GC * NK <= 8 accumulators): each key vector loaded is used by GC heads and each
-// query vector by NK keys, and one transposing reduction finishes the GC * NK dot products.
+// query vector by NK keys, and one transposing reduction finishes the GC * NK dot products. row_of returns a float or
+// a BF16 (uint16_t) row; v_load widens the latter.
 template <int GC, int NK, typename RowOf>
 inline void score_block(const float* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
     static_assert(GC * NK <= kLanes);
     vf acc[kLanes];
     KASCADE_UNROLL
     for (int a = 0; a < kLanes; ++a) acc[a] = v_zero();
-    const float* rows[NK];
+    decltype(row_of(0)) rows[NK];
     KASCADE_UNROLL
     for (int j = 0; j < NK; ++j) rows[j] = row_of(kk + j);
     for (int p = 0; p < d; p += kLanes) {
@@ -144,7 +178,7 @@ void decode_scores_of(const float* qs, int group, int d, const RowOf& row_of, in
                 break;
         }
         for (; kk < n; ++kk) {
-            const float* row = row_of(kk);
+            const auto* row = row_of(kk);
             for (int g = 0; g < gc; ++g) {
                 vf acc = v_zero();
                 for (int p = 0; p < d; p += kLanes) acc = v_fma(v_load(q0 + g * d + p), v_load(row + p), acc);
@@ -157,7 +191,8 @@ void decode_scores_of(const float* qs, int group, int d, const RowOf& row_of, in
 /// decode_scores over gathered rows of one KV head, the rows k[keys[kk]]: eight rows per block for each query head
 /// (the rows stay in L1 across the group's heads, and eight scattered rows keep eight cache misses in flight: measured
 /// faster here than the head-blocked kernels of decode_scores_of).
-void decode_scores_gathered(const float* qs, int group, int d, const float* k, const int32_t* keys, int n, float* sc,
+template <typename T>
+void decode_scores_gathered(const float* qs, int group, int d, const T* k, const int32_t* keys, int n, float* sc,
                             int ld) {
     const auto row_of = [k, keys, d](int kk) { return k + static_cast<int64_t>(keys[kk]) * d; };
     int kk = 0;
@@ -170,19 +205,6 @@ void decode_scores_gathered(const float* qs, int group, int d, const float* k, c
             sc[g * ld + kk] = v_hsum(acc);
         }
     }
-}
-
-/// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[keys[kk]][j0 ..].
-template <int NV>
-void decode_values_gathered(const int32_t* keys, int n, const float* p, const float* v, int d, int j0, float* o) {
-    vf acc[NV];
-    for (vf& a : acc) a = v_zero();
-    for (int kk = 0; kk < n; ++kk) {
-        const float* vr = v + static_cast<int64_t>(keys[kk]) * d + j0;
-        const vf pb = v_bcast(p + kk);
-        for (int x = 0; x < NV; ++x) acc[x] = v_fma(pb, v_load(vr + x * kLanes), acc[x]);
-    }
-    for (int x = 0; x < NV; ++x) v_store(o + j0 + x * kLanes, acc[x]);
 }
 
 /// Softmax state of one piece for one query head from its scores s[0 .. n) (padded with -inf to a multiple of 8 in
@@ -233,11 +255,13 @@ void merge_decode_pieces(const AttnShape& shape, const std::vector<int>& piece_b
 
 /// The work of both decode passes over their pieces (each a run of at most kDecodePiece keys of one KV head):
 /// score(piece, qs, head_off, sc, ld) writes the pre-scaled scores of the group's query heads, sc[g * ld + i];
-/// values(std::integral_constant<int, NV>, piece, p, v_head, j0, o) adds the probabilities' value rows for columns
-/// j0 .. j0 + NV * kLanes. Each piece keeps its own softmax state; the pieces are merged per head in order, so the
-/// result does not depend on the thread count.
-template <class ScoreFn, class ValueFn>
-void run_decode_pieces(const AttnShape& shape, const float* q, const float* v, const std::vector<DecodePiece>& pieces,
+/// values(piece, p, v_head, o) writes o[0 .. head_dim) = the value rows weighted by one query head's probabilities
+/// p[i]. A query head at a time: a variant that took every head of the group per loaded row read the rows in strided
+/// passes and measured 29 % slower on an fp32 cache at 32K keys (16-core Xeon), no faster on a BF16 one. Each piece
+/// keeps its own softmax state; the pieces are merged per head in order, so the result does not depend on the thread
+/// count. T: the value rows' element type (float, or uint16_t for BF16).
+template <typename T, class ScoreFn, class ValueFn>
+void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const std::vector<DecodePiece>& pieces,
                        const std::vector<int>& piece_begin, ScoreFn score, ValueFn values, float* out) {
     const int group = shape.group_size();
     const int d = shape.head_dim;
@@ -264,24 +288,7 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const float* v, c
             float* s = sc + g * ld;
             const int64_t st = static_cast<int64_t>(pi) * group + g;
             piece_softmax(s, piece.n_keys, &state_m[st], &state_l[st]);
-            float* o = state_o.data() + st * d;
-            const float* vh = v + head_off;
-            int j0 = 0;
-            for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes)
-                values(std::integral_constant<int, 4>{}, piece, s, vh, j0, o);
-            switch ((d - j0) / kLanes) {
-                case 3:
-                    values(std::integral_constant<int, 3>{}, piece, s, vh, j0, o);
-                    break;
-                case 2:
-                    values(std::integral_constant<int, 2>{}, piece, s, vh, j0, o);
-                    break;
-                case 1:
-                    values(std::integral_constant<int, 1>{}, piece, s, vh, j0, o);
-                    break;
-                default:
-                    break;
-            }
+            values(piece, s, v + head_off, state_o.data() + st * d);
         }
     };
     // Pieces are handed out kPiecesPerChunk at a time; with no more than that (a short context) one thread would
@@ -304,9 +311,11 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const float* v, c
 }  // namespace
 
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n: eight keys at a time, finished by one transposing reduction.
-void decode_scores(const float* qs, int group, int d, const float* k, int n, float* sc, int ld) {
-    decode_scores_of(
-        qs, group, d, [k, d](int kk) { return k + static_cast<int64_t>(kk) * d; }, n, sc, ld);
+void decode_scores(const float* qs, int group, int d, KvPtr k, int n, float* sc, int ld) {
+    k.visit([&](const auto* rows) {
+        decode_scores_of(
+            qs, group, d, [rows, d](int kk) { return rows + static_cast<int64_t>(kk) * d; }, n, sc, ld);
+    });
 }
 
 void check_attn_shape(const AttnShape& s) {
@@ -317,7 +326,7 @@ void check_attn_shape(const AttnShape& s) {
     KASCADE_ASSERT(s.window >= 0);
 }
 
-void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, const PrefillOutputs& outputs) {
+void dense_prefill_pass(const AttnShape& shape, const float* q, KvPtr k, const PrefillOutputs& outputs) {
     check_attn_shape(shape);
     KASCADE_ASSERT(q != nullptr && k != nullptr);
     KASCADE_ASSERT((outputs.out == nullptr) == (outputs.v == nullptr));
@@ -388,7 +397,7 @@ void dense_prefill_pass(const AttnShape& shape, const float* q, const float* k, 
     }
 }
 
-void decode_pass(const AttnShape& shape, const float* q, const float* k, const float* v, const KeyRange* ranges,
+void decode_pass(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const KeyRange* ranges,
                  const int* range_begin, float* out) {
     check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1);
@@ -425,13 +434,14 @@ void decode_pass(const AttnShape& shape, const float* q, const float* k, const f
             decode_scores(qs, group, d, k + head_off + static_cast<int64_t>(start) * d, len, sc + idx, ld);
         });
     };
-    const auto values = [&](auto nv, const DecodePiece& piece, const float* p, const float* vh, int j0, float* o) {
-        decode_values<decltype(nv)::value>(piece, ranges, p, vh, d, j0, o);
+    const auto values = [&](const DecodePiece& piece, const float* p, const auto* vh, float* o) {
+        for_each_value_chunk(
+            d, [&](auto nv, int j0) { decode_values<decltype(nv)::value>(piece, ranges, p, vh, d, j0, o); });
     };
-    run_decode_pieces(shape, q, v, pieces, piece_begin, score, values, out);
+    v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, values, out); });
 }
 
-void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k, const float* v, const int32_t* keys,
+void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
                           const int* key_begin, float* out) {
     check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1);
@@ -453,18 +463,21 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, const float* k
     piece_begin[n_kv] = static_cast<int>(pieces.size());
 
     const auto score = [&](const DecodePiece& piece, const float* qs, int64_t head_off, float* sc, int ld) {
-        decode_scores_gathered(qs, group, d, k + head_off, keys + piece.range, piece.n_keys, sc, ld);
+        (k + head_off).visit([&](const auto* k_rows) {
+            decode_scores_gathered(qs, group, d, k_rows, keys + piece.range, piece.n_keys, sc, ld);
+        });
     };
-    const auto values = [&](auto nv, const DecodePiece& piece, const float* p, const float* vh, int j0, float* o) {
-        decode_values_gathered<decltype(nv)::value>(keys + piece.range, piece.n_keys, p, vh, d, j0, o);
+    const auto values = [&](const DecodePiece& piece, const float* p, const auto* vh, float* o) {
+        for_each_value_chunk(d, [&](auto nv, int j0) {
+            decode_values_gathered<decltype(nv)::value>(keys + piece.range, piece.n_keys, p, vh, d, j0, o);
+        });
     };
-    run_decode_pieces(shape, q, v, pieces, piece_begin, score, values, out);
+    v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, values, out); });
 }
 
 }  // namespace detail
 
-void attn_dense_prefill(const AttnShape& shape, const float* q, const float* k, const float* v, float* out,
-                        float* lse) {
+void attn_dense_prefill(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, float* out, float* lse) {
     KASCADE_ASSERT(v != nullptr && out != nullptr);
     detail::PrefillOutputs outputs;
     outputs.v = v;
@@ -473,7 +486,7 @@ void attn_dense_prefill(const AttnShape& shape, const float* q, const float* k, 
     detail::dense_prefill_pass(shape, q, k, outputs);
 }
 
-void attn_dense_decode(const AttnShape& shape, const float* q, const float* k, const float* v, float* out) {
+void attn_dense_decode(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, float* out) {
     detail::check_attn_shape(shape);
     const int window = shape.effective_window();
     const int key_begin = window > 0 ? shape.n_k - window : 0;

@@ -11,11 +11,10 @@ namespace kascade {
 /// q, out: [n_q][n_q_heads][head_dim]; k, v: [n_kv_heads][kv_stride][head_dim].
 /// lse (optional, may be null): [n_q_heads][n_q] receives the log-sum-exp of each row's scaled scores, so a second
 /// pass can recover exact softmax probabilities (see tile_mass_post_softmax).
-void attn_dense_prefill(const AttnShape& shape, const float* q, const float* k, const float* v, float* out,
-                        float* lse = nullptr);
+void attn_dense_prefill(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, float* out, float* lse = nullptr);
 
 /// Decode: one query row per head (shape.n_q == 1, position n_k - 1) against the whole cache, or only its last
 /// shape.window keys. The keys are split across threads and the partial softmax states merged.
-void attn_dense_decode(const AttnShape& shape, const float* q, const float* k, const float* v, float* out);
+void attn_dense_decode(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, float* out);
 
 }  // namespace kascade

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/bf16.h"
+
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512BF16__)
 #define KASCADE_MATMUL_AVX512BF16 1
 #include <immintrin.h>
@@ -25,21 +27,8 @@
 
 namespace kascade::detail::matmul {
 
-/// BF16 bits of x rounded to nearest, ties to even; NaN stays a (quiet) NaN of the same sign.
-inline uint16_t bf16_from_float(float x) {
-    uint32_t u;
-    std::memcpy(&u, &x, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return static_cast<uint16_t>(u >> 16);
-}
-
-inline float float_from_bf16(uint16_t h) {
-    const uint32_t u = static_cast<uint32_t>(h) << 16;
-    float x;
-    std::memcpy(&x, &u, 4);
-    return x;
-}
+using kascade::bf16_from_float;
+using kascade::float_from_bf16;
 
 /// IEEE half to float, exact (every half is a float).
 inline float float_from_f16(uint16_t h) {

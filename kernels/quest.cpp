@@ -18,21 +18,30 @@ using detail::v_mul;
 using detail::v_zero;
 using detail::vf;
 
-void key_page_bounds_add(const float* keys, int n, int head_dim, bool first, float* min, float* max) {
-    KASCADE_ASSERT(keys != nullptr && min != nullptr && max != nullptr && n > 0 && head_dim > 0);
+namespace {
+
+template <typename T>
+void page_bounds_add(const T* keys, int n, int head_dim, bool first, float* min, float* max) {
     int start = 0;
     if (first) {
-        std::copy(keys, keys + head_dim, min);
-        std::copy(keys, keys + head_dim, max);
+        for (int p = 0; p < head_dim; ++p) min[p] = max[p] = detail::kv_float(keys[p]);
         start = 1;
     }
     for (int t = start; t < n; ++t) {
-        const float* row = keys + static_cast<int64_t>(t) * head_dim;
+        const T* row = keys + static_cast<int64_t>(t) * head_dim;
         for (int p = 0; p < head_dim; ++p) {
-            min[p] = std::min(min[p], row[p]);
-            max[p] = std::max(max[p], row[p]);
+            const float x = detail::kv_float(row[p]);
+            min[p] = std::min(min[p], x);
+            max[p] = std::max(max[p], x);
         }
     }
+}
+
+}  // namespace
+
+void key_page_bounds_add(KvPtr keys, int n, int head_dim, bool first, float* min, float* max) {
+    KASCADE_ASSERT(keys != nullptr && min != nullptr && max != nullptr && n > 0 && head_dim > 0);
+    keys.visit([&](const auto* rows) { page_bounds_add(rows, n, head_dim, first, min, max); });
 }
 
 void quest_page_scores(const AttnShape& shape, const float* q, const KeyPageBounds& bounds, TileMass* scores) {

@@ -24,7 +24,7 @@ struct KeyPageBounds {
 
 /// Starts (first == true) or widens the bounds of one page with n key rows [n][head_dim].
 /// min, max: [head_dim].
-void key_page_bounds_add(const float* keys, int n, int head_dim, bool first, float* min, float* max);
+void key_page_bounds_add(KvPtr keys, int n, int head_dim, bool first, float* min, float* max);
 
 /// Quest page scores of one decode query (shape.n_q == 1, q [n_q_heads][head_dim]) for every page of the cache:
 /// scores->row(h, 0)[x] for the candidate pages x (before the query's page, holding a key inside its window, see

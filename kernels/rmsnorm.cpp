@@ -2,12 +2,11 @@
 
 #include <cmath>
 
+#include "kernels/elementwise_parallel.h"
+
 namespace kascade {
 
 namespace {
-/// Below this many elements a parallel region costs more than it saves (and stalls when the other cores are busy).
-constexpr int64_t kParallelMinElements = 1 << 16;
-
 inline void norm_row(const float* x, const float* weight, float* y, int dim, float eps) {
     double sum_sq = 0;
 #pragma omp simd reduction(+ : sum_sq)

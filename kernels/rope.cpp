@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "kernels/elementwise_parallel.h"
 
 namespace kascade {
 
@@ -23,11 +24,6 @@ RopeTable rope_table(int head_dim, int max_positions, std::span<const double> in
     }
     return table;
 }
-
-namespace {
-/// Below this many elements a parallel region costs more than it saves.
-constexpr int64_t kParallelMinElements = 1 << 16;
-}  // namespace
 
 void rope_apply(const RopeTable& table, bool interleaved, float* x, int64_t n_rows, int n_heads, int64_t pos0) {
     const int d = table.head_dim;

@@ -34,8 +34,8 @@ struct PrefillItem {
     int src;           ///< the selection's head this KV head reads (head map)
     int q_tile, row0;  ///< query tile and its first row
     int key_begin;     ///< keys before it are outside every row's window
-    const float* k_head;
-    const float* v_head;
+    KvPtr k_head;
+    KvPtr v_head;
 };
 
 /// The prefill both granularities share: one work item per (query tile, KV head), later tiles first (they usually
@@ -43,7 +43,7 @@ struct PrefillItem {
 /// attends the causal diagonal tile in place and stores the rows. Checks the arguments both entry points share.
 template <typename Selection, typename AttendSelected>
 void sparse_prefill(const AttnShape& shape, int tile, const Selection& selection, int max_keys, size_t extra_floats,
-                    const float* q, const float* k, const float* v, const int32_t* head_map, float* out,
+                    const float* q, KvPtr k, KvPtr v, const int32_t* head_map, float* out,
                     AttendSelected attend_selected) {
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr);
@@ -72,8 +72,8 @@ void sparse_prefill(const AttnShape& shape, int tile, const Selection& selection
             const int n_rows = std::min(tile, shape.n_q - row0);
             detail::query_block_load(b, shape, q, kv_head, row0, n_rows, prescale, true);
             const int64_t head_off = static_cast<int64_t>(kv_head) * shape.kv_stride * d;
-            const float* k_head = k + head_off;
-            const float* v_head = v + head_off;
+            const KvPtr k_head = k + head_off;
+            const KvPtr v_head = v + head_off;
             // Keys before the first row's window are outside every row's window (a selection made under another
             // layer's window may hold such keys); the rest of the window is masked per key.
             attend_selected(PrefillItem{b, mine + block_floats, head_map ? head_map[kv_head] : kv_head, qt, row0,
@@ -88,7 +88,7 @@ void sparse_prefill(const AttnShape& shape, int tile, const Selection& selection
 
 }  // namespace
 
-void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                          const TileSelection& selection, const int32_t* head_map, float* out) {
     const int d = shape.head_dim;
     const int run_tiles = std::max(1, kMaxRunKeys / tile);
@@ -115,7 +115,7 @@ void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const
     });
 }
 
-void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                                const TokenSelection& selection, const int32_t* head_map, float* out) {
     const int d = shape.head_dim;
     // Per thread after the query block: gathered K and V rows [kMaxRunKeys][d] and their positions. A gathered
@@ -142,10 +142,8 @@ void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q,
                 const int key = list[i];
                 KASCADE_ASSERT(key >= 0 && key < it.row0 && (i == 0 || key > list[i - 1]));
                 if (key < it.key_begin) continue;
-                std::copy(it.k_head + static_cast<int64_t>(key) * d, it.k_head + static_cast<int64_t>(key + 1) * d,
-                          k_rows + static_cast<int64_t>(n_gathered) * d);
-                std::copy(it.v_head + static_cast<int64_t>(key) * d, it.v_head + static_cast<int64_t>(key + 1) * d,
-                          v_rows + static_cast<int64_t>(n_gathered) * d);
+                kv_to_float(it.k_head + static_cast<int64_t>(key) * d, d, k_rows + static_cast<int64_t>(n_gathered) * d);
+                kv_to_float(it.v_head + static_cast<int64_t>(key) * d, d, v_rows + static_cast<int64_t>(n_gathered) * d);
                 key_pos[n_gathered++] = key;
                 if (n_gathered == kMaxRunKeys) flush();
             }
@@ -153,7 +151,7 @@ void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q,
         });
 }
 
-void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                         const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map, float* out) {
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
@@ -191,7 +189,7 @@ void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const 
     detail::decode_pass(shape, q, k, v, ranges.data(), range_begin.data(), out);
 }
 
-void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                               const int32_t* keys, const int32_t* count, int max_k, const int32_t* head_map,
                               float* out) {
     detail::check_attn_shape(shape);

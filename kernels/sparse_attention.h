@@ -13,27 +13,27 @@ namespace kascade {
 /// Prefill (shape.n_q == shape.n_k, queries start at position 0). selection must have been made with the same tile.
 /// head_map (may be null = identity): for KV head h of this layer, the KV head of `selection` whose tiles it uses
 /// (the reuse layer's map onto its anchor); values in [0, selection.n_kv_heads).
-void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_sparse_prefill(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                          const TileSelection& selection, const int32_t* head_map, float* out);
 
 /// Token-level prefill (the paper's Kascade): each query row attends to the selected individual keys of its (mapped
 /// KV head, query tile) plus the causal diagonal tile. The selected K/V rows are gathered per (KV head, query tile)
 /// into contiguous blocks and go through the same score / online-softmax / value blocks as the dense kernel.
 /// selection.tile must equal tile; head_map as above.
-void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                                const TokenSelection& selection, const int32_t* head_map, float* out);
 
 /// Decode (shape.n_q == 1, position n_k - 1): per KV head h, attend to the key tiles
 /// tiles[h*max_k .. h*max_k + count[h]) (all strictly before the query's tile) plus the query's own, possibly
 /// partial, tile. head_map as above.
-void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                         const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map, float* out);
 
 /// Token-level decode (shape.n_q == 1, position n_k - 1): per KV head h, attend to the keys
 /// keys[src*max_k .. src*max_k + count[src]) (src = head_map[h], or h; ascending, strictly before the query's tile)
 /// that lie inside the query's window, plus the query's own, possibly partial, tile. The listed K/V rows are read in
 /// place (detail::decode_pass_gathered).
-void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
+void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
                               const int32_t* keys, const int32_t* count, int max_k, const int32_t* head_map,
                               float* out);
 

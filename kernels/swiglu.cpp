@@ -2,15 +2,12 @@
 
 #include <algorithm>
 
+#include "kernels/elementwise_parallel.h"
 #include "kernels/exp_simd.h"
 
 namespace kascade {
 
 namespace {
-
-/// Elements from which the threads share the work; below, a parallel region costs more than it saves (a decode
-/// step's 1536-element activation takes about a microsecond on one core).
-constexpr int64_t kParallelMinElements = 1 << 16;
 
 void swiglu_range(const float* gate, const float* up, float* out, int64_t begin, int64_t end) {
 #pragma omp simd

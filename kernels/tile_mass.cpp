@@ -25,7 +25,7 @@ using detail::v_set1;
 using detail::v_zero;
 using detail::vf;
 
-constexpr int kKeyBlock = 64;  ///< target keys (and query rows) per block; rounded to whole tiles
+constexpr int kPoolKeyBlock = 64;  ///< target keys (and query rows) per block; rounded to whole tiles
 
 void init_mass(const AttnShape& shape, int tile, TileMass* mass) {
     KASCADE_ASSERT(mass != nullptr && tile > 0 && shape.n_q == shape.n_k);
@@ -70,14 +70,14 @@ struct PoolItem {
     const float* m_fixed;  ///< [n_pad], post-softmax only
     float* extra;          ///< the caller's per-thread scratch
     int kv_head, row0, n_rows;
-    const float* k_head;
+    KvPtr k_head;
 };
 
 /// The second pass over Q.K both granularities share: one work item per (KV head, block of `block` query rows),
 /// later blocks first; each loads its query block (and the rows' lse for post-softmax pooling, kMax false) and hands
 /// it to pool_keys(item), which scores its keys and pools them into the item's own mass rows.
 template <bool kMax, typename PoolKeys>
-void pool_pass(const AttnShape& shape, int block, int key_block, size_t extra_floats, const float* q, const float* k,
+void pool_pass(const AttnShape& shape, int block, int key_block, size_t extra_floats, const float* q, KvPtr k,
                const float* lse, PoolKeys pool_keys) {
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(q != nullptr && k != nullptr && (kMax || lse != nullptr));
@@ -120,20 +120,19 @@ void pool_pass(const AttnShape& shape, int block, int key_block, size_t extra_fl
 // Token granularity: per candidate key of each query tile, the post-softmax probability (kMax false, needs lse) or
 // the max scaled score (kMax true) pooled over the group's heads and the tile's rows.
 template <bool kMax>
-void token_pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
-                     TokenMass* mass) {
+void token_pool_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, const float* lse, TokenMass* mass) {
     init_token_mass(shape, tile, mass);
     const int group = shape.group_size();
     const int d = shape.head_dim;
-    const int block = tile * std::max(1, kKeyBlock / tile);
-    pool_pass<kMax>(shape, block, kKeyBlock, 0, q, k, lse, [&](const PoolItem& it) {
+    const int block = tile * std::max(1, kPoolKeyBlock / tile);
+    pool_pass<kMax>(shape, block, kPoolKeyBlock, 0, q, k, lse, [&](const PoolItem& it) {
         QueryBlock& b = it.block;
         const int q_tile0 = it.row0 / tile;
         const int n_local_tiles = tile_count(it.n_rows, tile);
         // Candidates end at the last local tile's first row; they start in the window of the first row.
         const int key_end = it.row0 + (n_local_tiles - 1) * tile;
-        for (int key0 = detail::window_key_begin(it.row0, b.window, 1); key0 < key_end; key0 += kKeyBlock) {
-            const int n_keys = std::min(kKeyBlock, key_end - key0);
+        for (int key0 = detail::window_key_begin(it.row0, b.window, 1); key0 < key_end; key0 += kPoolKeyBlock) {
+            const int n_keys = std::min(kPoolKeyBlock, key_end - key0);
             detail::query_block_scores(b, it.k_head + static_cast<int64_t>(key0) * d, n_keys, key0);
             if (!kMax) detail::query_block_exp_fixed(b, n_keys, it.m_fixed);
             for (int lt = 0; lt < n_local_tiles; ++lt) {
@@ -153,12 +152,11 @@ void token_pool_pass(const AttnShape& shape, int tile, const float* q, const flo
 // Tile granularity: per key tile of each query tile, the post-softmax mass (kMax false, needs lse) or the max scaled
 // score (kMax true), pooled over the group's heads, the tile's rows and the key tile's keys.
 template <bool kMax>
-void tile_pool_pass(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
-                    TileMass* mass) {
+void tile_pool_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, const float* lse, TileMass* mass) {
     init_mass(shape, tile, mass);
     const int group = shape.group_size();
     const int d = shape.head_dim;
-    const int block = tile * std::max(1, kKeyBlock / tile);
+    const int block = tile * std::max(1, kPoolKeyBlock / tile);
     const size_t cap = detail::round_up(group * block, detail::kPanel);
     // Per thread: the pooled partial sums (or maxima) of each key tile of a key block, [block / tile][n_pad].
     pool_pass<kMax>(shape, block, block, cap * (block / tile), q, k, lse, [&](const PoolItem& it) {
@@ -198,13 +196,13 @@ void tile_pool_pass(const AttnShape& shape, int tile, const float* q, const floa
 
 }  // namespace
 
-void tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
+void tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, KvPtr k, const float* lse,
                             TileMass* mass) {
     tile_pool_pass<false>(shape, tile, q, k, lse, mass);
 }
 
-void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float* q, const float* k, const float* v,
-                                  float* out, TileMass* mass) {
+void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
+                                  TileMass* mass) {
     KASCADE_ASSERT(v != nullptr && out != nullptr && mass != nullptr);
     detail::PrefillOutputs outputs;
     outputs.v = v;
@@ -214,7 +212,7 @@ void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float*
     detail::dense_prefill_pass(shape, q, k, outputs);
 }
 
-void attn_tile_mass(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* mass, float* lse) {
+void attn_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, TileMass* mass, float* lse) {
     KASCADE_ASSERT(mass != nullptr);
     detail::PrefillOutputs outputs;
     outputs.lse = lse;
@@ -223,18 +221,18 @@ void attn_tile_mass(const AttnShape& shape, int tile, const float* q, const floa
     detail::dense_prefill_pass(shape, q, k, outputs);
 }
 
-void attn_row_lse(const AttnShape& shape, const float* q, const float* k, float* lse) {
+void attn_row_lse(const AttnShape& shape, const float* q, KvPtr k, float* lse) {
     KASCADE_ASSERT(lse != nullptr);
     detail::PrefillOutputs outputs;
     outputs.lse = lse;
     detail::dense_prefill_pass(shape, q, k, outputs);
 }
 
-void tile_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TileMass* scores) {
+void tile_max_score(const AttnShape& shape, int tile, const float* q, KvPtr k, TileMass* scores) {
     tile_pool_pass<true>(shape, tile, q, k, nullptr, scores);
 }
 
-void attn_token_mass(const AttnShape& shape, int tile, const float* q, const float* k, TokenMass* mass, float* lse) {
+void attn_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, TokenMass* mass, float* lse) {
     KASCADE_ASSERT(mass != nullptr);
     std::vector<float> own_lse;
     if (lse == nullptr) {
@@ -245,12 +243,12 @@ void attn_token_mass(const AttnShape& shape, int tile, const float* q, const flo
     token_pool_pass<false>(shape, tile, q, k, lse, mass);
 }
 
-void token_mass_post_softmax(const AttnShape& shape, int tile, const float* q, const float* k, const float* lse,
+void token_mass_post_softmax(const AttnShape& shape, int tile, const float* q, KvPtr k, const float* lse,
                              TokenMass* mass) {
     token_pool_pass<false>(shape, tile, q, k, lse, mass);
 }
 
-void token_max_score(const AttnShape& shape, int tile, const float* q, const float* k, TokenMass* scores) {
+void token_max_score(const AttnShape& shape, int tile, const float* q, KvPtr k, TokenMass* scores) {
     token_pool_pass<true>(shape, tile, q, k, nullptr, scores);
 }
 

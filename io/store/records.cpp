@@ -147,6 +147,8 @@ const std::vector<Field<RunRecord>>& RunRecord::fields() {
         {"window_ratio", &R::window_ratio},
         // Added by schema version 10.
         {"matmul", &R::matmul},
+        // Added by schema version 11.
+        {"kv_dtype", &R::kv_dtype},
     };
     return f;
 }
@@ -185,6 +187,8 @@ const std::vector<Field<TaskRunRecord>>& TaskRunRecord::fields() {
         {"window_ratio", &R::window_ratio},
         // Added by schema version 10.
         {"matmul", &R::matmul},
+        // Added by schema version 11.
+        {"kv_dtype", &R::kv_dtype},
     };
     return f;
 }

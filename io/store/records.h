@@ -180,6 +180,7 @@ struct RunRecord {
     std::optional<std::string> selection_layers;
     std::optional<double> window_ratio;  ///< lessismore: share of the budget for sinks + recent keys
     std::string matmul = "exact";        ///< the matrix products' numerics: "exact" or "bf16" (--matmul)
+    std::string kv_dtype = "f32";        ///< the KV cache's element type: "f32" or "bf16" (--kv-dtype)
 
     static constexpr std::string_view table = "runs";
     static const std::vector<Field<RunRecord>>& fields();
@@ -251,6 +252,7 @@ struct TaskRunRecord {
     std::optional<std::string> selection_layers;  ///< omnikv, lessismore: as runs.selection_layers
     std::optional<double> window_ratio;           ///< lessismore
     std::string matmul = "exact";                 ///< as runs.matmul
+    std::string kv_dtype = "f32";                 ///< as runs.kv_dtype
 
     static constexpr std::string_view table = "task_runs";
     static const std::vector<Field<TaskRunRecord>>& fields();

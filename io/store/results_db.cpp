@@ -27,9 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace store_sql;
 
-// Concurrent sweep processes serialise their short write transactions; a writer waits this long before failing.
-constexpr int kBusyTimeoutMs = 60'000;
-
 }  // namespace
 
 std::string utc_now() {

@@ -60,6 +60,9 @@ std::string utc_now();
 class ResultsDb {
   public:
     static constexpr std::string_view kFileName = "kascade.db";
+    /// How long a connection waits for another process's lock before failing (concurrent sweep processes serialise
+    /// their short write transactions); QueryDb's read-only connections wait as long.
+    static constexpr int kBusyTimeoutMs = 60'000;
 
     /// Opens <results_dir>/kascade.db, creating the folder and the database, and migrates it to kSchemaVersion.
     /// Throws kascade::Error if the folder cannot be created or written (naming it and the OS reason), or if the

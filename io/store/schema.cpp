@@ -780,6 +780,66 @@ JOIN texts t ON t.id = r.text_id
 LEFT JOIN schedules sc ON sc.id = r.schedule_id;
 )sql";
 
+// Version 11: the element type of the KV cache a run was measured with (--kv-dtype: f32, or bf16 with keys and values
+// rounded to BF16 as they are stored), in runs and task_runs; every run stored before had an fp32 cache. The three
+// flat views are made again with it, beside matmul.
+constexpr const char* kSchemaV11 = R"sql(
+ALTER TABLE runs ADD COLUMN kv_dtype TEXT NOT NULL DEFAULT 'f32' CHECK (kv_dtype IN ('f32', 'bf16'));
+ALTER TABLE task_runs ADD COLUMN kv_dtype TEXT NOT NULL DEFAULT 'f32' CHECK (kv_dtype IN ('f32', 'bf16'));
+DROP VIEW runs_flat;
+DROP VIEW task_samples_flat;
+DROP VIEW dataset_samples_flat;
+
+CREATE VIEW runs_flat AS
+SELECT
+    r.id, r.method, r.phase, s.policy, s.threshold, s.max_reuse_dist, s.n_anchors, s.anchor_list, s.metric,
+    s.aggregation, s.head_map, s.n_anchor_layers, s.n_reuse_layers,
+    r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.key_granularity, r.k_rule, r.round_k, r.pooling,
+    r.sink_tokens, r.window_tokens, r.page_size, r.selection_layers, r.window_ratio, r.matmul, r.kv_dtype, r.ctx,
+    r.prompt_tokens, r.decode_tokens, r.token_offset, r.n_tokens,
+    m.n_scored, m.nll_dense, m.ppl_dense, m.nll_sparse, m.ppl_sparse, m.degradation_pct, m.density,
+    m.tokens_per_s, m.attn_ms_dense, m.attn_ms_anchor, m.attn_ms_reuse, m.wall_s,
+    md.path AS model_path, md.model_type, md.n_layers, md.hash AS model_hash,
+    t.path AS text_path, t.hash AS text_hash,
+    r.schedule_id, s.key AS schedule_key, s.similarity_key, r.key AS run_key,
+    r.git_commit, r.machine, r.threads, r.started_at, r.finished_at, r.status
+FROM runs r
+LEFT JOIN run_metrics m ON m.run_id = r.id
+JOIN models md ON md.id = r.model_id
+JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules s ON s.id = r.schedule_id;
+
+CREATE VIEW task_samples_flat AS
+SELECT
+    r.id AS task_run_id, r.task, r.metric, r.seed, r.prefill, r.method, sc.policy, sc.n_anchors, sc.anchor_list,
+    r.schedule_id, r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.k_rule, r.round_k, r.key_granularity, r.pooling,
+    r.page_size, r.selection_layers, r.window_ratio, r.matmul, r.kv_dtype, r.max_new_tokens,
+    s.length, s.depth_pct, s.sample_index, s.needle_depth, s.expected_json, s.generated, s.score, s.generated_tokens,
+    s.density, s.prefill_tokens_per_s, s.decode_tokens_per_s, s.threads, s.finished_at,
+    md.path AS model_path, md.hash AS model_hash, t.path AS haystack_path, r.key AS task_run_key, r.git_commit,
+    r.machine
+FROM task_samples s
+JOIN task_runs r ON r.id = s.task_run_id
+JOIN models md ON md.id = r.model_id
+LEFT JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules sc ON sc.id = r.schedule_id;
+
+CREATE VIEW dataset_samples_flat AS
+SELECT
+    r.id AS task_run_id, r.dataset_name, r.metric, r.prefill, r.method, sc.policy, sc.n_anchors, sc.anchor_list,
+    r.schedule_id, r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.k_rule, r.round_k, r.key_granularity, r.pooling,
+    r.page_size, r.selection_layers, r.window_ratio, r.matmul, r.kv_dtype, r.max_new_tokens, r.max_length,
+    r.chat_template, s.sample_index, s.sample_id, s.prompt_tokens, s.full_tokens, s.cut_at, s.answers_json,
+    s.generated, s.score, s.generated_tokens, s.density, s.prefill_tokens_per_s, s.decode_tokens_per_s, s.threads, s.finished_at,
+    md.path AS model_path, md.hash AS model_hash, t.path AS dataset_path, t.hash AS dataset_hash,
+    r.key AS task_run_key, r.git_commit, r.machine
+FROM dataset_samples s
+JOIN task_runs r ON r.id = s.task_run_id
+JOIN models md ON md.id = r.model_id
+JOIN texts t ON t.id = r.text_id
+LEFT JOIN schedules sc ON sc.id = r.schedule_id;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "create models, texts, artifacts, captures, similarities, schedules, runs, kernel_bench, runs_flat",
               kSchemaV1},
@@ -798,6 +858,7 @@ constexpr std::array kMigrations = {
               "run_layers: roles filter and selection",
               kSchemaV9},
     Migration{10, "runs, task_runs: matmul (also in runs_flat, task_samples_flat, dataset_samples_flat)", kSchemaV10},
+    Migration{11, "runs, task_runs: kv_dtype (also in runs_flat, task_samples_flat, dataset_samples_flat)", kSchemaV11},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

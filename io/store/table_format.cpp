@@ -13,8 +13,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "base/error.h"
 #include "base/closest_match.h"
+#include "base/error.h"
+#include "io/store/results_db.h"
 #include "io/store/schema.h"
 
 namespace kascade {
@@ -22,8 +23,6 @@ namespace kascade {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr int kBusyTimeoutMs = 60'000;
 
 struct StmtDeleter {
     void operator()(sqlite3_stmt* st) const { sqlite3_finalize(st); }
@@ -396,7 +395,7 @@ QueryDb::QueryDb(const fs::path& db_file) : db_file_(db_file) {
         db_ = nullptr;
         KASCADE_FAIL("cannot open results database \"{}\": {}", db_file_.string(), message);
     }
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_busy_timeout(db_, ResultsDb::kBusyTimeoutMs);
     // Opening is lazy: touch the schema now so that a file that is not a database fails here, naming itself.
     run_select(db_, "SELECT count(*) FROM sqlite_master",
                fmt::format("cannot read results database \"{}\"", db_file_.string()));

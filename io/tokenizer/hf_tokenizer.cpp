@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "io/tokenizer/byte_level.h"
+#include "io/tokenizer/json_fields.h"
 #include "io/tokenizer/sentencepiece_pieces.h"
 #include "io/tokenizer/tokenizer_config.h"
 
@@ -35,11 +36,6 @@ bool has_type(const json& node, std::string_view type) {
         }
     }
     return false;
-}
-
-const json& field_or_null(const json& object, const char* key) {
-    static const json null_value;
-    return object.contains(key) ? object[key] : null_value;
 }
 
 }  // namespace

@@ -9,17 +9,13 @@
 
 #include "base/error.h"
 #include "io/file_util.h"
+#include "io/tokenizer/json_fields.h"
 
 namespace kascade {
 
 namespace {
 
 using nlohmann::json;
-
-const json& field_or_null(const json& object, const char* key) {
-    static const json null_value;
-    return object.contains(key) ? object[key] : null_value;
-}
 
 /// A special token: a string, or an object with "content" (what transformers writes for an AddedToken).
 std::string special_token_content(const json& value) {

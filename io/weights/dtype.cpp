@@ -27,7 +27,7 @@ void store_u16(std::uint8_t* p, std::uint16_t v) {
 }
 
 // Work unit of the batched conversion: large enough to amortise scheduling, small enough to balance two threads.
-constexpr std::size_t kChunkElements = std::size_t{1} << 18;
+constexpr std::size_t kConversionChunkElements = std::size_t{1} << 18;
 
 // The serial conversion of one contiguous range.
 void convert_range_to_f32(DType dtype, const std::uint8_t* src, float* dst, std::size_t n) {
@@ -128,8 +128,8 @@ void convert_to_f32(const std::vector<F32Conversion>& batch) {
     std::vector<Chunk> chunks;
     std::size_t total = 0;
     for (const F32Conversion& job : batch) {
-        for (std::size_t begin = 0; begin < job.n; begin += kChunkElements) {
-            chunks.push_back({&job, begin, std::min(job.n, begin + kChunkElements)});
+        for (std::size_t begin = 0; begin < job.n; begin += kConversionChunkElements) {
+            chunks.push_back({&job, begin, std::min(job.n, begin + kConversionChunkElements)});
         }
         total += job.n;
     }

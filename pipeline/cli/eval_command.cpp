@@ -40,7 +40,7 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
         "  kascade eval --model models/stories260K/stories260K.bin --text TinyStories-valid.head.txt "
         "--method omnikv --filter-layers 2 --topk-tiles 4 --phase decode --offset 8687 --eval-tokens 2048");
     args->model.add_to(*cmd);
-    args->model.add_matmul_option_to(*cmd);
+    args->model.add_numerics_options_to(*cmd);
     cmd->add_option("--text", args->text, "text file (its test range is scored)")->required();
     args->method.add_to(*cmd);
     auto* ctx = check_range(cmd->add_option("--ctx", args->params.ctx, "prefill: positions per window (BOS included)")
@@ -66,14 +66,14 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
             ->capture_default_str(),
         1);
     cmd->add_flag("--force", args->force, "re-run even if an identical run is stored");
-    cmd->add_flag(
-        "--json", args->json,
-        "print one JSON object: run_id, run_key, cached, method, phase, matmul, ppl, ppl_dense, degradation_pct, "
-        "density, tokens_per_s");
+    cmd->add_flag("--json", args->json,
+                  "print one JSON object: run_id, run_key, cached, method, phase, matmul, kv_dtype, ppl, ppl_dense, "
+                  "degradation_pct, density, tokens_per_s");
     cmd->callback([args, ctx, prompt_tokens, decode_tokens, &common] {
         EvalParams p = args->params;
         args->method.apply_to(p, "eval");
         p.matmul = args->model.matmul_precision();
+        p.kv_dtype = args->model.kv_cache_dtype();
         p.phase = parse_mode<EvalPhase>(args->phase, "--phase");
         // Options of the other phase or method would be ignored: refuse them rather than run something else.
         if (p.phase == EvalPhase::Decode) {
@@ -97,6 +97,7 @@ void register_eval_command(CLI::App& app, const CommonOptions& common) {
                                         {"method", run.run.method},
                                         {"phase", run.run.phase},
                                         {"matmul", run.run.matmul},
+                                        {"kv_dtype", run.run.kv_dtype},
                                         {"ppl", run.metrics.ppl_sparse},
                                         {"ppl_dense", run.metrics.ppl_dense.value_or(run.metrics.ppl_sparse)},
                                         {"degradation_pct", run.metrics.degradation_pct.value_or(0)},

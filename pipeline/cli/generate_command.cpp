@@ -2,7 +2,10 @@
 // prompt is prefilled densely and every generated token decodes through the chosen attention method.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -21,8 +24,9 @@ namespace kascade::cli {
 namespace {
 struct GenerateArgs {
     ModelArgs model;
-    std::string prompt;
-    std::string prompt_file;
+    std::vector<std::string> prompts;
+    std::vector<std::string> prompt_files;
+    int batch = 0;  ///< sequences decoded together; 0: one per prompt given
     int steps = 256;
     bool greedy = false;
     SamplerOptions sampler{.temperature = 1.0f, .top_p = 0.9f, .seed = 42};
@@ -42,7 +46,32 @@ ResolvedEval resolve_generate_method(const GenerateArgs& args, const std::string
     return resolve_method(nullptr, "", args.model.model, p, max_positions, "prompt + -n");
 }
 
+/// One sequence of a (batched) generation: its tokens so far, cache, decode policy and sampler.
+struct Generation {
+    std::vector<int32_t> tokens;
+    size_t prompt_tokens = 0;
+    std::unique_ptr<KvCache> cache;
+    MethodPolicy decode;
+    Sampler sampler;
+    std::vector<float> logits;
+    bool done = false;
+    std::string text;  ///< what was generated (printed at the end when several sequences run)
+};
+
+/// The prompts of the sequences: --prompt / --prompt-file as given (one sequence each), repeated in turn up to
+/// --batch sequences; none gives one sequence from BOS alone.
+std::vector<std::string> prompts_of(const GenerateArgs& args) {
+    std::vector<std::string> given = args.prompts;
+    for (const std::string& file : args.prompt_files) given.push_back(read_text_file(file));
+    if (given.empty()) given.push_back("");
+    const size_t n = args.batch > 0 ? static_cast<size_t>(args.batch) : given.size();
+    std::vector<std::string> prompts;
+    for (size_t i = 0; i < n; ++i) prompts.push_back(given[i % given.size()]);
+    return prompts;
+}
+
 void run_generate(const GenerateArgs& args, const std::string& results_dir) {
+    const KvDType kv_dtype = args.model.kv_cache_dtype();  // checked before the model is read
     const ModelWeights weights = load_model(args.model.model, args.model.load_options());
     const auto tokenizer = load_tokenizer_for(args.model);
     const ModelConfig& c = weights.config;
@@ -50,70 +79,133 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
                   "tokenizer has {} tokens but model \"{}\" only {} (vocab_size): they do not belong together",
                   tokenizer->vocab_size(), args.model.model, c.vocab_size);
 
-    // The sequence starts with BOS (see sequence_start_token()) and the prompt; -n more tokens are generated after
+    // Each sequence starts with BOS (see sequence_start_token()) and its prompt; -n more tokens are generated after
     // it. From BOS alone this is exactly llama2.c's `steps`, so `-n 256` reproduces its published output.
-    std::vector<int32_t> sequence;
-    if (const int32_t start = sequence_start_token(c, tokenizer.get()); start >= 0) sequence.push_back(start);
-    const std::vector<int32_t> prompt =
-        tokenizer->encode(args.prompt_file.empty() ? args.prompt : read_text_file(args.prompt_file));
-    sequence.insert(sequence.end(), prompt.begin(), prompt.end());
-    KASCADE_CHECK(!sequence.empty(), "nothing to start from: the sequence starts without BOS and the prompt is empty");
+    const int32_t start = sequence_start_token(c, tokenizer.get());
+    std::vector<std::vector<int32_t>> starts;
+    size_t longest = 0;
+    for (const std::string& prompt : prompts_of(args)) {
+        std::vector<int32_t> sequence;
+        if (start >= 0) sequence.push_back(start);
+        const std::vector<int32_t> ids = tokenizer->encode(prompt);
+        sequence.insert(sequence.end(), ids.begin(), ids.end());
+        KASCADE_CHECK(!sequence.empty(),
+                      "nothing to start from: the sequence starts without BOS and the prompt is empty");
+        longest = std::max(longest, sequence.size());
+        starts.push_back(std::move(sequence));
+    }
     // In 64 bits: -n may be anything up to INT_MAX, and the sum must not wrap around past this check.
-    const int64_t positions = static_cast<int64_t>(sequence.size()) + args.steps;
+    const int64_t positions = static_cast<int64_t>(longest) + args.steps;
     KASCADE_CHECK(
         positions <= c.max_seq_len,
         "prompt ({} tokens) + -n {} = {} positions exceeds the model's context of {} (max_position_embeddings)",
-        sequence.size(), args.steps, positions, c.max_seq_len);
+        longest, args.steps, positions, c.max_seq_len);
     const int max_positions = static_cast<int>(positions);
 
     const ResolvedEval method = resolve_generate_method(args, results_dir, max_positions);
     check_method_layers(method.params, c.n_layers);
-    MethodPolicy decode = make_method_policy(method, c.n_layers);
 
     SamplerOptions sampler_options = args.sampler;
     if (args.greedy) sampler_options.temperature = 0;
-    Sampler sampler(sampler_options);
     Transformer model(weights, 0, args.model.matmul_precision());
     DenseAttention prefill;
-    KvCache cache(c, max_positions, decode.policy->kv_page_size());
+    const bool batched = starts.size() > 1;
+    std::vector<Generation> runs;
+    for (size_t i = 0; i < starts.size(); ++i) {
+        SamplerOptions own = sampler_options;
+        own.seed += i;  // sequence i samples with seed + i
+        MethodPolicy decode = make_method_policy(method, c.n_layers);
+        const int page_size = decode.policy->kv_page_size();
+        runs.push_back({std::move(starts[i]),
+                        0,
+                        std::make_unique<KvCache>(c, max_positions, page_size, kv_dtype),
+                        std::move(decode),
+                        Sampler(own),
+                        std::vector<float>(c.vocab_size),
+                        false,
+                        {}});
+    }
     std::vector<float> hidden(static_cast<size_t>(max_positions) * c.dim);
-    std::vector<float> logits(c.vocab_size);
 
-    for (size_t i = 0; i < sequence.size(); ++i) {
-        std::fputs(tokenizer->decode_piece(i == 0 ? -1 : sequence[i - 1], sequence[i]).c_str(), stdout);
+    if (!batched) {
+        const std::vector<int32_t>& s = runs[0].tokens;
+        for (size_t i = 0; i < s.size(); ++i)
+            std::fputs(tokenizer->decode_piece(i == 0 ? -1 : s[i - 1], s[i]).c_str(), stdout);
     }
-    // Prefill the prompt densely in one pass, then decode one token at a time through the method.
+    // Prefill each prompt densely in one pass, then decode one token per sequence per step through the method, the
+    // sequences still generating in one batched forward pass.
     const double prefill_start = omp_get_wtime();
-    model.forward(sequence, cache, prefill, hidden.data());
-    model.lm_head(hidden.data() + (sequence.size() - 1) * c.dim, 1, logits.data());
-    const double prefill_seconds = omp_get_wtime() - prefill_start;
-    const size_t prompt_tokens = sequence.size();
-    const double start = omp_get_wtime();
-    int generated = 0;
-    while (generated < args.steps) {
-        const int32_t next = sampler.sample(logits.data(), c.vocab_size);
-        if (next == c.eos_token_id || next == c.bos_token_id) break;  // llama2.c models emit BOS between stories
-        std::fputs(tokenizer->decode_piece(sequence.back(), next).c_str(), stdout);
-        std::fflush(stdout);
-        sequence.push_back(next);
-        ++generated;
-        if (generated == args.steps) break;
-        const int32_t token = next;
-        model.forward(std::span<const int32_t>(&token, 1), cache, *decode.policy, hidden.data());
-        model.lm_head(hidden.data(), 1, logits.data());
+    size_t prompt_tokens = 0;
+    for (Generation& g : runs) {
+        model.forward(g.tokens, *g.cache, prefill, hidden.data());
+        model.lm_head(hidden.data() + (g.tokens.size() - 1) * c.dim, 1, g.logits.data());
+        g.prompt_tokens = g.tokens.size();
+        prompt_tokens += g.tokens.size();
     }
-    const double seconds = omp_get_wtime() - start;
-    std::fputs("\n", stdout);
+    const double prefill_seconds = omp_get_wtime() - prefill_start;
+    const double decode_start = omp_get_wtime();
+    int generated = 0, decoded = 0;
+    std::vector<int32_t> next(runs.size());
+    std::vector<ForwardSequence> step;
+    std::vector<Generation*> stepping;
+    std::vector<float> logits;
+    while (true) {
+        step.clear();
+        stepping.clear();
+        for (size_t i = 0; i < runs.size(); ++i) {
+            Generation& g = runs[i];
+            if (g.done) continue;
+            next[i] = g.sampler.sample(g.logits.data(), c.vocab_size);
+            // llama2.c models emit BOS between stories
+            if (next[i] == c.eos_token_id || next[i] == c.bos_token_id) {
+                g.done = true;
+                continue;
+            }
+            const std::string piece = tokenizer->decode_piece(g.tokens.back(), next[i]);
+            if (batched) {
+                g.text += piece;
+            } else {
+                std::fputs(piece.c_str(), stdout);
+                std::fflush(stdout);
+            }
+            g.tokens.push_back(next[i]);
+            ++generated;
+            if (g.tokens.size() - g.prompt_tokens == static_cast<size_t>(args.steps)) {
+                g.done = true;
+                continue;
+            }
+            step.push_back({std::span(&next[i], 1), g.cache.get(), g.decode.policy.get()});
+            stepping.push_back(&g);
+        }
+        if (step.empty()) break;
+        model.forward(step, hidden.data());
+        logits.resize(step.size() * static_cast<size_t>(c.vocab_size));
+        model.lm_head(hidden.data(), static_cast<int>(step.size()), logits.data());
+        for (size_t j = 0; j < stepping.size(); ++j)
+            std::copy_n(logits.data() + j * c.vocab_size, c.vocab_size, stepping[j]->logits.data());
+        decoded += static_cast<int>(step.size());
+    }
+    const double seconds = omp_get_wtime() - decode_start;
+    if (batched) {
+        for (size_t i = 0; i < runs.size(); ++i) {
+            std::printf("--- sequence %zu (%zu prompt tokens) ---\n%s\n", i + 1, runs[i].prompt_tokens,
+                        runs[i].text.c_str());
+        }
+    } else {
+        std::fputs("\n", stdout);
+    }
     std::fflush(stdout);  // the text before the summary line, where both go to one terminal
-    // The first token comes from the prefill; the others from decode steps, which is what is timed.
+    // Each sequence's first token comes from its prefill; the others from decode steps, which is what is timed.
     LayerDensity density;
-    for (const LayerDensity& d : decode.layer_density()) density.add(d);
+    for (const Generation& g : runs)
+        for (const LayerDensity& d : g.decode.layer_density()) density.add(d);
     std::fprintf(stderr,
                  "kascade: prefilled %zu prompt tokens in %.3f s (%.1f prefill tokens/s); generated %d tokens, %d "
-                 "decode steps in %.3f s (%.1f decode tokens/s; %s, key density %.4f)\n",
+                 "decode steps in %.3f s (%.1f decode tokens/s; %s, key density %.4f; %zu sequence%s)\n",
                  prompt_tokens, prefill_seconds, prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0.0, generated,
-                 std::max(generated - 1, 0), seconds, seconds > 0 ? std::max(generated - 1, 0) / seconds : 0.0,
-                 std::string(mode_name(method.params.method)).c_str(), density.ratio());
+                 decoded, seconds, seconds > 0 ? decoded / seconds : 0.0,
+                 std::string(mode_name(method.params.method)).c_str(), density.ratio(), runs.size(),
+                 batched ? "s" : "");
 }
 }  // namespace
 
@@ -126,15 +218,23 @@ void register_generate_command(CLI::App& app, const CommonOptions& common) {
         "-n 256 --greedy\n"
         "  kascade generate --model models/stories260K-hf --prompt \"Once upon a time\" -n 128 --temperature 0.8\n"
         "  kascade generate --model tests/fixtures/retrieval-model --prompt-file passkey-prompt.txt -n 8 --greedy\n"
+        "  kascade generate --model models/stories260K/stories260K.bin -p \"Once upon a time\" -p \"The cat\" --batch "
+        "8 "
+        "-n 128 --kv-dtype bf16\n"
         "  kascade generate --model models/stories260K/stories260K.bin --results results --schedule 3 -n 256 --greedy\n"
         "  kascade generate --model models/stories260K/stories260K.bin --method quest --topk-pct 10 --k-min 32 -n 256\n"
         "  kascade generate --model models/stories260K/stories260K.bin --method lessismore --selection-layers 2 "
         "--topk-tiles 4 -n 256 --greedy");
     args->model.add_to(*cmd);
     args->model.add_runtime_options_to(*cmd);
-    auto* prompt = cmd->add_option("--prompt,-p", args->prompt, "text to continue (default: start from BOS)");
-    cmd->add_option("--prompt-file", args->prompt_file, "a file whose text to continue (long prompts)")
-        ->excludes(prompt);
+    cmd->add_option("--prompt,-p", args->prompts,
+                    "text to continue (default: start from BOS); repeat for several sequences");
+    cmd->add_option("--prompt-file", args->prompt_files,
+                    "a file whose text to continue (long prompts); repeat for several sequences");
+    check_range(cmd->add_option("--batch", args->batch,
+                                "sequences decoded together, one batched forward pass per step (the prompts given are "
+                                "used in turn; default: one sequence per prompt)"),
+                ValueRange{1, 4096}, "--batch");
     check_range(cmd->add_option("-n,--steps", args->steps, "tokens to generate after BOS and the prompt")
                     ->capture_default_str(),
                 ValueRange{1, std::numeric_limits<int>::max()}, "-n");

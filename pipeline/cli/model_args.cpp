@@ -23,14 +23,19 @@ void ModelArgs::add_runtime_options_to(CLI::App& command) {
                     "weight matrices in memory: file (as stored; BF16 products round activations to BF16), f32 "
                     "(expanded to fp32, exact fp32 products, twice the memory of a BF16 file) or bf16")
         ->capture_default_str();
-    add_matmul_option_to(command);
+    add_numerics_options_to(command);
 }
 
-void ModelArgs::add_matmul_option_to(CLI::App& command) {
+void ModelArgs::add_numerics_options_to(CLI::App& command) {
     command
         .add_option("--matmul", matmul,
                     "matrix products: exact (fp32 activations, weights widened to fp32) or bf16 (with BF16 "
                     "weights, activations rounded to BF16: about twice the arithmetic rate, llama.cpp's numerics)")
+        ->capture_default_str();
+    command
+        .add_option("--kv-dtype", kv_dtype,
+                    "KV cache elements: f32, or bf16 (keys and values rounded to BF16 as they are stored: half the "
+                    "cache's memory and of the bytes a decode step reads; attention still computes in fp32)")
         ->capture_default_str();
 }
 
@@ -40,6 +45,10 @@ LoadOptions ModelArgs::load_options() const {
 
 MatmulPrecision ModelArgs::matmul_precision() const {
     return parse_mode<MatmulPrecision>(matmul, "--matmul");
+}
+
+KvDType ModelArgs::kv_cache_dtype() const {
+    return parse_mode<KvDType>(kv_dtype, "--kv-dtype");
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_for(const ModelArgs& args) {

@@ -23,6 +23,8 @@ struct PerplexityArgs {
 };
 
 void run_perplexity(const PerplexityArgs& args) {
+    PerplexityOptions options = args.options;
+    options.kv_dtype = args.model.kv_cache_dtype();  // checked before the model is read
     const ModelWeights weights = load_model(args.model.model, args.model.load_options());
     const auto tokenizer = load_tokenizer_for(args.model);
     const std::string text = read_text_file(args.text);
@@ -36,21 +38,21 @@ void run_perplexity(const PerplexityArgs& args) {
     const int32_t start = sequence_start_token(c, tokenizer.get());
     Transformer model(weights, 0, args.model.matmul_precision());
     // Fail before any work if the windows cannot be made (ctx too large, offset past the end, ...).
-    const auto windows =
-        make_windows(static_cast<int64_t>(tokens.size()), args.options, start >= 0, model.max_positions());
+    const auto windows = make_windows(static_cast<int64_t>(tokens.size()), options, start >= 0, model.max_positions());
     DenseAttention attention;
     ProgressLine progress("perplexity", static_cast<int64_t>(windows.size()), "windows");
-    const PerplexityResult r = evaluate_perplexity(model, attention, tokens, start, args.options,
+    const PerplexityResult r = evaluate_perplexity(model, attention, tokens, start, options,
                                                    [&](int done, const PerplexityResult&) { progress.update(done); });
     progress.finish();
     if (args.json) {
         nlohmann::json out = {{"model", args.model.model},
                               {"text", args.text},
-                              {"ctx", args.options.ctx},
-                              {"offset", args.options.offset},
+                              {"ctx", options.ctx},
+                              {"offset", options.offset},
                               {"windows", r.n_windows},
                               {"weights_dtype", args.model.weights_dtype},
                               {"matmul", args.model.matmul},
+                              {"kv_dtype", args.model.kv_dtype},
                               {"tokens", r.n_scored},
                               {"nll", r.mean_nll()},
                               {"ppl", r.perplexity()},
@@ -61,7 +63,7 @@ void run_perplexity(const PerplexityArgs& args) {
         std::printf("%s\n", out.dump(2).c_str());
     } else {
         std::printf("perplexity %.6f  (mean NLL %.6f nats over %lld tokens, %d windows of ctx %d)\n", r.perplexity(),
-                    r.mean_nll(), static_cast<long long>(r.n_scored), r.n_windows, args.options.ctx);
+                    r.mean_nll(), static_cast<long long>(r.n_scored), r.n_windows, options.ctx);
         std::printf("%.1f tokens/s  (%.3f s: matmul %.0f ms, attention %.0f ms, other %.0f ms)\n",
                     r.tokens_per_second(), r.seconds, r.stats.matmul_ms, r.stats.attention_ms, r.stats.other_ms());
     }
@@ -85,7 +87,7 @@ void register_perplexity_command(CLI::App& app) {
     cmd->add_option("--ctx", args->options.ctx, "positions per window (BOS included)")->capture_default_str();
     cmd->add_option("--max-tokens", args->options.max_tokens, "text tokens to score (0: all)")->capture_default_str();
     cmd->add_option("--offset", args->options.offset, "first text token to use")->capture_default_str();
-    cmd->add_flag("--json", args->json, "print one JSON object with tokens, nll (nats) and ppl");
+    cmd->add_flag("--json", args->json, "print one JSON object with tokens, nll (nats), ppl and the numerics");
     cmd->callback([args] { run_perplexity(*args); });
 }
 

@@ -133,7 +133,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         "qasper --prompt-file LongBench/config/dataset2prompt.json --maxlen-file LongBench/config/dataset2maxlen.json "
         "--max-length 31500 --schedule 3");
     args->model.add_to(*cmd);
-    args->model.add_matmul_option_to(*cmd);
+    args->model.add_numerics_options_to(*cmd);
     cmd->add_option("--task", args->task, fmt::format("{}", fmt::join(mode_names<TaskKind>(), ", ")))
         ->capture_default_str();
     check_range(
@@ -206,6 +206,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         EvalParams& m = p.method;
         args->method.apply_to(m, "task");
         m.matmul = args->model.matmul_precision();
+        m.kv_dtype = args->model.kv_cache_dtype();
         if (dataset->count()) return run_dataset_command(*args, p.prefill, m, common);
 
         if (args->show_prompt) {

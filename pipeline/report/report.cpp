@@ -101,6 +101,7 @@ std::string runs_table(const ReportData& data, const std::set<std::int64_t>& run
             setting = "fixed " + r.anchor_list;
         if (r.head_map && r.head_map != HeadMapMode::Argmax) setting += ", heads " + name_or_empty(r.head_map);
         if (r.matmul != MatmulPrecision::Exact) setting += fmt::format(", matmul {}", mode_name(r.matmul));
+        if (r.kv_dtype != KvDType::F32) setting += fmt::format(", KV cache {}", mode_name(r.kv_dtype));
         if (!r.calib_text_path.empty() && r.calib_text_path != r.text_path)
             setting += ", calibrated on " + short_name(r.calib_text_path);
         if (r.metric && (r.metric != SimilarityMetric::Recall || r.aggregation != SimilarityAggregation::Mean))

@@ -30,7 +30,7 @@ void load_runs(QueryDb& db, ReportData& data) {
     const std::string sql =
         "SELECT id, method, policy, threshold, max_reuse_dist, n_anchors, anchor_list, metric, aggregation, "
         "head_map, tile, topk_tiles, topk_pct, k_min, key_granularity, k_rule, round_k, pooling, page_size, ctx, "
-        "phase, matmul, prompt_tokens, decode_tokens, token_offset, "
+        "phase, matmul, kv_dtype, prompt_tokens, decode_tokens, token_offset, "
         "n_tokens, ppl_dense, ppl_sparse, "
         "degradation_pct, density, tokens_per_s, model_path, model_hash, text_path, text_hash, schedule_id, "
         "similarity_key, git_commit FROM runs_flat" +
@@ -61,6 +61,7 @@ void load_runs(QueryDb& db, ReportData& data) {
         run.ctx = opt_int(r["ctx"]).value_or(0);
         run.phase = r.mode<EvalPhase>("phase");
         run.matmul = r.mode<MatmulPrecision>("matmul");
+        run.kv_dtype = r.mode<KvDType>("kv_dtype");
         run.prompt_tokens = opt_int(r["prompt_tokens"]);
         run.decode_tokens = opt_int(r["decode_tokens"]);
         run.token_offset = opt_int(r["token_offset"]).value_or(0);

@@ -50,6 +50,7 @@ struct ReportRun {
     EvalPhase phase = EvalPhase::Prefill;
     std::optional<std::int64_t> prompt_tokens, decode_tokens;  ///< decode runs
     MatmulPrecision matmul = MatmulPrecision::Exact;           ///< the matrix products' numerics
+    KvDType kv_dtype = KvDType::F32;                           ///< the KV cache's element type
     double ppl_dense = 0, ppl_sparse = 0, degradation_pct = 0, density = 1;
     std::optional<double> tokens_per_s;
     std::string model_path, model_hash, text_path, text_hash;

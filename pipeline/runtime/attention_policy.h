@@ -16,8 +16,8 @@ struct AttentionCall {
     int layer = 0;
     AttnShape shape;
     const float* q = nullptr;
-    const float* k = nullptr;
-    const float* v = nullptr;
+    KvPtr k = nullptr;  ///< fp32 or BF16, as the cache stores them (--kv-dtype)
+    KvPtr v = nullptr;
     float* out = nullptr;
     KeyPageBounds pages;  ///< the cache's page bounds of this layer (pages.page == 0: the cache keeps none)
 };

@@ -50,7 +50,7 @@ PerplexityResult evaluate_decode_perplexity(const Transformer& model, AttentionP
     const int P = options.prompt_tokens, D = options.decode_tokens;
     PerplexityResult result;
     DenseAttention prefill_policy;
-    KvCache cache(c, P + D, options.kv_page_size);
+    KvCache cache(c, P + D, options.kv_page_size, options.kv_dtype);
     std::vector<float> hidden(static_cast<size_t>(P) * c.dim);
     std::vector<float> logits(c.vocab_size);
     for (const TokenWindow& window : windows) {

@@ -21,6 +21,7 @@ struct DecodeOptions {
     int64_t offset = 0;       ///< first text token used
     int64_t max_tokens = 0;   ///< text tokens used (0: all after offset); only whole windows are scored
     int kv_page_size = 0;     ///< the KV cache's page size (AttentionPolicy::kv_page_size() of the decode policy)
+    KvDType kv_dtype = PerplexityOptions{}.kv_dtype;  ///< the KV cache's element type (--kv-dtype)
 };
 
 /// Checks the decode counts of a window: at least one prompt and one decode position, and the window within the

@@ -30,7 +30,7 @@ GreedyResult generate_greedy(const Transformer& model, const Tokenizer& tokenize
                   "(max_position_embeddings)",
                   prompt.size(), options.max_new_tokens, positions, c.max_seq_len);
 
-    KvCache cache(c, positions, std::max(prefill.kv_page_size(), decode.kv_page_size()));
+    KvCache cache(c, positions, std::max(prefill.kv_page_size(), decode.kv_page_size()), options.kv_dtype);
     std::vector<float> hidden(prompt.size() * static_cast<size_t>(c.dim));
     std::vector<float> logits(c.vocab_size);
     GreedyResult r;

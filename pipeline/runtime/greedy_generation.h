@@ -11,6 +11,7 @@
 
 #include "io/tokenizer/tokenizer.h"
 #include "pipeline/runtime/attention_policy.h"
+#include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/transformer.h"
 
 namespace kascade {
@@ -18,6 +19,7 @@ namespace kascade {
 struct GreedyOptions {
     int max_new_tokens = 16;
     bool stop_at_newline = true;  ///< the answer ends at its first "\n" (the newline is not part of it)
+    KvDType kv_dtype = PerplexityOptions{}.kv_dtype;  ///< the KV cache's element type (--kv-dtype)
 };
 
 struct GreedyResult {

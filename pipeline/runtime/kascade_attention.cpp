@@ -52,7 +52,7 @@ TokenSelection select_layer_tokens(const TokenMass& mass, const SparseAttentionO
     return select_pooled_heads<TokenMass, TokenSelection>(mass, mass.n_keys, select, &TokenSelection::keys);
 }
 
-void select_layer_keys(const AttnShape& shape, const float* q, const float* k, const SparseAttentionOptions& options,
+void select_layer_keys(const AttnShape& shape, const float* q, KvPtr k, const SparseAttentionOptions& options,
                        PoolingScratch* scratch, LayerSelection* selection) {
     selection->granularity = options.granularity;
     const bool post = options.pooling == Pooling::PostSoftmax;
@@ -114,7 +114,7 @@ void select_from_decode_mass(const SparseAttentionOptions& options, PoolingScrat
 
 }  // namespace
 
-void select_decode_keys(const AttnShape& shape, const float* q, const float* k, const SparseAttentionOptions& options,
+void select_decode_keys(const AttnShape& shape, const float* q, KvPtr k, const SparseAttentionOptions& options,
                         PoolingScratch* scratch, LayerSelection* selection) {
     if (options.granularity == KeyGranularity::Token && !options.pooled_heads) {
         selection->granularity = KeyGranularity::Token;
@@ -130,7 +130,7 @@ void select_decode_keys(const AttnShape& shape, const float* q, const float* k, 
     select_from_decode_mass(options, scratch, selection);
 }
 
-void attend_selection(const AttnShape& shape, const float* q, const float* k, const float* v, int tile,
+void attend_selection(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, int tile,
                       const LayerSelection& selection, const int32_t* head_map, float* out) {
     if (shape.n_q == 1) {
         if (selection.granularity == KeyGranularity::Tile) {
@@ -161,7 +161,7 @@ LayerDensity selection_density(const AttnShape& shape, int tile, const LayerSele
     return token_sparse_prefill_density(shape, tile, selection.tokens, head_map);
 }
 
-void anchor_select_and_attend(const AttnShape& shape, const float* q, const float* k, const float* v,
+void anchor_select_and_attend(const AttnShape& shape, const float* q, KvPtr k, KvPtr v,
                               const SparseAttentionOptions& options, PoolingScratch* scratch, LayerSelection* selection,
                               float* out) {
     select_layer_keys(shape, q, k, options, scratch, selection);

@@ -54,18 +54,18 @@ TileSelection select_layer_tiles(const TileMass& mass, const SparseAttentionOpti
 TokenSelection select_layer_tokens(const TokenMass& mass, const SparseAttentionOptions& options);
 
 /// Pools a layer's attention as options say (granularity, pooling) in scores-only passes and keeps its top-k.
-void select_layer_keys(const AttnShape& shape, const float* q, const float* k, const SparseAttentionOptions& options,
+void select_layer_keys(const AttnShape& shape, const float* q, KvPtr k, const SparseAttentionOptions& options,
                        PoolingScratch* scratch, LayerSelection* selection);
 
 /// Decode (shape.n_q == 1): pools the new token's attention as options say and keeps the decode top-k
 /// (decode_token_mass / decode_tile_mass, select_decode_tokens / select_decode_tiles; pooled_heads as in prefill).
-void select_decode_keys(const AttnShape& shape, const float* q, const float* k, const SparseAttentionOptions& options,
+void select_decode_keys(const AttnShape& shape, const float* q, KvPtr k, const SparseAttentionOptions& options,
                         PoolingScratch* scratch, LayerSelection* selection);
 
 /// Exact attention over a selection plus the diagonal tile (attn_sparse_prefill or attn_token_sparse_prefill; for a
 /// decode shape, n_q == 1, attn_sparse_decode or attn_token_sparse_decode with the query's own tile).
 /// head_map as in attn_sparse_prefill (null = identity).
-void attend_selection(const AttnShape& shape, const float* q, const float* k, const float* v, int tile,
+void attend_selection(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, int tile,
                       const LayerSelection& selection, const int32_t* head_map, float* out);
 
 /// Keys attended under a selection (sparse_prefill_density or token_sparse_prefill_density; their decode twins for
@@ -76,7 +76,7 @@ LayerDensity selection_density(const AttnShape& shape, int tile, const LayerSele
 /// One anchor layer's prefill (shape.n_q == shape.n_k): select_layer_keys, then attend_selection. KascadeAttention
 /// runs this for every anchor layer and bench_attention times it, so the benchmark measures what an evaluation runs.
 /// out: [n_q][n_q_heads][head_dim].
-void anchor_select_and_attend(const AttnShape& shape, const float* q, const float* k, const float* v,
+void anchor_select_and_attend(const AttnShape& shape, const float* q, KvPtr k, KvPtr v,
                               const SparseAttentionOptions& options, PoolingScratch* scratch, LayerSelection* selection,
                               float* out);
 

@@ -1,6 +1,7 @@
 // pipeline/runtime/kv_cache.h: the keys and values a model has seen, per layer, in the head-major layout the
-// attention kernels read ([n_kv_heads][capacity][head_dim], see kernels/attention_types.h), and optionally the Quest
-// page bounds of the keys (kernels/quest.h), kept up to date as positions are written or truncated.
+// attention kernels read ([n_kv_heads][capacity][head_dim], see kernels/attention_types.h), as fp32 or as BF16
+// (--kv-dtype: rounded to nearest even when written), and optionally the Quest page bounds of the keys
+// (kernels/quest.h), kept up to date as positions are written or truncated.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@ class KvCache {
   public:
     /// page_size > 0: also keep per (layer, KV head, page of page_size positions) the element-wise min and max key
     /// vectors (AttentionPolicy::kv_page_size() says what a policy needs).
-    KvCache(const ModelConfig& config, int capacity, int page_size = 0);
+    KvCache(const ModelConfig& config, int capacity, int page_size = 0, KvDType dtype = KvDType::F32);
 
     int capacity() const { return capacity_; }
     int length() const { return length_; }  ///< positions stored so far
@@ -24,10 +25,11 @@ class KvCache {
     /// cache, as a benchmark does.
     void truncate(int length);
 
-    float* keys(int layer) { return k_[layer].data(); }
-    float* values(int layer) { return v_[layer].data(); }
-    const float* keys(int layer) const { return k_[layer].data(); }
-    const float* values(int layer) const { return v_[layer].data(); }
+    KvDType dtype() const { return dtype_; }
+    KvPtr keys(int layer) const;
+    KvPtr values(int layer) const;
+    /// Bytes the cache holds per position (keys and values of every layer): what a decode step reads per cached token.
+    size_t bytes_per_position() const;
 
     int page_size() const { return page_size_; }
     /// The page bounds of `layer` (page == 0 when the cache keeps none). Pages holding positions < length() are
@@ -40,11 +42,15 @@ class KvCache {
     void advance(int n);
 
   private:
+    int n_layers_;
     int n_kv_heads_;
     int head_dim_;
     int capacity_;
     int length_ = 0;
-    std::vector<std::vector<float>> k_, v_;
+    KvDType dtype_;
+    /// [layer][n_kv_heads][capacity][head_dim]: the pair of dtype_ is filled, the other is empty.
+    std::vector<std::vector<float>> k_f32_, v_f32_;
+    std::vector<std::vector<uint16_t>> k_bf16_, v_bf16_;
     int page_size_ = 0;
     int page_stride_ = 0;                                  ///< pages of room per KV head
     std::vector<std::vector<float>> page_min_, page_max_;  ///< [layer][n_kv_heads][page_stride][head_dim]
@@ -52,6 +58,8 @@ class KvCache {
     /// Brings the page bounds of `layer` up to date with the keys of positions begin .. end-1 (a page starting at
     /// one of them is started afresh, an earlier one is widened).
     void update_pages(int layer, int begin, int end);
+    /// Stores n elements of k_src and v_src at element offset `at` of `layer`, converted to dtype_.
+    void store(int layer, size_t at, const float* k_src, const float* v_src, int n);
 };
 
 }  // namespace kascade

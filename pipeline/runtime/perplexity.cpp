@@ -63,7 +63,7 @@ PerplexityResult evaluate_perplexity(const Transformer& model, AttentionPolicy& 
     const std::vector<TokenWindow> windows =
         make_windows(static_cast<int64_t>(text_tokens.size()), options, bos >= 0, model.max_positions());
     PerplexityResult result;
-    KvCache cache(c, options.ctx);
+    KvCache cache(c, options.ctx, 0, options.kv_dtype);
     std::vector<float> hidden(static_cast<size_t>(options.ctx) * c.dim);
     const int chunk_rows = logit_rows_per_chunk(c.vocab_size);
     std::vector<float> logits(static_cast<size_t>(chunk_rows) * c.vocab_size);

@@ -19,6 +19,9 @@ struct PerplexityOptions {
     int ctx = 512;           ///< positions per window, BOS included
     int64_t offset = 0;      ///< first text token used
     int64_t max_tokens = 0;  ///< text tokens used (0: all after offset)
+    /// The KV cache's element type (--kv-dtype): fp32, or BF16 (the keys and values rounded as they are stored).
+    /// The one default of the option: every other options struct, the CLI and the sweep files take it from here.
+    KvDType kv_dtype = KvDType::F32;
 };
 
 /// A window of the text stream: text tokens [begin, end), preceded by BOS when bos >= 0.

@@ -43,7 +43,7 @@ const int32_t* SharedKeySet::head_map(int n_kv_heads) {
     return zeros_.data();
 }
 
-void SharedKeySet::attend(const AttnShape& shape, const float* q, const float* k, const float* v, float* out) {
+void SharedKeySet::attend(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, float* out) {
     KASCADE_ASSERT(shape.n_q == 1 && selection_.n_q_tiles == 1);
     attn_token_sparse_decode(shape, selection_.tile, q, k, v, selection_.keys.data(), selection_.count.data(),
                              selection_.max_k, head_map(shape.n_kv_heads), out);

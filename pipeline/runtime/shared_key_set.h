@@ -23,7 +23,7 @@ class SharedKeySet {
 
     /// Exact attention of a decode call (shape.n_q == 1) over the set plus the query's own tile, in every head; a
     /// layer with a sliding window attends only the keys inside it.
-    void attend(const AttnShape& shape, const float* q, const float* k, const float* v, float* out);
+    void attend(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, float* out);
 
     /// Keys that attend() attends, per query head, summed over heads (token_sparse_decode_density).
     LayerDensity density(const AttnShape& shape);

@@ -69,17 +69,32 @@ void Transformer::Activations::reserve(const ModelConfig& c, int n) {
 
 void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, AttentionPolicy& policy, float* hidden_out,
                           ForwardStats* stats) const {
+    const ForwardSequence sequence{tokens, &cache, &policy};
+    forward(std::span(&sequence, 1), hidden_out, stats);
+}
+
+void Transformer::forward(std::span<const ForwardSequence> sequences, float* hidden_out, ForwardStats* stats) const {
     const ModelConfig& c = weights_.config;
-    const int n = static_cast<int>(tokens.size());
-    const int pos0 = cache.length();
-    KASCADE_CHECK(n > 0, "forward pass needs at least one token");
-    KASCADE_CHECK(pos0 + n <= cache.capacity() && pos0 + n <= rope_.max_positions,
-                  "sequence of {} positions does not fit: the model/cache allows {} (max_position_embeddings {})",
-                  pos0 + n, std::min(cache.capacity(), rope_.max_positions), c.max_seq_len);
-    for (int32_t t : tokens) {
-        KASCADE_CHECK(t >= 0 && t < c.vocab_size, "token id {} is outside the model's vocabulary [0, {})", t,
-                      c.vocab_size);
+    // Row offsets of the sequences in the activations, and the checks, before anything is written.
+    std::vector<int> row0(sequences.size() + 1, 0);
+    for (size_t i = 0; i < sequences.size(); ++i) {
+        const ForwardSequence& s = sequences[i];
+        KASCADE_ASSERT(s.cache != nullptr && s.policy != nullptr);
+        for (size_t j = 0; j < i; ++j) KASCADE_ASSERT(sequences[j].cache != s.cache);
+        const int n = static_cast<int>(s.tokens.size());
+        const int pos0 = s.cache->length();
+        KASCADE_CHECK(n > 0, "forward pass needs at least one token");
+        KASCADE_CHECK(pos0 + n <= s.cache->capacity() && pos0 + n <= rope_.max_positions,
+                      "sequence of {} positions does not fit: the model/cache allows {} (max_position_embeddings {})",
+                      pos0 + n, std::min(s.cache->capacity(), rope_.max_positions), c.max_seq_len);
+        for (int32_t t : s.tokens) {
+            KASCADE_CHECK(t >= 0 && t < c.vocab_size, "token id {} is outside the model's vocabulary [0, {})", t,
+                          c.vocab_size);
+        }
+        row0[i + 1] = row0[i] + n;
     }
+    KASCADE_CHECK(!sequences.empty(), "forward pass needs at least one sequence");
+    const int n = row0.back();
     const ExclusiveUse exclusive(in_forward_);  // the activation buffers are shared: one forward at a time
 
     ForwardStats local_stats;
@@ -94,10 +109,16 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
     float* x = a.x.data();
     float* h = a.h.data();
     float* block_out = a.block_out.data();
+    const size_t q_row = static_cast<size_t>(c.n_heads) * c.head_dim;
+    const size_t kv_row = static_cast<size_t>(c.n_kv_heads) * c.head_dim;
 
     {
         ScopedTimer t(&st.embed_ms);
-        for (int i = 0; i < n; ++i) weight_row_to_f32(weights_.embed, tokens[i], x + i * static_cast<size_t>(dim));
+        for (size_t i = 0; i < sequences.size(); ++i) {
+            for (int r = 0; r < static_cast<int>(sequences[i].tokens.size()); ++r) {
+                weight_row_to_f32(weights_.embed, sequences[i].tokens[r], x + (row0[i] + r) * static_cast<size_t>(dim));
+            }
+        }
     }
     {
         ScopedTimer t(&st.norm_ms);
@@ -120,31 +141,35 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
             rmsnorm(a.q.data(), w.q_norm, a.q.data(), rows * c.n_heads, c.head_dim, c.rms_norm_eps);
             rmsnorm(a.k.data(), w.k_norm, a.k.data(), rows * c.n_kv_heads, c.head_dim, c.rms_norm_eps);
         }
-        {
-            ScopedTimer t(&st.rope_kv_ms);
-            rope_apply(rope_, interleaved, a.q.data(), n, c.n_heads, pos0);
-            rope_apply(rope_, interleaved, a.k.data(), n, c.n_kv_heads, pos0);
-            cache.write(l, a.k.data(), a.v.data(), n);
-        }
-
-        AttentionCall call;
-        call.layer = l;
-        call.shape.n_q_heads = c.n_heads;
-        call.shape.n_kv_heads = c.n_kv_heads;
-        call.shape.head_dim = c.head_dim;
-        call.shape.n_q = n;
-        call.shape.n_k = pos0 + n;
-        call.shape.kv_stride = cache.capacity();
-        call.shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-        call.shape.window = c.window(l);
-        call.q = a.q.data();
-        call.k = cache.keys(l);
-        call.v = cache.values(l);
-        call.out = a.att.data();
-        call.pages = cache.page_bounds(l);
-        {
+        for (size_t i = 0; i < sequences.size(); ++i) {
+            KvCache& cache = *sequences[i].cache;
+            const int pos0 = cache.length();
+            const int seq_rows = row0[i + 1] - row0[i];
+            float* q = a.q.data() + row0[i] * q_row;
+            float* k = a.k.data() + row0[i] * kv_row;
+            {
+                ScopedTimer t(&st.rope_kv_ms);
+                rope_apply(rope_, interleaved, q, seq_rows, c.n_heads, pos0);
+                rope_apply(rope_, interleaved, k, seq_rows, c.n_kv_heads, pos0);
+                cache.write(l, k, a.v.data() + row0[i] * kv_row, seq_rows);
+            }
+            AttentionCall call;
+            call.layer = l;
+            call.shape.n_q_heads = c.n_heads;
+            call.shape.n_kv_heads = c.n_kv_heads;
+            call.shape.head_dim = c.head_dim;
+            call.shape.n_q = seq_rows;
+            call.shape.n_k = pos0 + seq_rows;
+            call.shape.kv_stride = cache.capacity();
+            call.shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+            call.shape.window = c.window(l);
+            call.q = q;
+            call.k = cache.keys(l);
+            call.v = cache.values(l);
+            call.out = a.att.data() + row0[i] * q_row;
+            call.pages = cache.page_bounds(l);
             const double t0 = omp_get_wtime();
-            policy.attend(call);
+            sequences[i].policy->attend(call);
             const double ms = (omp_get_wtime() - t0) * 1e3;
             st.attention_ms += ms;
             st.layer_attention_ms[l] += ms;
@@ -153,7 +178,11 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
             ScopedTimer t(&st.matmul_ms);
             matmul(a.att.data(), n, matrix_view(w.wo), w.bo, block_out, precision_);
         }
-        if (policy.observes_layers()) policy.observe_layer(l, x, block_out, n, dim);
+        for (size_t i = 0; i < sequences.size(); ++i) {
+            AttentionPolicy& policy = *sequences[i].policy;
+            const size_t at = row0[i] * static_cast<size_t>(dim);
+            if (policy.observes_layers()) policy.observe_layer(l, x + at, block_out + at, row0[i + 1] - row0[i], dim);
+        }
         {
             ScopedTimer t(&st.norm_ms);
             add_rmsnorm(x, block_out, w.mlp_norm, h, n, dim, c.rms_norm_eps);
@@ -181,7 +210,7 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
                         last ? hidden_out : h, n, dim, c.rms_norm_eps);
         }
     }
-    cache.advance(n);
+    for (size_t i = 0; i < sequences.size(); ++i) sequences[i].cache->advance(row0[i + 1] - row0[i]);
     st.tokens += n;
 }
 

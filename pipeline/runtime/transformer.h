@@ -21,6 +21,13 @@
 
 namespace kascade {
 
+/// One sequence's share of a batched forward pass: its new tokens, the cache they extend, the policy it attends with.
+struct ForwardSequence {
+    std::span<const int32_t> tokens;
+    KvCache* cache = nullptr;
+    AttentionPolicy* policy = nullptr;
+};
+
 class Transformer {
   public:
     /// `weights` must outlive the transformer. max_positions bounds the positions a KV cache may use
@@ -39,6 +46,14 @@ class Transformer {
     /// (a decode step allocates nothing), so one transformer runs one forward at a time (checked).
     void forward(std::span<const int32_t> tokens, KvCache& cache, AttentionPolicy& policy, float* hidden_out,
                  ForwardStats* stats = nullptr) const;
+
+    /// Batched forward: several sequences in one pass (a batched decode step gives each one token). The matrix
+    /// products take the rows of every sequence at once, so the weights are read once per step instead of once per
+    /// sequence; RoPE, the cache write and attention run per sequence, on its own cache through its own policy
+    /// (policies keep per-sequence state between layers: give each sequence its own). hidden_out holds the rows of
+    /// the sequences in order. Each sequence's result equals forward() of it alone, bit for bit (the products do not
+    /// depend on the number of rows, kernels/matmul.h).
+    void forward(std::span<const ForwardSequence> sequences, float* hidden_out, ForwardStats* stats = nullptr) const;
 
     /// logits [n][vocab] = hidden [n][dim] W_lm^T.
     void lm_head(const float* hidden, int n, float* logits, ForwardStats* stats = nullptr) const;

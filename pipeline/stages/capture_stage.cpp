@@ -97,7 +97,9 @@ StageResult run_capture(Workspace& ws, LoadedModel& model, LoadedText& text, con
 
     Transformer runtime(model.weights);
     CaptureAttention capture(c.n_layers, params.tile, params.save_qk);
-    KvCache cache(c, params.ctx);
+    // Always fp32 (no --kv-dtype): a capture records the attention statistics the schedules are calibrated on, and
+    // its artifacts and keys serve runs of every KV dtype (as of every matmul precision).
+    KvCache cache(c, params.ctx, 0, KvDType::F32);
     std::vector<float> hidden(static_cast<size_t>(params.ctx) * c.dim);
     ProgressLine progress("capture", n_windows, "windows");
     for (int64_t w = 0; w < n_windows; ++w) {

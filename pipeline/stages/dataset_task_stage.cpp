@@ -84,9 +84,10 @@ DatasetSampleRecord measure_dataset_sample(const Transformer& runtime, const Loa
     DenseAttention dense;
     AttentionPolicy& prefill = r.params.prefill == TaskPrefill::Sparse ? *method.policy : dense;
     // Datasets scored on their first line stop there (the score is the same; LongBench generates on, up to EOS).
-    const GreedyResult answer =
-        generate_greedy(runtime, *model.tokenizer, prompt.tokens, prefill, *method.policy,
-                        {.max_new_tokens = r.files.max_new_tokens, .stop_at_newline = r.files.scoring.first_line_only});
+    const GreedyResult answer = generate_greedy(runtime, *model.tokenizer, prompt.tokens, prefill, *method.policy,
+                                                {.max_new_tokens = r.files.max_new_tokens,
+                                                 .stop_at_newline = r.files.scoring.first_line_only,
+                                                 .kv_dtype = r.method.params.kv_dtype});
     LayerDensity density;
     for (const LayerDensity& d : method.layer_density()) density.add(d);
 
@@ -165,7 +166,7 @@ std::string dataset_task_key(const DatasetKeyInputs& k) {
                              {"method", std::string(mode_name(k.method))}};
     add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
                           k.window_ratio, params);
-    add_numerics_key_params(k.matmul, params);
+    add_numerics_key_params(k.matmul, k.kv_dtype, params);
     return content_key("task", kTaskFormatVersion, inputs, params);
 }
 
@@ -213,7 +214,8 @@ ResolvedDatasetTask resolve_dataset_task(ResultsDb* db, const LoadedModel& model
                               .quest_page = m.params.quest_page,
                               .selection_layers = m.params.selection_layers,
                               .window_ratio = m.params.window_ratio,
-                              .matmul = m.params.matmul});
+                              .matmul = m.params.matmul,
+                              .kv_dtype = m.params.kv_dtype});
     return r;
 }
 

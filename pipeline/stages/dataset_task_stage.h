@@ -77,6 +77,7 @@ struct DatasetKeyInputs {
     std::vector<int> selection_layers{};                 ///< omnikv, lessismore
     double window_ratio = 0;                             ///< lessismore
     MatmulPrecision matmul = MatmulPrecision::Exact;
+    KvDType kv_dtype = EvalParams{}.kv_dtype;
 };
 std::string dataset_task_key(const DatasetKeyInputs& inputs);
 

@@ -88,6 +88,7 @@ ResolvedEval dense_baseline_of(const ResolvedEval& r, const RunInputHashes& hash
     dense.params.token_offset = r.token_offset;
     dense.params.n_tokens = r.params.n_tokens;
     dense.params.matmul = r.params.matmul;
+    dense.params.kv_dtype = r.params.kv_dtype;
     dense.token_offset = r.token_offset;
     dense.ctx = r.ctx;
     dense.key = eval_key(dense, hashes, "");
@@ -200,7 +201,7 @@ std::string eval_key(const ResolvedEval& r, const RunInputHashes& hashes, std::s
     }
     add_method_key_params(p.method, r.tile, r.topk, r.granularity, r.pooling, p.quest_page, p.selection_layers,
                           p.window_ratio, params);
-    add_numerics_key_params(p.matmul, params);
+    add_numerics_key_params(p.matmul, p.kv_dtype, params);
     if (p.method == EvalMethod::Kascade) inputs["schedule"] = std::string(schedule_key);
     return content_key("eval", kEvalFormatVersion, inputs, params);
 }
@@ -229,8 +230,10 @@ void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, Ke
     }
 }
 
-void add_numerics_key_params(MatmulPrecision matmul, nlohmann::json& params) {
+void add_numerics_key_params(MatmulPrecision matmul, KvDType kv_dtype, nlohmann::json& params) {
     if (matmul != MatmulPrecision::Exact) params["matmul"] = std::string(mode_name(matmul));
+    // Every run stored before --kv-dtype had an fp32 cache: its key names no dtype.
+    if (kv_dtype != KvDType::F32) params["kv_dtype"] = std::string(mode_name(kv_dtype));
 }
 
 SparseAttentionOptions eval_attention_options(const ResolvedEval& r) {
@@ -310,6 +313,7 @@ EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, c
         options.ctx = r.ctx;
         options.offset = r.token_offset;
         options.max_tokens = r.params.n_tokens;
+        options.kv_dtype = r.params.kv_dtype;
         const auto windows = make_windows(n_text, options, start_token >= 0, runtime.max_positions());
         ProgressLine progress(fmt::format("eval {}", mode_name(r.params.method)), static_cast<int64_t>(windows.size()),
                               "windows");
@@ -332,6 +336,7 @@ EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, c
         options.offset = r.token_offset;
         options.max_tokens = r.params.n_tokens;
         options.kv_page_size = policy.kv_page_size();
+        options.kv_dtype = r.params.kv_dtype;
         const auto windows = make_decode_windows(n_text, options, start_token >= 0, runtime.max_positions());
         ProgressLine progress(fmt::format("eval {} decode", mode_name(r.params.method)),
                               static_cast<int64_t>(windows.size()), "windows");

@@ -56,6 +56,9 @@ struct EvalParams {
     /// The matrix products' numerics (--matmul): exact, or bf16 (activations rounded to BF16 against BF16 weights).
     /// The dense baseline of a run uses the same, so a run's degradation is the method's alone.
     MatmulPrecision matmul = MatmulPrecision::Exact;
+    /// The KV cache's element type (--kv-dtype): f32, or bf16 (keys and values rounded to BF16 as they are stored).
+    /// The dense baseline of a run uses the same, as for matmul.
+    KvDType kv_dtype = PerplexityOptions{}.kv_dtype;
 };
 
 /// An eval with every default filled in from the schedule, its similarity and its capture, checked, with its key.
@@ -142,8 +145,8 @@ struct RunInputHashes {
 /// sweep's --dry-run uses it to tell what is stored already. `schedule_key`: the schedule's key (method kascade).
 std::string eval_key(const ResolvedEval& r, const RunInputHashes& hashes, std::string_view schedule_key);
 
-/// The method columns runs and task_runs share (left NULL where the method has none): the matrix products' numerics
-/// (every run), the key budget (top-k tiles,
+/// The method columns runs and task_runs share (left NULL where the method has none): the numerics, matrix products'
+/// and KV cache's (every run), the key budget (top-k tiles,
 /// or percentage with k_min and k rule; round_k), quest's page size, OmniKV's and LessIsMore's tile, layers and
 /// window ratio (they select single keys and pool in their own way), and the tile, key granularity and pooling of
 /// the other sparse methods.
@@ -151,6 +154,7 @@ template <class Record>
 void set_method_columns(const ResolvedEval& r, Record& record) {
     const EvalMethod method = r.params.method;
     record.matmul = std::string(mode_name(r.params.matmul));
+    record.kv_dtype = std::string(mode_name(r.params.kv_dtype));
     if (method == EvalMethod::Dense) return;
     if (r.topk.tiles > 0) {
         record.topk_tiles = r.topk.tiles;
@@ -181,8 +185,9 @@ void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, Ke
                            Pooling pooling, int quest_page, const std::vector<int>& selection_layers,
                            double window_ratio, nlohmann::json& params);
 
-/// The numerics' part of a content key (what eval and task keys share): "matmul" for bf16 products; nothing for
-/// exact ones, so the keys of runs stored before --matmul existed stay theirs.
-void add_numerics_key_params(MatmulPrecision matmul, nlohmann::json& params);
+/// The numerics' part of a content key (what eval and task keys share): "matmul" for bf16 products, "kv_dtype" for a
+/// bf16 KV cache; nothing for exact products and an fp32 cache, so the keys of runs stored before --matmul and
+/// --kv-dtype existed stay theirs.
+void add_numerics_key_params(MatmulPrecision matmul, KvDType kv_dtype, nlohmann::json& params);
 
 }  // namespace kascade

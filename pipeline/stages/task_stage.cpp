@@ -44,7 +44,8 @@ std::string resolved_task_key(const LoadedModel& model, const ResolvedTask& r) {
                      .quest_page = m.params.quest_page,
                      .selection_layers = m.params.selection_layers,
                      .window_ratio = m.params.window_ratio,
-                     .matmul = m.params.matmul});
+                     .matmul = m.params.matmul,
+                     .kv_dtype = m.params.kv_dtype});
 }
 
 TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedTask& r) {
@@ -75,8 +76,9 @@ TaskSampleRecord measure_sample(const Transformer& runtime, const LoadedModel& m
     MethodPolicy method = make_method_policy(r.method, c.n_layers);
     DenseAttention dense;
     AttentionPolicy& prefill = r.params.prefill == TaskPrefill::Sparse ? *method.policy : dense;
-    const GreedyResult answer = generate_greedy(runtime, *model.tokenizer, sample.tokens, prefill, *method.policy,
-                                                {.max_new_tokens = r.max_new_tokens, .stop_at_newline = true});
+    const GreedyResult answer = generate_greedy(
+        runtime, *model.tokenizer, sample.tokens, prefill, *method.policy,
+        {.max_new_tokens = r.max_new_tokens, .stop_at_newline = true, .kv_dtype = r.method.params.kv_dtype});
     LayerDensity density;
     for (const LayerDensity& d : method.layer_density()) density.add(d);
 
@@ -127,7 +129,7 @@ std::string task_key(const TaskKeyInputs& k) {
                              {"method", std::string(mode_name(k.method))}};
     add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
                           k.window_ratio, params);
-    add_numerics_key_params(k.matmul, params);
+    add_numerics_key_params(k.matmul, k.kv_dtype, params);
     return content_key("task", kTaskFormatVersion, inputs, params);
 }
 

@@ -34,7 +34,7 @@ struct TaskParams {
     std::optional<int> max_new_tokens;   ///< default: the task's (task_defaults)
     TaskPrefill prefill = TaskPrefill::Sparse;
     /// The method and its budget: method, schedule_id, topk, tile, granularity, pooling, quest_page,
-    /// selection_layers, window_ratio (the rest of EvalParams is not used).
+    /// selection_layers, window_ratio, and the numerics matmul and kv_dtype (the rest of EvalParams is not used).
     EvalParams method;
 };
 
@@ -56,6 +56,7 @@ struct TaskKeyInputs {
     std::vector<int> selection_layers{};                 ///< omnikv, lessismore
     double window_ratio = 0;                             ///< lessismore
     MatmulPrecision matmul = MatmulPrecision::Exact;
+    KvDType kv_dtype = EvalParams{}.kv_dtype;
 };
 std::string task_key(const TaskKeyInputs& inputs);
 

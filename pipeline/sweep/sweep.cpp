@@ -85,6 +85,7 @@ struct MethodConfig {
 void set_task_method(const SweepSpec& spec, const MethodConfig& c, EvalParams& m) {
     m.method = c.method;
     m.matmul = spec.matmul;
+    m.kv_dtype = spec.kv_dtype;
     if (c.method == EvalMethod::Dense) return;
     m.tile = c.tile;
     m.topk = c.topk;
@@ -134,7 +135,8 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig& c
                               .quest_page = spec.quest_page,
                               .selection_layers = method_layers(spec, c.method),
                               .window_ratio = spec.lessismore_window_ratio,
-                              .matmul = spec.matmul});
+                              .matmul = spec.matmul,
+                              .kv_dtype = spec.kv_dtype});
             if (has_job_key(plan, j.key)) continue;
             j.task_grid = task_grid_json(p);
             j.label = fmt::format("{} {} prefill={}", mode_name(kind), c.label, mode_name(p.prefill));
@@ -177,7 +179,8 @@ void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig
                                       .quest_page = spec.quest_page,
                                       .selection_layers = method_layers(spec, c.method),
                                       .window_ratio = spec.lessismore_window_ratio,
-                                      .matmul = spec.matmul});
+                                      .matmul = spec.matmul,
+                                      .kv_dtype = spec.kv_dtype});
             if (has_job_key(plan, j.key)) continue;
             j.task_grid = dataset_grid_json(static_cast<int>(facts.files.samples.size()));
             j.label = fmt::format("dataset {} {} prefill={}", facts.name, c.label, mode_name(p.prefill));
@@ -341,6 +344,7 @@ class JobPlanner {
         j.eval.selection_layers = method_layers(spec_, c.method);
         j.eval.window_ratio = spec_.lessismore_window_ratio;
         j.eval.matmul = spec_.matmul;
+        j.eval.kv_dtype = spec_.kv_dtype;
         j.depends_on = at.dense_dep;
         if (c.method != EvalMethod::Dense) {
             j.eval.tile = c.tile;

@@ -287,9 +287,9 @@ toml::table parse_sweep_file(const fs::path& file) {
     }
 }
 
-/// [model]: the model's path and, optionally, its tokenizer's and the numerics of its matrix products.
+/// [model]: the model's path and, optionally, its tokenizer's and the numerics of its matrix products and KV cache.
 void read_model_table(const toml::table& root, const fs::path& file, SweepSpec& spec) {
-    TableReader model(file, "model", subtable(root, file, "model", true), {"path", "tokenizer", "matmul"});
+    TableReader model(file, "model", subtable(root, file, "model", true), {"path", "tokenizer", "matmul", "kv_dtype"});
     spec.model = resolve_path(file, "model.path", model.string("path", "", true), spec.environment);
     const std::string tokenizer = model.string("tokenizer", "");
     spec.tokenizer = tokenizer.empty() ? "" : resolve_path(file, "model.tokenizer", tokenizer, spec.environment);
@@ -297,6 +297,10 @@ void read_model_table(const toml::table& root, const fs::path& file, SweepSpec& 
     KASCADE_CHECK(matmul.size() == 1, "{}: model.matmul must be one string, found a list of {}", file.string(),
                   matmul.size());
     spec.matmul = matmul.front();
+    const std::vector<KvDType> kv_dtype = model.modes<KvDType>("kv_dtype", {spec.kv_dtype});
+    KASCADE_CHECK(kv_dtype.size() == 1, "{}: model.kv_dtype must be one string, found a list of {}", file.string(),
+                  kv_dtype.size());
+    spec.kv_dtype = kv_dtype.front();
 }
 
 /// [text]: the text the calibration and test tokens are taken from.

@@ -80,6 +80,8 @@ struct SweepSpec {
     std::string tokenizer;  ///< empty: next to the model
     /// model.matmul: the matrix products' numerics of every eval and task run (captures are always exact)
     MatmulPrecision matmul = EvalParams{}.matmul;
+    /// model.kv_dtype: the KV cache's element type of every eval and task run (captures are always fp32)
+    KvDType kv_dtype = EvalParams{}.kv_dtype;
     std::string text;
     int64_t calib_offset = CaptureParams{}.token_offset;
     int64_t calib_tokens = CaptureParams{}.n_tokens;

@@ -27,6 +27,12 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
+/// The whole of a file (a command's output file, a user file it must leave alone); "" if it cannot be read.
+inline std::string read_all(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 /// Runs the /bin/sh command line `command`, which sends its stderr to `err_file`: stdout is captured, then the
 /// file is read into err. The exit code is 128 + the signal's number for a command killed by a signal, as sh says.
 inline CommandResult run_shell(const std::string& command, const std::filesystem::path& err_file) {

@@ -9,11 +9,6 @@ namespace {
 
 const fs::path kTinyConfig = kShared / "models/stories260K-hf/config.json";
 
-std::string read_all(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 /// Refused: exit 1, one line "kascade: error: ..." containing `needle` and naming --force; nothing on stdout.
 void expect_refused(const CommandResult& r, const std::string& needle) {
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;

@@ -10,22 +10,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/shared_files.h"
 #include "run_command.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kShared = KASCADE_SHARED_DIR;
-const fs::path kBin = kShared / "models/stories260K/stories260K.bin";
-const fs::path kTok = kShared / "models/stories260K/tok512.bin";
-const fs::path kHfDir = kShared / "models/stories260K-hf";
-const fs::path kWiki = kShared / "data/wikitext-2/wiki.test.raw";
-
-std::string read_all(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using kascade::test::kSharedDir;
+const fs::path kBin = kSharedDir / "models/stories260K/stories260K.bin";
+const fs::path kTok = kSharedDir / "models/stories260K/tok512.bin";
+const fs::path kHfDir = kSharedDir / "models/stories260K-hf";
+const fs::path kWiki = kSharedDir / "data/wikitext-2/wiki.test.raw";
 
 /// The error contract: non-zero exit, exactly one line on stderr, starting "kascade: error:", containing `needle`.
 void expect_one_line_error(const CommandResult& r, const std::string& needle) {
@@ -39,7 +35,7 @@ TEST(GenerateCommand, GreedyFromLlama2cCheckpointMatchesPublishedOutput) {
     const auto r =
         run_kascade("generate --model " + shell_quote(kBin) + " --tokenizer " + shell_quote(kTok) + " -n 256 --greedy");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.out, read_all(kShared / "models/stories260K/greedy-reference.txt"));
+    EXPECT_EQ(r.out, read_all(kSharedDir / "models/stories260K/greedy-reference.txt"));
     EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
 }
 
@@ -47,7 +43,7 @@ TEST(GenerateCommand, GreedyFromHuggingFaceDirectoryMatchesPublishedOutput) {
     // No --tokenizer: the tok512.bin inside the directory is found automatically.
     const auto r = run_kascade("generate --model " + shell_quote(kHfDir) + " -n 256 --greedy");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.out, read_all(kShared / "models/stories260K/greedy-reference.txt"));
+    EXPECT_EQ(r.out, read_all(kSharedDir / "models/stories260K/greedy-reference.txt"));
 }
 
 nlohmann::json perplexity_json(const fs::path& model) {
@@ -55,6 +51,33 @@ nlohmann::json perplexity_json(const fs::path& model) {
                                " --text " + shell_quote(kWiki) + " --ctx 512 --max-tokens 16384 --json");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
+}
+
+TEST(GenerateCommand, ABatchOfPromptsContinuesEachAsItsOwnRunDoes) {
+    // Three sequences (two prompts, the first used again) decoded in batched steps, dense and with a sparse method:
+    // each continuation equals that prompt's own run, which prints the prompt and then the same continuation.
+    const std::string base = "generate --model " + shell_quote(kBin) + " --tokenizer " + shell_quote(kTok) +
+                             " -n 48 --greedy --kv-dtype bf16";
+    const std::vector<std::string> prompts = {"Once upon a time", "The little dog"};
+    for (const std::string method : {"dense", "streaming --topk-tiles 2 --tile 4"}) {
+        SCOPED_TRACE(method);
+        const auto batch = run_kascade(base + " --method " + method + " --batch 3 -p " + shell_quote(prompts[0]) +
+                                       " -p " + shell_quote(prompts[1]));
+        ASSERT_EQ(batch.exit_code, 0) << batch.err;
+        EXPECT_NE(batch.err.find("3 sequences"), std::string::npos) << batch.err;
+        for (int i = 0; i < 3; ++i) {
+            const std::string header = "--- sequence " + std::to_string(i + 1) + " (";
+            const size_t at = batch.out.find(header);
+            ASSERT_NE(at, std::string::npos) << batch.out;
+            const size_t text_begin = batch.out.find('\n', at) + 1;
+            const size_t text_end = batch.out.find('\n', text_begin);
+            const std::string continuation = batch.out.substr(text_begin, text_end - text_begin);
+            ASSERT_GT(continuation.size(), 20u);
+            const auto alone = run_kascade(base + " --method " + method + " -p " + shell_quote(prompts[i % 2]));
+            ASSERT_EQ(alone.exit_code, 0) << alone.err;
+            EXPECT_TRUE(alone.out.ends_with(continuation + "\n")) << alone.out << " vs " << continuation;
+        }
+    }
 }
 
 TEST(PerplexityCommand, BothFormatsOfStories260kAgreeOnWikiText) {
@@ -74,7 +97,7 @@ TEST(PerplexityCommand, InDomainTextIsNearThePublishedValidationLoss) {
     // stories260K's published TinyStories validation loss is 1.2968 nats (llama2.c: each story stripped, BOS first)
     // on another shard; the same domain, with stories split at their <|endoftext|> lines, must land near it.
     const auto r = run_kascade("perplexity --model " + shell_quote(kBin) + " --text " +
-                               shell_quote(kShared / "data/tinystories/TinyStories-valid.head.txt") +
+                               shell_quote(kSharedDir / "data/tinystories/TinyStories-valid.head.txt") +
                                " --ctx 512 --max-tokens 8192 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const double nll = nlohmann::json::parse(r.out)["nll"];
@@ -263,7 +286,7 @@ TEST(BadInput, UnknownCommandIsNamedWithTheClosestOne) {
 }
 
 TEST(BadInput, TokenizerLargerThanTheModelIsNamed) {
-    const fs::path smollm2 = kShared / "models/smollm2-135m-tokenizer/tokenizer.json";
+    const fs::path smollm2 = kSharedDir / "models/smollm2-135m-tokenizer/tokenizer.json";
     const auto r = run_kascade("perplexity --model " + shell_quote(kBin) + " --tokenizer " + shell_quote(smollm2) +
                                " --text " + shell_quote(kWiki) + " --max-tokens 600");
     expect_one_line_error(r, smollm2.string());
@@ -277,6 +300,20 @@ TEST(BadInput, UnknownWeightsDtypeAndMatmul) {
     expect_one_line_error(
         run_kascade("perplexity --model " + shell_quote(kBin) + " --text " + shell_quote(kWiki) + " --matmul int8"),
         "invalid --matmul='int8' (expected exact, bf16)");
+}
+
+TEST(BadInput, UnknownKvDtypeIsRefusedBeforeTheModelIsRead) {
+    // The model does not exist: the option is checked first, with the shared "did you mean".
+    for (const char* command : {"perplexity --text ", "generate --prompt-file "}) {
+        expect_one_line_error(
+            run_kascade(std::string(command) + shell_quote(kWiki) + " --model /nonexistent/model.bin --kv-dtype bf17"),
+            "invalid --kv-dtype='bf17' (expected f32, bf16); did you mean bf16?");
+    }
+    // The names themselves are taken.
+    const auto r = run_kascade("generate --model " + shell_quote(kBin) + " --tokenizer " + shell_quote(kTok) +
+                               " -n 16 --greedy --kv-dtype bf16");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(r.out.empty());
 }
 
 }  // namespace

@@ -13,16 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "common/shared_files.h"
 #include "run_command.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kShared = KASCADE_SHARED_DIR;
-const fs::path kStoriesBin = kShared / "models/stories260K/stories260K.bin";
-const fs::path kStoriesTok = kShared / "models/stories260K/tok512.bin";
-const fs::path kStoriesText = kShared / "data/tinystories/TinyStories-valid.head.txt";
+using kascade::test::kStoriesBin;
+using kascade::test::kStoriesText;
+using kascade::test::kStoriesTok;
 /// The build folder: KASCADE_BIN is <build>/pipeline/kascade.
 const fs::path kBuildDir = fs::path(KASCADE_BIN).parent_path().parent_path();
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/attention_tolerance.h"
 #include "kernels/decode_scoring.h"
 #include "kernels/dense_attention.h"
 #include "kernels/quest.h"
@@ -23,8 +24,6 @@
 
 namespace kascade {
 namespace {
-
-constexpr double kTolerance = 2e-5;  ///< max abs error vs the double reference
 
 struct DecodeCase {
     int n_kv_heads, group, head_dim, n_k, tile, window;
@@ -98,7 +97,8 @@ TEST(DecodeScoring, TokenAndTileMassMatchReference) {
             ASSERT_EQ(mass.n_q_tiles, 1);
             ASSERT_EQ(mass.n_keys, c.n_k);
             ASSERT_EQ(mass.mass.size(), ref.size());
-            EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref.data(), ref.size()), pre ? 1e-4 : kTolerance);
+            EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref.data(), ref.size()),
+                      pre ? 1e-4 : kAttentionTolerance);
             // The fused pooling + top-k: the same mass, and the top-k of it.
             const TopKRule rule{.tiles = 0, .pct = 20, .k_min_tokens = 16};
             TokenMass fused_mass;
@@ -119,7 +119,7 @@ TEST(DecodeScoring, TokenAndTileMassMatchReference) {
             ASSERT_EQ(tiles.n_k_tiles, (c.n_k - 1) / c.tile + 1);
             ASSERT_EQ(tiles.mass.size(), ref_tiles.size());
             EXPECT_LT(reference::max_abs_diff(tiles.mass.data(), ref_tiles.data(), ref_tiles.size()),
-                      pre ? 1e-4 : kTolerance);
+                      pre ? 1e-4 : kAttentionTolerance);
         }
     }
 }
@@ -134,17 +134,17 @@ TEST(DecodeScoring, DenseDecodeWithMassMatchesReference) {
         TokenMass mass;
         attn_dense_decode_with_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), out.data(), &scratch,
                                           &mass);
-        EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kAttentionTolerance);
         const std::vector<double> ref = reference::decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), false);
-        EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref.data(), ref.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref.data(), ref.size()), kAttentionTolerance);
         TileMass tiles;
         std::fill(out.begin(), out.end(), 0.0f);
         attn_dense_decode_with_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), out.data(), &scratch,
                                          &tiles);
-        EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kAttentionTolerance);
         const std::vector<double> ref_tiles =
             reference::decode_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), false);
-        EXPECT_LT(reference::max_abs_diff(tiles.mass.data(), ref_tiles.data(), ref_tiles.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(tiles.mass.data(), ref_tiles.data(), ref_tiles.size()), kAttentionTolerance);
     }
 }
 
@@ -254,7 +254,7 @@ TEST(TokenSparseDecode, MatchesMaskedReference) {
         std::vector<float> out(in.q.size());
         attn_token_sparse_decode(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), keys.data(), count.data(),
                                  max_k, head_map, out.data());
-        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
     }
 }
 
@@ -270,7 +270,7 @@ TEST(TokenSparseDecode, EveryKeySelectedEqualsDense) {
         std::vector<float> out(in.q.size());
         attn_token_sparse_decode(in.shape, 16, in.q.data(), in.k.data(), in.v.data(), keys.data(), count.data(),
                                  std::max(1, own), nullptr, out.data());
-        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
     }
 }
 

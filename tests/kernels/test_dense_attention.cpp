@@ -6,13 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "common/attention_tolerance.h"
 #include "kernels/dense_attention.h"
 #include "kernels/reference/attention_reference.h"
 
 namespace kascade {
 namespace {
-
-constexpr double kTolerance = 2e-5;  ///< max abs error vs the double reference (acceptance bound)
 
 struct DenseCase {
     int n_kv_heads, group, head_dim, n_q, n_k;
@@ -48,8 +47,8 @@ TEST(DenseAttention, PrefillMatchesReference) {
             reference::dense_attention(in.shape, in.q.data(), in.k.data(), in.v.data(), &ref_lse);
         std::vector<float> out(in.q.size()), lse(ref_lse.size());
         attn_dense_prefill(in.shape, in.q.data(), in.k.data(), in.v.data(), out.data(), lse.data());
-        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
-        EXPECT_LT(reference::max_abs_diff(lse.data(), ref_lse.data(), lse.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
+        EXPECT_LT(reference::max_abs_diff(lse.data(), ref_lse.data(), lse.size()), kAttentionTolerance);
     }
 }
 
@@ -66,7 +65,7 @@ TEST(DenseAttention, DecodeMatchesReference) {
                     reference::dense_attention(in.shape, in.q.data(), in.k.data(), in.v.data());
                 std::vector<float> out(in.q.size());
                 attn_dense_decode(in.shape, in.q.data(), in.k.data(), in.v.data(), out.data());
-                EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+                EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
             }
         }
     }
@@ -108,8 +107,8 @@ TEST(DenseAttention, PrefillWithWindowMatchesReference) {
             reference::dense_attention(in.shape, in.q.data(), in.k.data(), in.v.data(), &ref_lse);
         std::vector<float> out(in.q.size()), lse(ref_lse.size());
         attn_dense_prefill(in.shape, in.q.data(), in.k.data(), in.v.data(), out.data(), lse.data());
-        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
-        EXPECT_LT(reference::max_abs_diff(lse.data(), ref_lse.data(), lse.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
+        EXPECT_LT(reference::max_abs_diff(lse.data(), ref_lse.data(), lse.size()), kAttentionTolerance);
     }
 }
 
@@ -127,7 +126,7 @@ TEST(DenseAttention, DecodeWithWindowMatchesReference) {
                         reference::dense_attention(in.shape, in.q.data(), in.k.data(), in.v.data());
                     std::vector<float> out(in.q.size());
                     attn_dense_decode(in.shape, in.q.data(), in.k.data(), in.v.data(), out.data());
-                    EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+                    EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
                 }
             }
         }

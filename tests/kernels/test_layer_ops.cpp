@@ -22,7 +22,7 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-std::vector<float> random_floats(size_t count, uint64_t seed, float scale) {
+std::vector<float> normal_floats(size_t count, uint64_t seed, float scale) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> normal(0.0f, scale);
     std::vector<float> v(count);
@@ -43,7 +43,7 @@ TEST(ExpSimd, WithinTwoUlpOverTheNormalRange) {
     constexpr int kPoints = 1 << 21;
     std::vector<float> x;
     for (int i = 0; i < kPoints; ++i) x.push_back(-87.33f + (88.72f + 87.33f) * static_cast<float>(i) / kPoints);
-    for (const float tiny : random_floats(1000, 12, 1e-4f)) x.push_back(tiny);
+    for (const float tiny : normal_floats(1000, 12, 1e-4f)) x.push_back(tiny);
     x.push_back(1e-30f);
     x.push_back(-1e-30f);
     x.push_back(88.7228317f);  // the largest float whose e^x is finite
@@ -81,7 +81,7 @@ std::string describe(const NormCase& c) {
 }
 
 /// max |y - ref| / max |ref|.
-double relative_error(const std::vector<float>& y, const std::vector<double>& ref) {
+double max_relative_error_of(const std::vector<float>& y, const std::vector<double>& ref) {
     double err = 0, scale = 0;
     for (size_t i = 0; i < y.size(); ++i) {
         err = std::max(err, std::abs(y[i] - ref[i]));
@@ -93,12 +93,12 @@ double relative_error(const std::vector<float>& y, const std::vector<double>& re
 TEST(RmsNorm, MatchesReference) {
     for (const NormCase& c : kNormCases) {
         const size_t count = static_cast<size_t>(c.n_rows) * c.dim;
-        const std::vector<float> x = random_floats(count, 1, 3.0f);
-        std::vector<float> weight = random_floats(c.dim, 2, 0.2f);
+        const std::vector<float> x = normal_floats(count, 1, 3.0f);
+        std::vector<float> weight = normal_floats(c.dim, 2, 0.2f);
         for (float& w : weight) w += 1.0f;
         std::vector<float> y(count);
         rmsnorm(x.data(), weight.data(), y.data(), c.n_rows, c.dim, 1e-5f);
-        EXPECT_LE(relative_error(y, reference::rmsnorm(x.data(), weight.data(), c.n_rows, c.dim, 1e-5)), 1e-6)
+        EXPECT_LE(max_relative_error_of(y, reference::rmsnorm(x.data(), weight.data(), c.n_rows, c.dim, 1e-5)), 1e-6)
             << describe(c);
         std::vector<float> in_place = x;
         rmsnorm(in_place.data(), weight.data(), in_place.data(), c.n_rows, c.dim, 1e-5f);
@@ -109,15 +109,16 @@ TEST(RmsNorm, MatchesReference) {
 TEST(AddRmsNorm, MatchesReferenceAndTheSeparateSteps) {
     for (const NormCase& c : kNormCases) {
         const size_t count = static_cast<size_t>(c.n_rows) * c.dim;
-        std::vector<float> x = random_floats(count, 3, 2.0f);
-        const std::vector<float> delta = random_floats(count, 4, 1.0f);
-        const std::vector<float> weight = random_floats(c.dim, 5, 1.0f);
+        std::vector<float> x = normal_floats(count, 3, 2.0f);
+        const std::vector<float> delta = normal_floats(count, 4, 1.0f);
+        const std::vector<float> weight = normal_floats(c.dim, 5, 1.0f);
         std::vector<float> added(count);
         for (size_t i = 0; i < count; ++i) added[i] = x[i] + delta[i];
         std::vector<float> y(count);
         add_rmsnorm(x.data(), delta.data(), weight.data(), y.data(), c.n_rows, c.dim, 1e-6f);
         EXPECT_EQ(x, added) << describe(c);
-        EXPECT_LE(relative_error(y, reference::rmsnorm(added.data(), weight.data(), c.n_rows, c.dim, 1e-6)), 1e-6)
+        EXPECT_LE(max_relative_error_of(y, reference::rmsnorm(added.data(), weight.data(), c.n_rows, c.dim, 1e-6)),
+                  1e-6)
             << describe(c);
         std::vector<float> separate(count);
         rmsnorm(added.data(), weight.data(), separate.data(), c.n_rows, c.dim, 1e-6f);
@@ -127,8 +128,8 @@ TEST(AddRmsNorm, MatchesReferenceAndTheSeparateSteps) {
 
 TEST(SwiGlu, MatchesReferenceIncludingSaturation) {
     for (const int64_t n : {int64_t{1}, int64_t{17}, int64_t{1000}, int64_t{200000}}) {
-        std::vector<float> gate = random_floats(n, 6, 4.0f);
-        const std::vector<float> up = random_floats(n, 7, 1.0f);
+        std::vector<float> gate = normal_floats(n, 6, 4.0f);
+        const std::vector<float> up = normal_floats(n, 7, 1.0f);
         if (n >= 17) {  // far into both tails of silu, and past exp's range
             gate[0] = 100.0f, gate[1] = -100.0f, gate[2] = 90.0f, gate[3] = -90.0f, gate[4] = 0.0f;
         }
@@ -147,8 +148,8 @@ TEST(SwiGlu, MatchesReferenceIncludingSaturation) {
 
 TEST(LayerOps, SameResultForOneAndTwoThreads) {
     const int rows = 300, dim = 576;
-    const std::vector<float> x = random_floats(rows * dim, 8, 1.0f), d = random_floats(rows * dim, 9, 1.0f);
-    const std::vector<float> w = random_floats(dim, 10, 1.0f);
+    const std::vector<float> x = normal_floats(rows * dim, 8, 1.0f), d = normal_floats(rows * dim, 9, 1.0f);
+    const std::vector<float> w = normal_floats(dim, 10, 1.0f);
     auto run = [&](int threads) {
         omp_set_num_threads(threads);
         std::vector<float> xs = x, y(x.size()), s(x.size());
@@ -165,7 +166,7 @@ TEST(LayerOps, SameResultForOneAndTwoThreads) {
 TEST(LogSumExp, MatchesReference) {
     for (const int64_t n : {int64_t{1}, int64_t{5}, int64_t{1023}, int64_t{1025}, int64_t{49152}, int64_t{128256}}) {
         for (const float scale : {1.0f, 10.0f}) {
-            std::vector<float> z = random_floats(n, 11 + n, scale);
+            std::vector<float> z = normal_floats(n, 11 + n, scale);
             z[n / 2] += 50.0f;  // values far from 0 on both sides of the maximum
             const double ref = reference::log_sum_exp(z.data(), n);
             EXPECT_NEAR(log_sum_exp(z.data(), n), ref, 1e-6 * std::max(1.0, std::abs(ref)))

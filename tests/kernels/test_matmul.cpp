@@ -19,8 +19,8 @@
 namespace kascade {
 namespace {
 
-constexpr double kTolerance = 1e-5;    ///< max |y - ref| / max |ref| (acceptance bound)
-constexpr float kGuard = -12345.678f;  ///< written around the outputs; must survive every call
+constexpr double kMatmulTolerance = 1e-5;  ///< max |y - ref| / max |ref| (acceptance bound)
+constexpr float kGuard = -12345.678f;      ///< written around the outputs; must survive every call
 /// Every compiled numerics: each weight dtype exact, and BF16 weights with BF16-rounded activations.
 struct Variant {
     MatrixType type;
@@ -31,7 +31,7 @@ constexpr Variant kVariants[] = {{MatrixType::F32, MatmulPrecision::Exact},
                                  {MatrixType::BF16, MatmulPrecision::Bf16},
                                  {MatrixType::F16, MatmulPrecision::Exact}};
 
-std::vector<float> random_floats(size_t count, uint64_t seed, float scale = 1.0f) {
+std::vector<float> uniform_floats(size_t count, uint64_t seed, float scale = 1.0f) {
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> uniform(-scale, scale);
     std::vector<float> v(count);
@@ -158,13 +158,13 @@ TEST(Matmul, MatchesReference) {
             const bool with_bias = seed % 2 == 0;
             SCOPED_TRACE(case_name(type, shape.n, shape.cols, shape.rows, with_bias, precision));
             const Weights w(type, shape.rows, shape.cols, ++seed);
-            const std::vector<float> x = random_floats(static_cast<size_t>(shape.n) * shape.cols, ++seed);
-            const std::vector<float> bias = random_floats(shape.rows, ++seed);
+            const std::vector<float> x = uniform_floats(static_cast<size_t>(shape.n) * shape.cols, ++seed);
+            const std::vector<float> bias = uniform_floats(shape.rows, ++seed);
             const float* b = with_bias ? bias.data() : nullptr;
             GuardedOutput y(shape.n, shape.rows, shape.rows);
             matmul(x.data(), shape.n, w.view, b, y.data(), precision);
             const std::vector<double> ref = reference::matmul(x.data(), shape.n, w.view, b, precision);
-            EXPECT_LE(relative_error(y, 0, ref, shape.n, shape.rows), kTolerance);
+            EXPECT_LE(relative_error(y, 0, ref, shape.n, shape.rows), kMatmulTolerance);
             EXPECT_TRUE(y.guards_intact(0, shape.rows));
         }
     }
@@ -176,12 +176,12 @@ TEST(Matmul, FusedTargetsWithStrides) {
     const int n = 33, cols = 72, stride = 200;
     const int rows[3] = {64, 19, 19}, col0[3] = {0, 70, 120};
     const MatrixType types[3] = {MatrixType::BF16, MatrixType::F16, MatrixType::F32};
-    const std::vector<float> x = random_floats(static_cast<size_t>(n) * cols, 5);
+    const std::vector<float> x = uniform_floats(static_cast<size_t>(n) * cols, 5);
     std::vector<Weights> weights;
     std::vector<std::vector<float>> biases;
     for (int t = 0; t < 3; ++t) {
         weights.emplace_back(types[t], rows[t], cols, 10 + t);
-        biases.push_back(random_floats(rows[t], 20 + t));
+        biases.push_back(uniform_floats(rows[t], 20 + t));
     }
     for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Bf16}) {
         GuardedOutput y(n, stride, stride);
@@ -194,7 +194,7 @@ TEST(Matmul, FusedTargetsWithStrides) {
             SCOPED_TRACE(case_name(types[t], n, cols, rows[t], t != 1, precision));
             const std::vector<double> ref =
                 reference::matmul(x.data(), n, weights[t].view, t == 1 ? nullptr : biases[t].data(), precision);
-            EXPECT_LE(relative_error(y, col0[t], ref, n, rows[t]), kTolerance);
+            EXPECT_LE(relative_error(y, col0[t], ref, n, rows[t]), kMatmulTolerance);
         }
         // Guards: everything but the three written column ranges.
         GuardedOutput expected = y;
@@ -209,7 +209,7 @@ TEST(Matmul, FusedTargetsWithStrides) {
 TEST(Matmul, FusedEqualsSeparateCalls) {
     // Fusing changes the work split, not the arithmetic: bitwise the same as one call per weight.
     const int n = 129, cols = 576;
-    const std::vector<float> x = random_floats(static_cast<size_t>(n) * cols, 7);
+    const std::vector<float> x = uniform_floats(static_cast<size_t>(n) * cols, 7);
     const Weights gate(MatrixType::BF16, 1536, cols, 8), up(MatrixType::BF16, 1536, cols, 9);
     std::vector<float> fused(static_cast<size_t>(n) * 3072), g(static_cast<size_t>(n) * 1536), u(g.size());
     const MatmulTarget targets[2] = {{gate.view, nullptr, fused.data(), 3072},
@@ -228,8 +228,8 @@ TEST(Matmul, ThreadCountDoesNotChangeResults) {
         for (const Shape& shape : {Shape{129, 576, 1000}, Shape{1, 1536, 1000}, Shape{512, 72, 7}}) {
             SCOPED_TRACE(case_name(type, shape.n, shape.cols, shape.rows, true, precision));
             const Weights w(type, shape.rows, shape.cols, 3);
-            const std::vector<float> x = random_floats(static_cast<size_t>(shape.n) * shape.cols, 4);
-            const std::vector<float> bias = random_floats(shape.rows, 5);
+            const std::vector<float> x = uniform_floats(static_cast<size_t>(shape.n) * shape.cols, 4);
+            const std::vector<float> bias = uniform_floats(shape.rows, 5);
             std::vector<float> one(static_cast<size_t>(shape.n) * shape.rows), two(one.size()), three(one.size());
             with_threads(1, [&] { matmul(x.data(), shape.n, w.view, bias.data(), one.data(), precision); });
             with_threads(2, [&] { matmul(x.data(), shape.n, w.view, bias.data(), two.data(), precision); });
@@ -246,8 +246,8 @@ TEST(Matmul, RowAloneEqualsRowInBatch) {
         const int n = 512, cols = 576, rows = 200;
         SCOPED_TRACE(case_name(type, n, cols, rows, true, precision));
         const Weights w(type, rows, cols, 6);
-        const std::vector<float> x = random_floats(static_cast<size_t>(n) * cols, 7);
-        const std::vector<float> bias = random_floats(rows, 8);
+        const std::vector<float> x = uniform_floats(static_cast<size_t>(n) * cols, 7);
+        const std::vector<float> bias = uniform_floats(rows, 8);
         std::vector<float> batch(static_cast<size_t>(n) * rows);
         matmul(x.data(), n, w.view, bias.data(), batch.data(), precision);
         std::vector<float> part(static_cast<size_t>(17) * rows);
@@ -277,7 +277,7 @@ TEST(Matmul, InfinityAndNanPropagate) {
         SCOPED_TRACE(case_name(type, 6, 72, 9, false, precision));
         const int n = 6, cols = 72, rows = 9;
         Weights w(type, rows, cols, 9);
-        std::vector<float> x = random_floats(static_cast<size_t>(n) * cols, 10);
+        std::vector<float> x = uniform_floats(static_cast<size_t>(n) * cols, 10);
         // Row 1 of W: +inf at column 5; row 2: -inf at column 40; row 3: NaN at column 71 (the vector tail);
         // row 4: +inf and -inf (inf - inf = NaN).
         const auto set_inf = [&](int row, int col, bool negative) {

@@ -10,14 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "common/attention_tolerance.h"
 #include "kernels/dense_attention.h"
 #include "kernels/reference/attention_reference.h"
 #include "kernels/sparse_attention.h"
 
 namespace kascade {
 namespace {
-
-constexpr double kTolerance = 2e-5;  ///< max abs error vs the double reference
 
 // A random ascending selection per (KV head, query tile) with up to max_k tiles before the diagonal; with max_k < 0
 // every candidate tile.
@@ -85,7 +84,7 @@ TEST(SparseAttention, PrefillMatchesMaskedReference) {
                 reference::sparse_prefill(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), *sel, map);
             std::vector<float> out(in.q.size());
             attn_sparse_prefill(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), *sel, map, out.data());
-            EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+            EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
         }
     }
 }
@@ -100,8 +99,8 @@ TEST(SparseAttention, PrefillWithEveryTileEqualsDense) {
         std::vector<float> sparse(in.q.size()), dense(in.q.size());
         attn_sparse_prefill(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), all, nullptr, sparse.data());
         attn_dense_prefill(in.shape, in.q.data(), in.k.data(), in.v.data(), dense.data());
-        EXPECT_LT(reference::max_abs_diff(sparse.data(), ref.data(), sparse.size()), kTolerance);
-        EXPECT_LT(reference::max_abs_diff(sparse.data(), dense.data(), sparse.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(sparse.data(), ref.data(), sparse.size()), kAttentionTolerance);
+        EXPECT_LT(reference::max_abs_diff(sparse.data(), dense.data(), sparse.size()), kAttentionTolerance);
     }
 }
 
@@ -129,7 +128,7 @@ TEST(SparseAttention, DecodeMatchesMaskedReference) {
                     std::vector<float> out(in.q.size());
                     attn_sparse_decode(in.shape, tile, in.q.data(), in.k.data(), in.v.data(), tiles.data(),
                                        count.data(), sel.max_k, head_map, out.data());
-                    EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+                    EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
                 }
             }
         }
@@ -148,7 +147,7 @@ TEST(SparseAttention, DecodeWithEveryTileEqualsDense) {
         std::vector<float> out(in.q.size());
         attn_sparse_decode(in.shape, 16, in.q.data(), in.k.data(), in.v.data(), tiles.data(), count.data(),
                            std::max(1, n_before), nullptr, out.data());
-        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
     }
 }
 
@@ -176,7 +175,7 @@ TEST(SparseAttention, PrefillWithWindowMatchesMaskedReference) {
                         std::vector<float> out(in.q.size());
                         attn_sparse_prefill(in.shape, tile, in.q.data(), in.k.data(), in.v.data(), *sel, map,
                                             out.data());
-                        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+                        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
                     }
                 }
             }
@@ -193,7 +192,7 @@ TEST(SparseAttention, PrefillWithWindowAndEveryTileEqualsDenseWindowed) {
         std::vector<float> sparse(in.q.size()), dense(in.q.size());
         attn_sparse_prefill(in.shape, 16, in.q.data(), in.k.data(), in.v.data(), all, nullptr, sparse.data());
         attn_dense_prefill(in.shape, in.q.data(), in.k.data(), in.v.data(), dense.data());
-        EXPECT_LT(reference::max_abs_diff(sparse.data(), dense.data(), sparse.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(sparse.data(), dense.data(), sparse.size()), kAttentionTolerance);
     }
 }
 
@@ -226,7 +225,7 @@ TEST(SparseAttention, DecodeWithWindowMatchesMaskedReference) {
                     std::vector<float> out(in.q.size());
                     attn_sparse_decode(in.shape, tile, in.q.data(), in.k.data(), in.v.data(), tiles.data(),
                                        count.data(), max_k, head_map, out.data());
-                    EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+                    EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
                 }
             }
         }

@@ -9,14 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "common/attention_tolerance.h"
 #include "kernels/dense_attention.h"
 #include "kernels/reference/attention_reference.h"
 #include "kernels/tile_mass.h"
 
 namespace kascade {
 namespace {
-
-constexpr double kTolerance = 2e-5;  ///< max abs error vs the reference, per pooled probability mass or output
 
 struct MassCase {
     int n_kv_heads, group, head_dim, t, tile;
@@ -60,22 +59,24 @@ TEST(TileMass, AllVariantsMatchReference) {
         attn_row_lse(s, in.q.data(), in.k.data(), lse.data());
         TileMass two_pass;
         tile_mass_post_softmax(s, c.tile, in.q.data(), in.k.data(), lse.data(), &two_pass);
-        EXPECT_LT(max_mass_error(two_pass, ref, c.n_kv_heads, c.t, c.tile), kTolerance) << "row_lse + post_softmax";
+        EXPECT_LT(max_mass_error(two_pass, ref, c.n_kv_heads, c.t, c.tile), kAttentionTolerance)
+            << "row_lse + post_softmax";
 
         TileMass with_out;
         std::vector<float> out(in.q.size());
         attn_dense_prefill_with_mass(s, c.tile, in.q.data(), in.k.data(), in.v.data(), out.data(), &with_out);
-        EXPECT_LT(max_mass_error(with_out, ref, c.n_kv_heads, c.t, c.tile), kTolerance) << "with_mass";
+        EXPECT_LT(max_mass_error(with_out, ref, c.n_kv_heads, c.t, c.tile), kAttentionTolerance) << "with_mass";
         if (c.t <= 512) {  // the output path is the dense kernel's; checking it at every length would double the cost
             const std::vector<double> ref_out = reference::dense_attention(s, in.q.data(), in.k.data(), in.v.data());
-            EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kTolerance) << "output";
+            EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kAttentionTolerance) << "output";
         }
 
         TileMass no_v;
         std::vector<float> lse1(lse.size());
         attn_tile_mass(s, c.tile, in.q.data(), in.k.data(), &no_v, lse1.data());
-        EXPECT_LT(max_mass_error(no_v, ref, c.n_kv_heads, c.t, c.tile), kTolerance) << "attn_tile_mass";
-        EXPECT_LT(reference::max_abs_diff(lse1.data(), lse.data(), lse.size()), kTolerance) << "attn_tile_mass lse";
+        EXPECT_LT(max_mass_error(no_v, ref, c.n_kv_heads, c.t, c.tile), kAttentionTolerance) << "attn_tile_mass";
+        EXPECT_LT(reference::max_abs_diff(lse1.data(), lse.data(), lse.size()), kAttentionTolerance)
+            << "attn_tile_mass lse";
 
         // Every softmax row sums to 1: a query tile's row sums to (heads per group) x (rows in the tile).
         for (int h = 0; h < c.n_kv_heads; ++h) {
@@ -130,21 +131,23 @@ TEST(TileMass, WindowedVariantsMatchReference) {
 
         std::vector<float> lse(static_cast<size_t>(hq) * c.t);
         attn_row_lse(s, in.q.data(), in.k.data(), lse.data());
-        EXPECT_LT(reference::max_abs_diff(lse.data(), ref_lse.data(), lse.size()), kTolerance) << "row_lse";
+        EXPECT_LT(reference::max_abs_diff(lse.data(), ref_lse.data(), lse.size()), kAttentionTolerance) << "row_lse";
         TileMass two_pass;
         tile_mass_post_softmax(s, c.tile, in.q.data(), in.k.data(), lse.data(), &two_pass);
-        EXPECT_LT(max_mass_error(two_pass, ref, c.n_kv_heads, c.t, c.tile), kTolerance) << "row_lse + post_softmax";
+        EXPECT_LT(max_mass_error(two_pass, ref, c.n_kv_heads, c.t, c.tile), kAttentionTolerance)
+            << "row_lse + post_softmax";
 
         TileMass with_out;
         std::vector<float> out(in.q.size());
         attn_dense_prefill_with_mass(s, c.tile, in.q.data(), in.k.data(), in.v.data(), out.data(), &with_out);
-        EXPECT_LT(max_mass_error(with_out, ref, c.n_kv_heads, c.t, c.tile), kTolerance) << "with_mass";
+        EXPECT_LT(max_mass_error(with_out, ref, c.n_kv_heads, c.t, c.tile), kAttentionTolerance) << "with_mass";
 
         TileMass no_v;
         std::vector<float> lse1(lse.size());
         attn_tile_mass(s, c.tile, in.q.data(), in.k.data(), &no_v, lse1.data());
-        EXPECT_LT(max_mass_error(no_v, ref, c.n_kv_heads, c.t, c.tile), kTolerance) << "attn_tile_mass";
-        EXPECT_LT(reference::max_abs_diff(lse1.data(), ref_lse.data(), lse.size()), kTolerance) << "tile_mass lse";
+        EXPECT_LT(max_mass_error(no_v, ref, c.n_kv_heads, c.t, c.tile), kAttentionTolerance) << "attn_tile_mass";
+        EXPECT_LT(reference::max_abs_diff(lse1.data(), ref_lse.data(), lse.size()), kAttentionTolerance)
+            << "tile_mass lse";
 
         // Every variant records the window; tiles wholly outside it hold exactly 0, and rows still sum to 1.
         for (const TileMass* m : {&two_pass, &with_out, &no_v}) {
@@ -172,7 +175,7 @@ TEST(TileMass, WindowedVariantsMatchReference) {
         double worst = 0;
         for (size_t i = 0; i < ref_max.size(); ++i)
             worst = std::max(worst, std::abs(max_score.mass[i] - ref_max[i]) / std::max(1.0, std::abs(ref_max[i])));
-        EXPECT_LT(worst, kTolerance) << "tile_max_score";
+        EXPECT_LT(worst, kAttentionTolerance) << "tile_max_score";
     }
 }
 
@@ -214,7 +217,7 @@ TEST(TileMass, MaxScoreMatchesReference) {
         double worst = 0;
         for (size_t i = 0; i < ref.size(); ++i)
             worst = std::max(worst, std::abs(got.mass[i] - ref[i]) / std::max(1.0, std::abs(ref[i])));
-        EXPECT_LT(worst, kTolerance);
+        EXPECT_LT(worst, kAttentionTolerance);
     }
 }
 

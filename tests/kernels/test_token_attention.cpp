@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/attention_tolerance.h"
 #include "kernels/dense_attention.h"
 #include "kernels/reference/attention_reference.h"
 #include "kernels/sparse_attention.h"
@@ -20,8 +21,6 @@
 
 namespace kascade {
 namespace {
-
-constexpr double kTolerance = 2e-5;  ///< max abs error vs the double reference
 
 // A random ascending key selection per (KV head, query tile) with up to max_k keys before the tile; max_k < 0 selects
 // every key before it.
@@ -93,7 +92,7 @@ TEST(TokenSparseAttention, PrefillMatchesMaskedReference) {
                 reference::token_sparse_prefill(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), *sel, map);
             std::vector<float> out(in.q.size());
             attn_token_sparse_prefill(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), *sel, map, out.data());
-            EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kTolerance);
+            EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
         }
     }
 }
@@ -109,8 +108,8 @@ TEST(TokenSparseAttention, EveryKeySelectedEqualsDense) {
         std::vector<float> sparse(in.q.size()), dense(in.q.size());
         attn_token_sparse_prefill(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), all, nullptr, sparse.data());
         attn_dense_prefill(in.shape, in.q.data(), in.k.data(), in.v.data(), dense.data());
-        EXPECT_LT(reference::max_abs_diff(sparse.data(), ref.data(), sparse.size()), kTolerance);
-        EXPECT_LT(reference::max_abs_diff(sparse.data(), dense.data(), sparse.size()), kTolerance);
+        EXPECT_LT(reference::max_abs_diff(sparse.data(), ref.data(), sparse.size()), kAttentionTolerance);
+        EXPECT_LT(reference::max_abs_diff(sparse.data(), dense.data(), sparse.size()), kAttentionTolerance);
     }
 }
 
@@ -138,9 +137,9 @@ TEST(TokenMass, PoolingMatchesReference) {
         EXPECT_EQ(post.window, in.shape.effective_window());
         EXPECT_LT(
             max_relative_error(post, reference::token_mass_post_softmax(in.shape, c.tile, in.q.data(), in.k.data())),
-            kTolerance);
+            kAttentionTolerance);
         EXPECT_LT(max_relative_error(pre, reference::token_max_score(in.shape, c.tile, in.q.data(), in.k.data())),
-                  kTolerance);
+                  kAttentionTolerance);
     }
 }
 

@@ -1,7 +1,10 @@
 // tests/pipeline/sweep_fixture.h: a small sweep over stories260K (seconds, not minutes) for the pipeline tests,
-// and helpers to read a results folder with plain sqlite3.
+// helpers to read a results folder with plain sqlite3, and the check of a refused command's error.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -44,6 +47,22 @@ inline std::string tiny_sweep_toml() {
 
 inline void write_text(const fs::path& path, const std::string& text) {
     std::ofstream(path) << text;
+}
+
+/// `s` with the first `from` replaced by `to`; a test failure if `from` is not there.
+inline std::string replace_first(std::string s, const std::string& from, const std::string& to) {
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? s : s.replace(at, from.size(), to);
+}
+
+/// The error contract of a refused command: non-zero exit, exactly one line on stderr, starting "kascade: error:",
+/// containing `needle`.
+inline void expect_error(const CommandResult& r, const std::string& needle) {
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.err.rfind("kascade: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
 }
 
 /// The results of every run, by run key: what an interrupted and resumed sweep must reproduce exactly.

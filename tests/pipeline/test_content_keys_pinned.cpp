@@ -124,6 +124,14 @@ TEST(PinnedContentKeys, TaskKeys) {
     const nlohmann::json params = {{"task", "passkey"},  {"seed", 1},         {"max_new_tokens", 8},
                                    {"prefill", "dense"}, {"method", "dense"}, {"matmul", "bf16"}};
     EXPECT_EQ(task_key(bf16), content_key("task", kTaskFormatVersion, inputs, params));
+
+    // So does a BF16 KV cache (an fp32 one, the default, adds nothing).
+    TaskKeyInputs bf16_kv = dense;
+    bf16_kv.kv_dtype = KvDType::BF16;
+    nlohmann::json kv_params = params;
+    kv_params.erase("matmul");
+    kv_params["kv_dtype"] = "bf16";
+    EXPECT_EQ(task_key(bf16_kv), content_key("task", kTaskFormatVersion, inputs, kv_params));
 }
 
 TEST(PinnedContentKeys, DatasetTaskKeys) {
@@ -138,6 +146,12 @@ TEST(PinnedContentKeys, DatasetTaskKeys) {
     dense.chat_template = ChatTemplate::Llama31;
     dense.prefill = TaskPrefill::Dense;
     EXPECT_EQ(dataset_task_key(dense), "28af1d08db476e2f");
+    DatasetKeyInputs f32_kv = dense;
+    f32_kv.kv_dtype = KvDType::F32;
+    EXPECT_EQ(dataset_task_key(f32_kv), "28af1d08db476e2f");
+    DatasetKeyInputs bf16_kv = dense;
+    bf16_kv.kv_dtype = KvDType::BF16;
+    EXPECT_NE(dataset_task_key(bf16_kv), "28af1d08db476e2f");
 
     DatasetKeyInputs kascade = dense;
     kascade.dataset_name = "trec";

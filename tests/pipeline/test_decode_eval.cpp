@@ -26,19 +26,6 @@ std::string read_file(const fs::path& p) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-    const size_t at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    return at == std::string::npos ? s : s.replace(at, from.size(), to);
-}
-
-void expect_error(const CommandResult& r, const std::string& needle) {
-    EXPECT_NE(r.exit_code, 0);
-    EXPECT_EQ(r.err.rfind("kascade: error: ", 0), 0u) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
-}
-
 class DecodeEval : public ::testing::Test {
   protected:
     TempDir dir_{"decode_eval"};
@@ -77,11 +64,11 @@ TEST_F(DecodeEval, ExperimentFileRunsEndToEndAndFullBudgetsEqualDenseDecode) {
     // The experiment as shipped, reduced to two calibration windows, one decode window, one budget and one schedule
     // of each policy.
     std::string toml = read_file(fs::path(KASCADE_SOURCE_DIR) / "experiments/decode-stories260k.toml");
-    toml = replace(toml, "tokens = 8687", "tokens = 1022");
-    toml = replace(toml, "tokens = 2048", "tokens = 512");
-    toml = replace(toml, "topk_tiles = [2, 4, 8]", "topk_tiles = [4]");
-    toml = replace(toml, "threshold = [0.5, 0.8]", "threshold = [0.8]");
-    toml = replace(toml, "anchors = [2, 3]", "anchors = [3]");
+    toml = replace_first(toml, "tokens = 8687", "tokens = 1022");
+    toml = replace_first(toml, "tokens = 2048", "tokens = 512");
+    toml = replace_first(toml, "topk_tiles = [2, 4, 8]", "topk_tiles = [4]");
+    toml = replace_first(toml, "threshold = [0.5, 0.8]", "threshold = [0.8]");
+    toml = replace_first(toml, "anchors = [2, 3]", "anchors = [3]");
     write_text(dir_ / "decode.toml", toml);
     const CommandResult sweep = run_kascade("sweep " + shell_quote(dir_ / "decode.toml") + " --results " +
                                             shell_quote(results_) + " --no-report");
@@ -206,29 +193,30 @@ TEST_F(DecodeEval, BadDecodeOptionsAreOneLineErrorsThatWriteNothing) {
         write_text(dir_ / "bad.toml", toml);
         return run_kascade("sweep " + shell_quote(dir_ / "bad.toml") + " --results " + shell_quote(results_));
     };
-    expect_error(sweep_with(replace(sweep, "\"streaming\"]", "\"streaming\", \"quest\"]")),
+    expect_error(sweep_with(replace_first(sweep, "\"streaming\"]", "\"streaming\", \"quest\"]")),
                  "baselines.methods = \"quest\" is a decode method: it needs test.phase = \"decode\"");
-    const std::string decode_sweep = replace(sweep, "[test]\n",
-                                             "[test]\nphase = \"decode\"\nprompt_tokens = 200\n"
-                                             "decode_tokens = 56\n");
-    expect_error(sweep_with(replace(sweep, "\"streaming\"]",
-                                    "\"streaming\", \"lessismore\"]\n"
-                                    "lessismore_selection_layers = [2]")),
+    const std::string decode_sweep = replace_first(sweep, "[test]\n",
+                                                   "[test]\nphase = \"decode\"\nprompt_tokens = 200\n"
+                                                   "decode_tokens = 56\n");
+    expect_error(sweep_with(replace_first(sweep, "\"streaming\"]",
+                                          "\"streaming\", \"lessismore\"]\n"
+                                          "lessismore_selection_layers = [2]")),
                  "baselines.methods = \"lessismore\" is a decode method: it needs test.phase = \"decode\"");
-    expect_error(sweep_with(replace(decode_sweep, "\"streaming\"]", "\"streaming\", \"omnikv\"]")),
+    expect_error(sweep_with(replace_first(decode_sweep, "\"streaming\"]", "\"streaming\", \"omnikv\"]")),
                  "baselines.methods has \"omnikv\": it needs baselines.omnikv_filter_layers (a list of layers)");
-    expect_error(sweep_with(replace(decode_sweep, "\"streaming\"]", "\"streaming\"]\nlessismore_window_ratio = 0.5")),
-                 "baselines.lessismore_window_ratio applies to the lessismore method only");
-    expect_error(sweep_with(replace(decode_sweep, "\"streaming\"]",
-                                    "\"streaming\", \"omnikv\"]\nomnikv_filter_layers = [2, 7]")),
+    expect_error(
+        sweep_with(replace_first(decode_sweep, "\"streaming\"]", "\"streaming\"]\nlessismore_window_ratio = 0.5")),
+        "baselines.lessismore_window_ratio applies to the lessismore method only");
+    expect_error(sweep_with(replace_first(decode_sweep, "\"streaming\"]",
+                                          "\"streaming\", \"omnikv\"]\nomnikv_filter_layers = [2, 7]")),
                  "invalid baselines.omnikv_filter_layers=2,7: layer 7 must be in [2, 4]");
-    expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nphase = \"decod\"\n")),
+    expect_error(sweep_with(replace_first(sweep, "[test]\n", "[test]\nphase = \"decod\"\n")),
                  "invalid test.phase='decod' (expected prefill, decode); did you mean decode?");
-    expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nprompt_tokens = 64\n")),
+    expect_error(sweep_with(replace_first(sweep, "[test]\n", "[test]\nprompt_tokens = 64\n")),
                  "test.prompt_tokens and test.decode_tokens apply to phase = \"decode\" only");
-    expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nphase = \"decode\"\nprompt_tokens = 0\n")),
+    expect_error(sweep_with(replace_first(sweep, "[test]\n", "[test]\nphase = \"decode\"\nprompt_tokens = 0\n")),
                  "test.prompt_tokens = 0 is out of range");
-    expect_error(sweep_with(replace(sweep, "[test]\n", "[test]\nphase = \"decode\"\n")),
+    expect_error(sweep_with(replace_first(sweep, "[test]\n", "[test]\nphase = \"decode\"\n")),
                  "test.tokens = 508 holds no decode window of test.prompt_tokens + test.decode_tokens = 512 tokens");
     EXPECT_FALSE(fs::exists(results_));
 }

@@ -19,7 +19,7 @@
 namespace kascade {
 namespace {
 
-constexpr int kCtx = 128;
+constexpr int kMatmulCtx = 128;
 constexpr int64_t kTokens = 512;
 
 /// A 2-layer random model at stories260K's shape with BF16 weights (the numerics --matmul bf16 changes), beside the
@@ -39,7 +39,7 @@ class EvalMatmul : public ::testing::Test {
         const Transformer runtime(model.weights, 0, precision);
         DenseAttention dense;
         PerplexityOptions options;
-        options.ctx = kCtx;
+        options.ctx = kMatmulCtx;
         options.max_tokens = kTokens;
         return evaluate_perplexity(runtime, dense, text.tokens,
                                    sequence_start_token(model.weights.config, model.tokenizer.get()), options)
@@ -55,7 +55,7 @@ TEST_F(EvalMatmul, Bf16RunsAreMeasuredStoredAndKeyedWithTheirNumerics) {
     exact.method = EvalMethod::Oracle;
     exact.topk = TopKRule{4, 0, 0, KRule::Visible, 0};
     exact.tile = 16;
-    exact.ctx = kCtx;
+    exact.ctx = kMatmulCtx;
     exact.token_offset = 0;
     exact.n_tokens = kTokens;
     EvalParams bf16 = exact;
@@ -89,7 +89,7 @@ TEST_F(EvalMatmul, Bf16RunsAreMeasuredStoredAndKeyedWithTheirNumerics) {
     r.params = exact;
     r.tile = 16;
     r.topk = *exact.topk;
-    r.ctx = kCtx;
+    r.ctx = kMatmulCtx;
     EXPECT_EQ(eval_key(r, {model.model_hash, model.tokenizer_hash, text.hash}, ""), exact_key);
 }
 

@@ -83,6 +83,22 @@ TEST(EvalKey, Bf16ProductsAddTheirNumericsAndExactOnesNothing) {
     EXPECT_EQ(key_of(bf16), content_key("eval", kEvalFormatVersion, kHashInputs, params));
 }
 
+TEST(EvalKey, ABf16KvCacheAddsItsDtypeAndAnF32OneNothing) {
+    // An fp32 cache is the default: its keys are those written before --kv-dtype existed; a BF16 cache names its
+    // dtype, beside the products' numerics when they are bf16 too.
+    ResolvedEval f32 = oracle_inputs();
+    f32.params.kv_dtype = KvDType::F32;
+    EXPECT_EQ(key_of(f32), content_key("eval", kEvalFormatVersion, kHashInputs, kOraclePrefillParams));
+    ResolvedEval bf16 = oracle_inputs();
+    bf16.params.kv_dtype = KvDType::BF16;
+    nlohmann::json params = kOraclePrefillParams;
+    params["kv_dtype"] = "bf16";
+    EXPECT_EQ(key_of(bf16), content_key("eval", kEvalFormatVersion, kHashInputs, params));
+    bf16.params.matmul = MatmulPrecision::Bf16;
+    params["matmul"] = "bf16";
+    EXPECT_EQ(key_of(bf16), content_key("eval", kEvalFormatVersion, kHashInputs, params));
+}
+
 TEST(EvalKey, DecodeKeysDependOnPhaseAndCounts) {
     ResolvedEval decode = oracle_inputs();
     decode.params.phase = EvalPhase::Decode;

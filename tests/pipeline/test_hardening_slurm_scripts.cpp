@@ -11,11 +11,6 @@
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 /// The arguments of one "#SBATCH ..." line as sbatch reads them (src/sbatch/opt.c, _get_argument): words separated
 /// by blanks; single or double quotes group, a backslash escapes the next character, an unquoted '#' ends the line.
 std::vector<std::string> sbatch_arguments(const std::string& line) {
@@ -65,7 +60,7 @@ TEST(SlurmScripts, ControlCharactersAreRefusedInEveryFieldAndPathsAreQuoted) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     fs::path folder;
     for (const auto& e : fs::directory_iterator(results / "slurm")) folder = e.path();
-    const std::string script = read_text(folder / "level-0.sbatch");
+    const std::string script = read_all(folder / "level-0.sbatch");
     std::map<std::string, std::vector<std::string>> sbatch;  // first argument -> all of the line's arguments
     std::istringstream lines(script);
     for (std::string line; std::getline(lines, line);) {

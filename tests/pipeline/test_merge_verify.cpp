@@ -16,7 +16,7 @@ namespace {
 using kascade::hash_file_hex;
 
 /// Runs one statement on a database (read-write), as a user editing it with sqlite3 would; "" or the error.
-std::string sql_exec(const fs::path& db_file, const std::string& sql) {
+std::string sql_exec_error(const fs::path& db_file, const std::string& sql) {
     sqlite3* db = nullptr;
     std::string error;
     if (sqlite3_open_v2(db_file.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
@@ -136,9 +136,9 @@ TEST_F(MergeVerify, EveryArtifactFileIsVerifiedAndABadOneRefusesTheWholeMerge) {
 
     // Rows stored without a checksum (schema < 5): vouched for by size and root attributes, then given one.
     const fs::path old = copy_of_shard("old");
-    ASSERT_EQ(sql_exec(old / "kascade.db", "UPDATE artifacts SET checksum = NULL"), "");
+    ASSERT_EQ(sql_exec_error(old / "kascade.db", "UPDATE artifacts SET checksum = NULL"), "");
     const fs::path old_truncated = copy_of_shard("old-truncated");
-    ASSERT_EQ(sql_exec(old_truncated / "kascade.db", "UPDATE artifacts SET checksum = NULL"), "");
+    ASSERT_EQ(sql_exec_error(old_truncated / "kascade.db", "UPDATE artifacts SET checksum = NULL"), "");
     fs::resize_file(file(old_truncated, "similarity", similarity_),
                     fs::file_size(file(old_truncated, "similarity", similarity_)) - 100);
     const fs::path into_old = dir_ / "into-old";

@@ -58,6 +58,7 @@ TEST(ModeNames, EveryNameOfEveryModeRoundTrips) {
     expect_round_trip<SimilarityAggregation>("SimilarityAggregation");
     expect_round_trip<WeightsDType>("WeightsDType");
     expect_round_trip<MatmulPrecision>("MatmulPrecision");
+    expect_round_trip<KvDType>("KvDType");
     expect_round_trip<DType>("DType");
     expect_round_trip<TaskKind>("TaskKind");
     expect_round_trip<TaskMetric>("TaskMetric");
@@ -144,6 +145,7 @@ TEST(ModeNames, SchemaCheckListsEqualTheNameTables) {
     EXPECT_EQ(as_set(runs.at("k_rule")), as_set(mode_names<KRule>()));
     EXPECT_EQ(as_set(runs.at("pooling")), as_set(mode_names<Pooling>()));
     EXPECT_EQ(as_set(runs.at("matmul")), as_set(mode_names<MatmulPrecision>()));
+    EXPECT_EQ(as_set(runs.at("kv_dtype")), as_set(mode_names<KvDType>()));
 
     auto schedules = check_lists("schedules");
     EXPECT_EQ(as_set(schedules.at("policy")), as_set(mode_names<SchedulePolicy>()));
@@ -161,6 +163,7 @@ TEST(ModeNames, SchemaCheckListsEqualTheNameTables) {
     EXPECT_EQ(as_set(task_runs.at("pooling")), as_set(mode_names<Pooling>()));
     EXPECT_EQ(as_set(task_runs.at("chat_template")), as_set(mode_names<ChatTemplate>()));
     EXPECT_EQ(as_set(task_runs.at("matmul")), as_set(mode_names<MatmulPrecision>()));
+    EXPECT_EQ(as_set(task_runs.at("kv_dtype")), as_set(mode_names<KvDType>()));
     std::set<std::string> tasks = as_set(mode_names<TaskKind>());
     tasks.insert("dataset");  // a run on a dataset file (pipeline/stages/dataset_task_stage.h)
     EXPECT_EQ(as_set(task_runs.at("task")), tasks);
@@ -178,7 +181,7 @@ TEST(ModeNames, NoSourceFileComparesAModeNameString) {
           &mode_names<KeyGranularity>(), &mode_names<Pooling>(), &mode_names<KRule>(), &mode_names<SchedulePolicy>(),
           &mode_names<HeadMapMode>(), &mode_names<LayerRole>(), &mode_names<RunLayerRole>(),
           &mode_names<SimilarityMetric>(), &mode_names<SimilarityAggregation>(), &mode_names<WeightsDType>(),
-          &mode_names<MatmulPrecision>(), &mode_names<DType>()})
+          &mode_names<MatmulPrecision>(), &mode_names<KvDType>(), &mode_names<DType>()})
         names.insert(list->begin(), list->end());
     std::string alternatives;
     for (const std::string& n : names) {

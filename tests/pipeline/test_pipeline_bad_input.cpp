@@ -7,19 +7,6 @@
 
 namespace {
 
-void expect_error(const CommandResult& r, const std::string& needle) {
-    EXPECT_NE(r.exit_code, 0);
-    EXPECT_EQ(r.err.rfind("kascade: error: ", 0), 0u) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
-}
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-    const size_t at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    return at == std::string::npos ? s : s.replace(at, from.size(), to);
-}
-
 class BadPipelineInput : public ::testing::Test {
   protected:
     TempDir dir_{"bad_pipeline"};
@@ -60,7 +47,7 @@ class BadPipelineInput : public ::testing::Test {
 };
 
 TEST_F(BadPipelineInput, UnknownKeyInSweepFile) {
-    const auto r = sweep_with(replace(tiny_sweep_toml(), "topk_tiles = [2, 4]", "topk_tiels = [2, 4]"));
+    const auto r = sweep_with(replace_first(tiny_sweep_toml(), "topk_tiles = [2, 4]", "topk_tiels = [2, 4]"));
     expect_error(r, "unknown key grid.topk_tiels");
     EXPECT_NE(r.err.find("did you mean topk_tiles"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("bad.toml"), std::string::npos);
@@ -68,26 +55,26 @@ TEST_F(BadPipelineInput, UnknownKeyInSweepFile) {
 }
 
 TEST_F(BadPipelineInput, OutOfRangeValueInSweepFile) {
-    const auto r = sweep_with(replace(tiny_sweep_toml(), "threshold = [0.5, 0.95]", "threshold = [0.5, 1.5]"));
+    const auto r = sweep_with(replace_first(tiny_sweep_toml(), "threshold = [0.5, 0.95]", "threshold = [0.5, 1.5]"));
     expect_error(r, "schedules[0].threshold = 1.5 is out of range");
     EXPECT_FALSE(fs::exists(results_));
 }
 
 TEST_F(BadPipelineInput, EmptyModelOrTextPathInSweepFile) {
     const std::string text = "path = \"" + kStoriesText.string() + "\"";
-    expect_error(sweep_with(replace(tiny_sweep_toml(), text, "path = \"\"")),
+    expect_error(sweep_with(replace_first(tiny_sweep_toml(), text, "path = \"\"")),
                  file_() + ": text.path is empty (expected a path)");
     EXPECT_FALSE(fs::exists(results_));
 
     const std::string model = "path = \"" + kStoriesBin.string() + "\"";
-    expect_error(sweep_with(replace(tiny_sweep_toml(), model, "path = \"\""), " --dry-run"),
+    expect_error(sweep_with(replace_first(tiny_sweep_toml(), model, "path = \"\""), " --dry-run"),
                  file_() + ": model.path is empty (expected a path)");
     EXPECT_FALSE(fs::exists(results_));
 }
 
 TEST_F(BadPipelineInput, FloatTokenCountInSweepFile) {
     for (const std::string value : {"5.5e21", "381.0"}) {
-        const std::string toml = replace(tiny_sweep_toml(), "tokens = 381", "tokens = " + value);
+        const std::string toml = replace_first(tiny_sweep_toml(), "tokens = 381", "tokens = " + value);
         expect_error(sweep_with(toml), file_() + ": calibration.tokens must be an integer");
         EXPECT_FALSE(fs::exists(results_));
     }
@@ -95,26 +82,27 @@ TEST_F(BadPipelineInput, FloatTokenCountInSweepFile) {
 
 // stories260K: 5 layers, a context of 512 positions; the text has a few thousand tokens.
 TEST_F(BadPipelineInput, SweepAnchorsBeyondTheModelsLayers) {
-    const std::string err = model_dependent_error(replace(tiny_sweep_toml(), "anchors = [2]", "anchors = [2, 9]"));
+    const std::string err =
+        model_dependent_error(replace_first(tiny_sweep_toml(), "anchors = [2]", "anchors = [2, 9]"));
     EXPECT_EQ(err, "kascade: error: " + file_() + ": schedules[1].anchors = 9: the model has 5 layers (0..4)\n");
 }
 
 TEST_F(BadPipelineInput, SweepAnchorListBeyondTheModelsLayers) {
     const std::string err = model_dependent_error(
-        replace(tiny_sweep_toml(), "policy = \"dp\"\nanchors = [2]", "policy = \"fixed\"\nanchor_list = [0, 9]"));
+        replace_first(tiny_sweep_toml(), "policy = \"dp\"\nanchors = [2]", "policy = \"fixed\"\nanchor_list = [0, 9]"));
     EXPECT_EQ(err,
               "kascade: error: " + file_() + ": schedules[1].anchor_list = [0, 9]: the model has 5 layers (0..4)\n");
 }
 
 TEST_F(BadPipelineInput, SweepCtxBeyondTheModelsContext) {
-    const std::string err = model_dependent_error(replace(tiny_sweep_toml(), "ctx = [128]", "ctx = [128, 1024]"));
+    const std::string err = model_dependent_error(replace_first(tiny_sweep_toml(), "ctx = [128]", "ctx = [128, 1024]"));
     EXPECT_EQ(err, "kascade: error: " + file_() + ": grid.ctx = 1024: model \"" + kStoriesBin.string() +
                        "\" has a context of 512 positions\n");
 }
 
 TEST_F(BadPipelineInput, SweepTestTokensBeyondTheText) {
     const std::string err =
-        model_dependent_error(replace(tiny_sweep_toml(), "[test]\ntokens = 508", "[test]\ntokens = 10000000"));
+        model_dependent_error(replace_first(tiny_sweep_toml(), "[test]\ntokens = 508", "[test]\ntokens = 10000000"));
     EXPECT_NE(err.find(file_() +
                        ": test.offset = 381 (after the calibration range) + test.tokens = 10000000 runs "
                        "past the end of text \"" +
@@ -125,7 +113,7 @@ TEST_F(BadPipelineInput, SweepTestTokensBeyondTheText) {
 
 TEST_F(BadPipelineInput, SweepCalibrationBeyondTheText) {
     const std::string err = model_dependent_error(
-        replace(tiny_sweep_toml(), "[calibration]\noffset = 0", "[calibration]\noffset = 10000000"));
+        replace_first(tiny_sweep_toml(), "[calibration]\noffset = 0", "[calibration]\noffset = 10000000"));
     EXPECT_NE(
         err.find(file_() + ": calibration.offset = 10000000 + calibration.tokens = 381 runs past the end of text"),
         std::string::npos)
@@ -133,7 +121,7 @@ TEST_F(BadPipelineInput, SweepCalibrationBeyondTheText) {
 }
 
 TEST_F(BadPipelineInput, SweepCalibrationShorterThanOneWindow) {
-    const std::string err = model_dependent_error(replace(tiny_sweep_toml(), "tokens = 381", "tokens = 100"));
+    const std::string err = model_dependent_error(replace_first(tiny_sweep_toml(), "tokens = 381", "tokens = 100"));
     EXPECT_EQ(err, "kascade: error: " + file_() +
                        ": calibration.tokens = 100 is less than one window of 127 tokens at grid.ctx = 128\n");
 }
@@ -160,7 +148,7 @@ TEST_F(BadPipelineInput, SweepAndCommandLineShareTheirRanges) {
           Case{"[calibration]\noffset = 0", "[calibration]\noffset = -1", capture + "--offset -1",
                "calibration.offset = -1"}}) {
         const CommandResult cli = run_kascade(c.cli + " --results " + shell_quote(results_));
-        const CommandResult sweep = sweep_with(replace(tiny_sweep_toml(), c.toml_from, c.toml_to), " --dry-run");
+        const CommandResult sweep = sweep_with(replace_first(tiny_sweep_toml(), c.toml_from, c.toml_to), " --dry-run");
         const size_t cli_at = cli.err.find("(must be"), sweep_at = sweep.err.find("(must be");
         ASSERT_NE(cli_at, std::string::npos) << c.cli << ": " << cli.err;
         ASSERT_NE(sweep_at, std::string::npos) << c.sweep_key << ": " << sweep.err;
@@ -171,7 +159,7 @@ TEST_F(BadPipelineInput, SweepAndCommandLineShareTheirRanges) {
 }
 
 TEST_F(BadPipelineInput, SweepWithOverlappingCalibrationAndTest) {
-    const auto r = sweep_with(replace(tiny_sweep_toml(), "[test]\n", "[test]\noffset = 100\n"));
+    const auto r = sweep_with(replace_first(tiny_sweep_toml(), "[test]\n", "[test]\noffset = 100\n"));
     expect_error(r, "overlap");
     EXPECT_FALSE(fs::exists(results_));
 }

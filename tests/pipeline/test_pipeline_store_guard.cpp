@@ -10,13 +10,6 @@ namespace {
 
 const fs::path kStoriesHf = kShared / "models/stories260K-hf";
 
-void expect_error(const CommandResult& r, const std::string& needle) {
-    EXPECT_NE(r.exit_code, 0);
-    EXPECT_EQ(r.err.rfind("kascade: error: ", 0), 0u) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
-}
-
 /// Runs SQL that writes, as another program would.
 void sql_exec(const fs::path& db_file, const std::string& sql) {
     sqlite3* db = nullptr;

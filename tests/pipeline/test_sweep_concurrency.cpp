@@ -31,11 +31,6 @@ std::string other_sweep_toml() {
            "[baselines]\nmethods = [\"dense\", \"oracle\"]\n";
 }
 
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 /// Every table of a results database as text rows, without the columns that differ between two runs of the same
 /// computation (ids, timestamps, timings, machine): what "the same rows" means.
 std::map<std::string, std::vector<std::vector<std::string>>> comparable_rows(const fs::path& results) {
@@ -103,7 +98,7 @@ TEST_F(SweepConcurrencyTest, FourProcessesOnAFreshFolderEqualASerialRun) {
     for (const auto& [name, command] : commands) pids.push_back(start_shell(logged(name, command)));
     for (size_t i = 0; i < pids.size(); ++i) {
         EXPECT_EQ(wait_exit_code(pids[i]), 0)
-            << commands[i].first << ": " << read_text(dir_ / (commands[i].first + ".err"));
+            << commands[i].first << ": " << read_all(dir_ / (commands[i].first + ".err"));
     }
     EXPECT_EQ(db_value(results / "kascade.db", "PRAGMA integrity_check"), "ok");
     EXPECT_EQ(comparable_rows(results), comparable_rows(serial_reference()));
@@ -117,8 +112,8 @@ TEST_F(SweepConcurrencyTest, TwoIdenticalEvalsAtOnceStoreOneRun) {
                              " --ctx 128 --offset 381 --eval-tokens 508 --method oracle --topk-tiles 2 --tile 16";
     const pid_t a = start_shell(eval + " >/dev/null 2>" + shell_quote(dir_ / "a.err"));
     const pid_t b = start_shell(eval + " >/dev/null 2>" + shell_quote(dir_ / "b.err"));
-    EXPECT_EQ(wait_exit_code(a), 0) << read_text(dir_ / "a.err");
-    EXPECT_EQ(wait_exit_code(b), 0) << read_text(dir_ / "b.err");
+    EXPECT_EQ(wait_exit_code(a), 0) << read_all(dir_ / "a.err");
+    EXPECT_EQ(wait_exit_code(b), 0) << read_all(dir_ / "b.err");
     EXPECT_EQ(db_value(results / "kascade.db", "SELECT count(*) FROM runs WHERE method = 'oracle'"), "1");
     EXPECT_EQ(db_value(results / "kascade.db", "SELECT count(*) FROM runs WHERE method = 'dense'"), "1");
     EXPECT_EQ(db_value(results / "kascade.db", "SELECT count(*) FROM run_metrics"), "2");
@@ -257,7 +252,7 @@ TEST(SweepSlurmScripts, DryRunWritesOneArrayPerDependencyLevelWithTheRequestedRe
     // oracle, streaming (2-10 and 11-19). Oracle and streaming need only the dense run: level 1.
     const std::vector<std::string> arrays = {"0-1%3", "2,9-11,18-19%3", "3,5,7,12,14,16%3", "4,6,8,13,15,17%3"};
     for (int level = 0; level < 4; ++level) {
-        const std::string script = read_text(folders[0] / ("level-" + std::to_string(level) + ".sbatch"));
+        const std::string script = read_all(folders[0] / ("level-" + std::to_string(level) + ".sbatch"));
         EXPECT_NE(script.find("#SBATCH --array=" + arrays[level] + "\n"), std::string::npos) << script;
         for (const char* line : {"#SBATCH --partition=gpu\n", "#SBATCH --time=01:00:00\n",
                                  "#SBATCH --cpus-per-task=2\n", "#SBATCH --mem=4G\n", "#SBATCH --account=abc\n",

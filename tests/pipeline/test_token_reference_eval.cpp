@@ -51,7 +51,7 @@ class ReferenceKascade : public AttentionPolicy {
         std::vector<double> p(static_cast<size_t>(s.n_q_heads) * n * n, 0.0);
         const auto score = [&](int h, int i, int j) {
             const float* q = call.q + (static_cast<size_t>(i) * s.n_q_heads + h) * d;
-            const float* k = call.k + (static_cast<size_t>(h / group) * s.kv_stride + j) * d;
+            const float* k = call.k.f32() + (static_cast<size_t>(h / group) * s.kv_stride + j) * d;
             double dot = 0;
             for (int x = 0; x < d; ++x) dot += static_cast<double>(q[x]) * k[x];
             return dot * s.scale;
@@ -108,7 +108,7 @@ class ReferenceKascade : public AttentionPolicy {
                 for (int y = 0; y < d; ++y) {
                     double acc = 0;
                     for (size_t x = 0; x < keys.size(); ++x)
-                        acc += w[x] * call.v[(static_cast<size_t>(kvh) * s.kv_stride + keys[x]) * d + y];
+                        acc += w[x] * call.v.f32()[(static_cast<size_t>(kvh) * s.kv_stride + keys[x]) * d + y];
                     out[y] = static_cast<float>(acc / sum);
                 }
             }

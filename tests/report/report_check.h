@@ -26,12 +26,11 @@
 
 namespace fs = std::filesystem;
 
-inline std::string read_all(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+/// The build folder: KASCADE_BIN is <build>/pipeline/kascade.
+inline const fs::path kBuildDir = fs::path(KASCADE_BIN).parent_path().parent_path();
+
+/// How far a number in a report's tables may be from the value it shows: they are printed with 4 decimals.
+inline constexpr double kTablePrecision = 0.5e-4 + 1e-9;
 
 struct DecodedImage {
     int width = 0, height = 0;

@@ -5,17 +5,17 @@
 // report`; the gnuplot scripts it writes are read back.
 #include <gtest/gtest.h>
 
+#include "common/shared_files.h"
 #include "report_check.h"
 
 namespace {
 
-const fs::path kShared = KASCADE_SHARED_DIR;
-const fs::path kStoriesBin = kShared / "models/stories260K/stories260K.bin";
-const fs::path kStoriesTok = kShared / "models/stories260K/tok512.bin";
-const fs::path kStoriesText = kShared / "data/tinystories/TinyStories-valid.head.txt";
+using kascade::test::kStoriesBin;
+using kascade::test::kStoriesText;
+using kascade::test::kStoriesTok;
 
 /// The rows of datablock `name` in a gnuplot script, each as its text line.
-std::vector<std::string> datablock_rows(const std::string& script, const std::string& name) {
+std::vector<std::string> datablock_lines(const std::string& script, const std::string& name) {
     std::vector<std::string> rows;
     const size_t start = script.find("$" + name + " << EOD\n");
     if (start == std::string::npos) return rows;
@@ -51,7 +51,7 @@ TEST(ReportBudgetUnits, QuestPagesAndTopKTilesShareOneAxisInKeys) {
 
     // Perplexity vs budget: both methods at x = 32 keys, on an axis that says keys.
     const std::string topk = read_all(out / "gnuplot" / "topk-1.gp");
-    const std::vector<std::string> points = datablock_rows(topk, "curves");
+    const std::vector<std::string> points = datablock_lines(topk, "curves");
     ASSERT_EQ(points.size(), 2u) << topk;
     const std::string oracle = run_id(results, "oracle"), quest = run_id(results, "quest");
     for (const std::string& row : points) {
@@ -71,7 +71,7 @@ TEST(ReportBudgetUnits, QuestPagesAndTopKTilesShareOneAxisInKeys) {
 
     // Score vs density: the points are labelled in keys, the same for both methods.
     const std::string density = read_all(out / "gnuplot" / "task-density-1.gp");
-    const std::vector<std::string> labels = datablock_rows(density, "l0");
+    const std::vector<std::string> labels = datablock_lines(density, "l0");
     ASSERT_EQ(labels.size(), 2u) << density;
     for (const std::string& label : labels) EXPECT_NE(label.find("\"32 keys\""), std::string::npos) << label;
 }

@@ -11,7 +11,6 @@
 
 namespace {
 
-const fs::path kBuildDir = fs::path(KASCADE_BIN).parent_path().parent_path();
 const fs::path kQuickResults = kBuildDir / "tests" / "report-quick-sweep" / "results";
 const std::string kQuickSweep = std::string(KASCADE_SOURCE_DIR) + "/experiments/stories260k-quick.toml";
 

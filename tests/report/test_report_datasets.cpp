@@ -11,16 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/shared_files.h"
 #include "report_check.h"
 
 namespace {
 
-const fs::path kRetrievalModel = fs::path(KASCADE_SOURCE_DIR) / "tests/fixtures/retrieval-model";
+using kascade::test::kRetrievalModel;
 /// Prompts of the model's own training layout with the answers its trainer knew: the pass-key ones are the datasets.
 const fs::path kPrompts = kRetrievalModel / "reference_greedy.json";
-
-/// The table's numbers are printed with 4 decimals.
-constexpr double kTablePrecision = 0.5e-4 + 1e-9;
 
 class DatasetReport : public ::testing::Test {
   protected:

@@ -11,23 +11,23 @@
 #include <regex>
 #include <tuple>
 
+#include <fmt/format.h>
+
+#include "common/shared_files.h"
 #include "io/store/results_db.h"
 #include "pipeline/report/report_task_figures.h"
 #include "report_check.h"
 
 namespace {
 
-const fs::path kBuildDir = fs::path(KASCADE_BIN).parent_path().parent_path();
-const fs::path kTaskResults = kBuildDir / "tests" / "report-tasks" / "results";
-const fs::path kStoriesBin = fs::path(KASCADE_SHARED_DIR) / "models/stories260K/stories260K.bin";
-const fs::path kStoriesTok = fs::path(KASCADE_SHARED_DIR) / "models/stories260K/tok512.bin";
-const fs::path kStoriesText = fs::path(KASCADE_SHARED_DIR) / "data/tinystories/TinyStories-valid.head.txt";
+using kascade::test::kStoriesBin;
+using kascade::test::kStoriesText;
+using kascade::test::kStoriesTok;
 // stories260K does not retrieve (it scores 0 everywhere); the project's retrieval fixture does, and StreamingLLM
 // under it finds only the needles in its window, so the folder holds scores of 0, 1 and in between.
-const fs::path kRetrievalModel = fs::path(KASCADE_SOURCE_DIR) / "tests/fixtures/retrieval-model";
+using kascade::test::kRetrievalModel;
 
-/// The table's numbers are printed with 4 decimals.
-constexpr double kTablePrecision = 0.5e-4 + 1e-9;
+const fs::path kTaskResults = kBuildDir / "tests" / "report-tasks" / "results";
 /// The heatmap datablocks hold 6 significant digits.
 constexpr double kDatablockPrecision = 1e-5;
 
@@ -167,7 +167,7 @@ TEST_F(TaskReport, HeatmapCellsAreTheMeanScoresOfTheStoredSamples) {
                                   std::stod(row[3]));
         }
         for (int p = 0;; ++p) {
-            const auto rows = datablock_rows(script, "p" + std::to_string(p));
+            const auto rows = datablock_rows(script, fmt::format("p{}", p));
             if (rows.empty()) break;
             for (const auto& row : rows)
                 drawn.emplace_back(std::stoi(row[0]), std::stoi(row[1]), std::stoi(row[3]), std::stod(row[2]));

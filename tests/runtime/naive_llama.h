@@ -31,6 +31,9 @@ struct Model {
     // The declared numerics of products with BF16 weights (kernels/matmul.h): the input vector of every matrix
     // product is rounded to BF16 (nearest even) first; the products and sums stay exact (here: double).
     bool bf16_matmul_inputs = false;
+    // A BF16 KV cache (--kv-dtype bf16): every key (after RoPE) and value is rounded to BF16 (nearest even) before any
+    // query attends to it; the attention itself stays exact.
+    bool bf16_kv = false;
     Weights embed, final_norm, lm_head;
     std::vector<Layer> layers;
 };
@@ -112,6 +115,10 @@ inline std::vector<std::vector<double>> logits(const Model& m, const std::vector
             if (!L.k_norm.empty()) head_rmsnorm(k[t], m.n_kv_heads, m.head_dim, L.k_norm, m.eps);
             rope(q[t], m.n_heads, t, m);
             rope(k[t], m.n_kv_heads, t, m);
+            if (m.bf16_kv) {
+                for (double& e : k[t]) e = round_to_bf16(e);
+                for (double& e : v[t]) e = round_to_bf16(e);
+            }
         }
         const int group = m.n_heads / m.n_kv_heads;
         for (int t = 0; t < n; ++t) {

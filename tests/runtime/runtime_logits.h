@@ -30,6 +30,9 @@ inline double relative_error(const std::vector<float>& runtime, const std::vecto
     return max_diff / max_ref;
 }
 
+/// The largest relative_error of the runtime's logits against the naive reference that a forward test accepts.
+inline constexpr double kMaxRelativeError = 1e-4;
+
 /// Logits [n][vocab] of every position: one prefill pass, or (decode) one token at a time through the KV cache.
 inline std::vector<float> runtime_logits(const ModelWeights& weights, const std::vector<int32_t>& tokens, bool decode,
                                          MatmulPrecision precision = MatmulPrecision::Exact) {

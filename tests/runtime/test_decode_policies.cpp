@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "common/shared_files.h"
 #include "common/temp_dir.h"
 #include "io/weights/model_weights.h"
 #include "kernels/reference/attention_reference.h"
@@ -40,9 +41,7 @@ using kascade::test::tokens_for_test;
 
 namespace {
 
-const fs::path kModel = fs::path(KASCADE_SHARED_DIR) / "models/stories260K/stories260K.bin";
-
-AttentionSchedule reuse_schedule(int n_layers, int n_kv_heads) {
+AttentionSchedule oracle_reuse_schedule(int n_layers, int n_kv_heads) {
     // 0 dense, 1 anchor, 2-3 reuse 1 (3 with a permuted head map), 4.. anchors.
     AttentionSchedule s = AttentionSchedule::oracle(n_layers);
     for (int l : {2, 3}) {
@@ -76,8 +75,8 @@ std::vector<NamedPolicy> decode_policies(const ModelConfig& c, const SparseAtten
         SparseAttentionOptions o = options;
         o.granularity = g;
         const std::string suffix = "/" + std::string(mode_name(g));
-        out.push_back(
-            named("kascade" + suffix, std::make_unique<KascadeAttention>(reuse_schedule(c.n_layers, c.n_kv_heads), o)));
+        out.push_back(named("kascade" + suffix,
+                            std::make_unique<KascadeAttention>(oracle_reuse_schedule(c.n_layers, c.n_kv_heads), o)));
         out.push_back(
             named("oracle" + suffix, std::make_unique<KascadeAttention>(AttentionSchedule::oracle(c.n_layers), o)));
         out.push_back(named("streaming" + suffix, std::make_unique<StreamingAttention>(c.n_layers, o)));
@@ -85,14 +84,14 @@ std::vector<NamedPolicy> decode_policies(const ModelConfig& c, const SparseAtten
     SparseAttentionOptions pre = options;
     pre.pooling = Pooling::PreSoftmax;
     out.push_back(named("kascade/pre_softmax",
-                        std::make_unique<KascadeAttention>(reuse_schedule(c.n_layers, c.n_kv_heads), pre)));
+                        std::make_unique<KascadeAttention>(oracle_reuse_schedule(c.n_layers, c.n_kv_heads), pre)));
     out.push_back(named("quest", std::make_unique<QuestAttention>(
                                      c.n_layers, QuestOptions{.page = options.tile, .topk = options.topk})));
     return out;
 }
 
-void expect_full_budget_equals_dense(const Transformer& model, const std::vector<int32_t>& tokens, int prompt,
-                                     int tile) {
+void expect_full_budget_policies_equal_dense(const Transformer& model, const std::vector<int32_t>& tokens, int prompt,
+                                             int tile) {
     const ModelConfig& c = model.config();
     DenseAttention dense;
     const double nll_dense = teacher_forced_decode_nll(model, dense, tokens, prompt);
@@ -110,12 +109,12 @@ void expect_full_budget_equals_dense(const Transformer& model, const std::vector
 }
 
 TEST(DecodePolicies, FullBudgetEqualsDenseDecodeOnStories260K) {
-    const ModelWeights w = load_model(kModel);
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
     const auto tokens = tokens_for_test(150, w.config.vocab_size);
     for (int tile : {1, 16}) {
         SCOPED_TRACE("tile " + std::to_string(tile));
-        expect_full_budget_equals_dense(model, tokens, 100, tile);
+        expect_full_budget_policies_equal_dense(model, tokens, 100, tile);
     }
 }
 
@@ -128,12 +127,12 @@ TEST(DecodePolicies, FullBudgetEqualsDenseDecodeOnAWindowedGqaModel) {
     const auto tokens = tokens_for_test(70, w.config.vocab_size);
     for (int tile : {1, 4, 5}) {
         SCOPED_TRACE("tile " + std::to_string(tile));
-        expect_full_budget_equals_dense(model, tokens, 40, tile);
+        expect_full_budget_policies_equal_dense(model, tokens, 40, tile);
     }
 }
 
 TEST(DecodePolicies, KeysPerStepEqualTheHandDerivedBudget) {
-    const ModelWeights w = load_model(kModel);
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
     const ModelConfig& c = w.config;
     const int prompt = 100, steps = 20;
@@ -239,7 +238,7 @@ void expect_top_k(const std::vector<int32_t>& chosen, const std::vector<int>& ca
 }
 
 TEST(DecodePolicies, DecodeThroughTheCacheEqualsTheReference) {
-    const ModelWeights w = load_model(kModel);
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
     const ModelConfig& c = w.config;
     const int prompt = 90, steps = 6;
@@ -249,8 +248,8 @@ TEST(DecodePolicies, DecodeThroughTheCacheEqualsTheReference) {
 
     // Kascade at token granularity: anchors 1 and 4, reuse layers 2 and 3 through head maps.
     const SparseAttentionOptions options{.tile = 16, .topk = rule};
-    KascadeAttention kascade(reuse_schedule(c.n_layers, c.n_kv_heads), options);
-    const AttentionSchedule schedule = reuse_schedule(c.n_layers, c.n_kv_heads);
+    KascadeAttention kascade(oracle_reuse_schedule(c.n_layers, c.n_kv_heads), options);
+    const AttentionSchedule schedule = oracle_reuse_schedule(c.n_layers, c.n_kv_heads);
     CheckedPolicy checked_kascade(kascade, [&](const AttentionCall& call) {
         const AttnShape& s = call.shape;
         const LayerPlan& plan = schedule.layers[call.layer];
@@ -259,12 +258,12 @@ TEST(DecodePolicies, DecodeThroughTheCacheEqualsTheReference) {
         const TokenSelection& sel = kascade.selection(source).tokens;
         ASSERT_EQ(sel.n_q_tiles, 1);
         const int32_t* head_map = plan.role == LayerRole::Reuse ? plan.head_map.data() : nullptr;
-        const std::vector<double> ref = reference::token_sparse_decode(s, 16, call.q, call.k, call.v, sel.keys.data(),
-                                                                       sel.count.data(), sel.max_k, head_map);
+        const std::vector<double> ref = reference::token_sparse_decode(
+            s, 16, call.q, call.k.f32(), call.v.f32(), sel.keys.data(), sel.count.data(), sel.max_k, head_map);
         const std::string what = "layer " + std::to_string(call.layer) + " n_k " + std::to_string(s.n_k);
         EXPECT_LT(reference::max_abs_diff(call.out, ref.data(), ref.size()), 2e-5) << what;
         if (plan.role == LayerRole::Anchor) {
-            const std::vector<double> mass = reference::decode_token_mass(s, 16, call.q, call.k, false);
+            const std::vector<double> mass = reference::decode_token_mass(s, 16, call.q, call.k.f32(), false);
             const int budget = reference::decode_token_budget(rule, 16, s.n_k);
             for (int h = 0; h < s.n_kv_heads; ++h) {
                 expect_top_k(
@@ -287,15 +286,15 @@ TEST(DecodePolicies, DecodeThroughTheCacheEqualsTheReference) {
         const std::string what = "layer " + std::to_string(call.layer) + " n_k " + std::to_string(s.n_k);
         ASSERT_EQ(call.pages.page, 8);
         for (int h = 0; h < s.n_kv_heads; ++h) {
-            const std::vector<float> lo = reference::page_min(s, call.k, h, 8),
-                                     hi = reference::page_max(s, call.k, h, 8);
+            const std::vector<float> lo = reference::page_min(s, call.k.f32(), h, 8),
+                                     hi = reference::page_max(s, call.k.f32(), h, 8);
             const size_t at = static_cast<size_t>(h) * call.pages.page_stride * s.head_dim;
             EXPECT_TRUE(std::equal(lo.begin(), lo.end(), call.pages.min + at)) << what << " head " << h;
             EXPECT_TRUE(std::equal(hi.begin(), hi.end(), call.pages.max + at)) << what << " head " << h;
         }
         if (call.layer < 2) return;
         const TileSelection& sel = quest.selection(call.layer);
-        const std::vector<double> scores = reference::quest_page_scores(s, call.q, call.k, 8);
+        const std::vector<double> scores = reference::quest_page_scores(s, call.q, call.k.f32(), 8);
         const int n_pages = (s.n_k - 1) / 8 + 1;
         for (int h = 0; h < s.n_kv_heads; ++h) {
             expect_top_k(
@@ -303,8 +302,8 @@ TEST(DecodePolicies, DecodeThroughTheCacheEqualsTheReference) {
                 reference::decode_candidate_tiles(s.n_k, 8, 0), reference::decode_tile_budget(rule, 8, s.n_k),
                 [&](int x) { return scores[static_cast<size_t>(h) * n_pages + x]; }, 1e-4, what);
         }
-        const std::vector<double> ref = reference::sparse_decode(s, 8, call.q, call.k, call.v, sel.tiles.data(),
-                                                                 sel.count.data(), sel.max_k, nullptr);
+        const std::vector<double> ref = reference::sparse_decode(
+            s, 8, call.q, call.k.f32(), call.v.f32(), sel.tiles.data(), sel.count.data(), sel.max_k, nullptr);
         EXPECT_LT(reference::max_abs_diff(call.out, ref.data(), ref.size()), 2e-5) << what;
         ++checked;
     });
@@ -313,7 +312,7 @@ TEST(DecodePolicies, DecodeThroughTheCacheEqualsTheReference) {
 }
 
 TEST(DecodePolicies, CachePageBoundsFollowWritesAndTruncation) {
-    const ModelWeights w = load_model(kModel);
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
     const ModelConfig& c = w.config;
     const auto tokens = tokens_for_test(60, c.vocab_size);
@@ -331,8 +330,8 @@ TEST(DecodePolicies, CachePageBoundsFollowWritesAndTruncation) {
         for (int l = 0; l < c.n_layers; ++l) {
             const KeyPageBounds b = cache.page_bounds(l);
             for (int h = 0; h < c.n_kv_heads; ++h) {
-                const std::vector<float> lo = reference::page_min(s, cache.keys(l), h, 16);
-                const std::vector<float> hi = reference::page_max(s, cache.keys(l), h, 16);
+                const std::vector<float> lo = reference::page_min(s, cache.keys(l).f32(), h, 16);
+                const std::vector<float> hi = reference::page_max(s, cache.keys(l).f32(), h, 16);
                 const size_t at = static_cast<size_t>(h) * b.page_stride * c.head_dim;
                 EXPECT_TRUE(std::equal(lo.begin(), lo.end(), b.min + at)) << what << " layer " << l;
                 EXPECT_TRUE(std::equal(hi.begin(), hi.end(), b.max + at)) << what << " layer " << l;

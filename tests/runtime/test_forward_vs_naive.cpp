@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/shared_files.h"
 #include "common/temp_dir.h"
 #include "io/weights/model_weights.h"
 #include "naive_llama.h"
@@ -25,8 +26,7 @@ using namespace kascade;
 
 namespace {
 
-const fs::path kShared = KASCADE_SHARED_DIR;
-constexpr double kMaxRelativeError = 1e-4;
+using test::kMaxRelativeError;
 
 using test::relative_error;
 
@@ -89,7 +89,7 @@ std::vector<int32_t> test_tokens(int n, int vocab, int first, uint64_t seed) {
 }
 
 TEST(ForwardVsNaive, Stories260kLlama2cCheckpoint) {
-    const fs::path bin = kShared / "models/stories260K/stories260K.bin";
+    const fs::path bin = test::kStoriesBin;
     const naive::Model reference_model = read_llama2c_naively(bin);
     const auto tokens = test_tokens(40, reference_model.vocab, /*BOS=*/1, 7);
     const auto reference = naive::logits(reference_model, tokens);
@@ -100,10 +100,10 @@ TEST(ForwardVsNaive, Stories260kLlama2cCheckpoint) {
 
 TEST(ForwardVsNaive, Stories260kHuggingFaceDirectory) {
     // The HF copy stores q/k rows permuted for rotate_half RoPE; the logits must still be those of the original.
-    const naive::Model reference_model = read_llama2c_naively(kShared / "models/stories260K/stories260K.bin");
+    const naive::Model reference_model = read_llama2c_naively(test::kStoriesBin);
     const auto tokens = test_tokens(40, reference_model.vocab, /*BOS=*/1, 8);
     const auto reference = naive::logits(reference_model, tokens);
-    const ModelWeights weights = load_model(kShared / "models/stories260K-hf");
+    const ModelWeights weights = load_model(test::kSharedDir / "models/stories260K-hf");
     EXPECT_LT(relative_error(runtime_prefill_logits(weights, tokens), reference), kMaxRelativeError);
 }
 
@@ -111,7 +111,7 @@ TEST(ForwardVsNaive, Stories260kHuggingFaceDirectory) {
 
 TEST(ForwardVsNaive, RandomSmolLM2ShapedModelFromBf16Safetensors) {
     const nlohmann::json config =
-        nlohmann::json::parse(std::ifstream(kShared / "models/smollm2-135m-tokenizer/config.json"));
+        nlohmann::json::parse(std::ifstream(test::kSharedDir / "models/smollm2-135m-tokenizer/config.json"));
     test::TempDir dir("smollm2-random");
     const naive::Model m = naive::write_random_checkpoint(config, dir.path(), 2024);
     ASSERT_EQ(m.n_layers, 30);
@@ -140,7 +140,7 @@ double naive_nll(const std::vector<double>& z, int target) {
 TEST(PerplexityVsNaive, Stories260kWindowsOfSeveralLogitChunks) {
     // 301 text tokens in windows of BOS + 159: two windows (159 and 142 tokens scored), each longer than one LM-head
     // chunk of rows.
-    const fs::path bin = kShared / "models/stories260K/stories260K.bin";
+    const fs::path bin = test::kStoriesBin;
     const naive::Model m = read_llama2c_naively(bin);
     const int32_t bos = 1;
     const std::vector<int32_t> text = test_tokens(301, m.vocab, 5, 10);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/shared_files.h"
 #include "io/file_util.h"
 #include "io/tokenizer/tokenizer.h"
 #include "io/weights/model_weights.h"
@@ -24,7 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(KASCADE_SOURCE_DIR) / "tests/fixtures/gguf";
-const fs::path kShared = KASCADE_SHARED_DIR;
 constexpr double kMaxRelative = 1e-6;
 
 /// max |a - b| / max |b| over every logit.
@@ -51,7 +51,7 @@ TEST(GgufModels, F32LogitsEqualTheHuggingFaceCheckpoint) {
     std::vector<int32_t> tokens = text_tokens(kFixtures / "stories260K-f32.gguf", 200);
     tokens.insert(tokens.begin(), 1);
     const ModelWeights gguf = load_model(kFixtures / "stories260K-f32.gguf");
-    const ModelWeights hf = load_model(kShared / "models/stories260K-hf");
+    const ModelWeights hf = load_model(test::kSharedDir / "models/stories260K-hf");
     const double prefill =
         relative_error(test::runtime_logits(gguf, tokens, false), test::runtime_logits(hf, tokens, false));
     const double decode =
@@ -65,7 +65,8 @@ TEST(GgufModels, Bf16LogitsEqualTheCheckpointLoadedAsBf16) {
     std::vector<int32_t> tokens = text_tokens(kFixtures / "stories260K-bf16.gguf", 200);
     tokens.insert(tokens.begin(), 1);
     const ModelWeights gguf = load_model(kFixtures / "stories260K-bf16.gguf");
-    const ModelWeights hf = load_model(kShared / "models/stories260K-hf", {.weights_dtype = WeightsDType::BF16});
+    const ModelWeights hf =
+        load_model(test::kSharedDir / "models/stories260K-hf", {.weights_dtype = WeightsDType::BF16});
     for (const MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Bf16}) {
         const double error = relative_error(test::runtime_logits(gguf, tokens, false, precision),
                                             test::runtime_logits(hf, tokens, false, precision));

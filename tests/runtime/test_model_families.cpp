@@ -29,7 +29,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kMaxRelativeError = 1e-4;
+using test::kMaxRelativeError;
 
 using test::relative_error;
 using test::runtime_logits;

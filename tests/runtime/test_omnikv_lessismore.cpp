@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "common/shared_files.h"
 #include "common/temp_dir.h"
 #include "io/weights/model_weights.h"
 #include "kernels/reference/attention_reference.h"
@@ -35,8 +36,6 @@ using kascade::test::teacher_forced_decode_nll;
 using kascade::test::tokens_for_test;
 
 namespace {
-
-const fs::path kModel = fs::path(KASCADE_SHARED_DIR) / "models/stories260K/stories260K.bin";
 
 /// Both policies on a 5-layer model: OmniKV filtering at layer 2 (0-1 dense, 3 dense after the filter layer, 4 reuse),
 /// LessIsMore selecting at 2 (0-1 dense, 3-4 reuse) and at 1 and 3 (0 dense, 2 and 4 reuse).
@@ -59,8 +58,8 @@ struct Baselines {
     }
 };
 
-void expect_full_budget_equals_dense(const Transformer& model, const std::vector<int32_t>& tokens, int prompt,
-                                     int tile) {
+void expect_full_budget_baselines_equal_dense(const Transformer& model, const std::vector<int32_t>& tokens, int prompt,
+                                              int tile) {
     const ModelConfig& c = model.config();
     DenseAttention dense;
     const double nll_dense = teacher_forced_decode_nll(model, dense, tokens, prompt);
@@ -79,12 +78,12 @@ void expect_full_budget_equals_dense(const Transformer& model, const std::vector
 }
 
 TEST(OmniKvLessIsMore, FullBudgetEqualsDenseDecodeOnStories260K) {
-    const ModelWeights w = load_model(kModel);
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
     const auto tokens = tokens_for_test(150, w.config.vocab_size);
     for (int tile : {1, 16}) {
         SCOPED_TRACE("tile " + std::to_string(tile));
-        expect_full_budget_equals_dense(model, tokens, 100, tile);
+        expect_full_budget_baselines_equal_dense(model, tokens, 100, tile);
     }
 }
 
@@ -96,7 +95,7 @@ TEST(OmniKvLessIsMore, FullBudgetEqualsDenseDecodeOnAWindowedGqaModel) {
     const auto tokens = tokens_for_test(70, w.config.vocab_size);
     for (int tile : {1, 4, 5}) {
         SCOPED_TRACE("tile " + std::to_string(tile));
-        expect_full_budget_equals_dense(model, tokens, 40, tile);
+        expect_full_budget_baselines_equal_dense(model, tokens, 40, tile);
     }
 }
 
@@ -118,7 +117,7 @@ TEST(OmniKvLessIsMore, LessIsMoreSplitsTheBudgetAsTheReference) {
 }
 
 TEST(OmniKvLessIsMore, KeysPerStepEqualTheHandDerivedBudget) {
-    const ModelWeights w = load_model(kModel);
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
     const ModelConfig& c = w.config;
     const int prompt = 100, steps = 20;

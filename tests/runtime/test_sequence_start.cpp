@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "common/shared_files.h"
 #include "common/temp_dir.h"
 #include "io/file_util.h"
 #include "io/weights/model_weights.h"
@@ -18,9 +19,9 @@ using namespace kascade;
 
 namespace {
 
-const fs::path kShared = fs::path(KASCADE_SHARED_DIR);
-const fs::path kLlama2Json = kShared / "models/tokenizers/llama-2/tokenizer.json";  // its config: add_bos_token true
-const fs::path kSmolLm2Json = kShared / "models/smollm2-135m-tokenizer/tokenizer.json";
+// Llama 2's tokenizer.json; its config: add_bos_token true.
+const fs::path kLlama2Json = test::kSharedDir / "models/tokenizers/llama-2/tokenizer.json";
+const fs::path kSmolLm2Json = test::kSharedDir / "models/smollm2-135m-tokenizer/tokenizer.json";
 
 ModelConfig model_with(int bos, int eos) {
     ModelConfig c;
@@ -86,7 +87,7 @@ TEST(SequenceStart, DocumentBoundaryIsTheStartTokenElseEos) {
 
 TEST(SequenceStart, WindowsWithAndWithoutBos) {
     // stories260K has BOS 1; 10 text tokens, ctx 4.
-    const ModelWeights w = load_model(kShared / "models/stories260K/stories260K.bin");
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
     std::vector<int32_t> tokens(10);
     for (int i = 0; i < 10; ++i) tokens[i] = 100 + i;

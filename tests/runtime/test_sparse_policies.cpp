@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/shared_files.h"
 #include "io/weights/model_weights.h"
 #include "kernels/decode_scoring.h"
 #include "kernels/topk_tiles.h"
@@ -22,16 +23,14 @@ using namespace kascade;
 
 namespace {
 
-const fs::path kModel = fs::path(KASCADE_SHARED_DIR) / "models/stories260K/stories260K.bin";
-
 /// Deterministic pseudo-text: token ids that are neither all equal nor uniform noise.
-std::vector<int32_t> tokens_for_test(int n) {
+std::vector<int32_t> stories_tokens_for_test(int n) {
     std::vector<int32_t> t(n);
     for (int i = 0; i < n; ++i) t[i] = 3 + (i * 37 + (i / 7) * 11) % 500;
     return t;
 }
 
-AttentionSchedule reuse_schedule(int n_layers, int n_kv_heads) {
+AttentionSchedule five_layer_reuse_schedule(int n_layers, int n_kv_heads) {
     // 0 dense, 1 anchor, 2-3 reuse 1 (3 with a permuted head map), 4 anchor.
     AttentionSchedule s = AttentionSchedule::all_dense(n_layers);
     s.layers[1].role = LayerRole::Anchor;
@@ -46,9 +45,9 @@ AttentionSchedule reuse_schedule(int n_layers, int n_kv_heads) {
 }
 
 TEST(SparsePolicies, TopKCoveringEveryTileReproducesDensePerplexity) {
-    const ModelWeights w = load_model(kModel);
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
-    const auto tokens = tokens_for_test(2000);
+    const auto tokens = stories_tokens_for_test(2000);
     PerplexityOptions options;
     options.ctx = 512;
     DenseAttention dense;
@@ -57,7 +56,7 @@ TEST(SparsePolicies, TopKCoveringEveryTileReproducesDensePerplexity) {
         for (int tile : {1, 16, 32}) {
             if (tile == 1 && g == KeyGranularity::Tile) continue;
             SparseAttentionOptions sparse{.tile = tile, .topk = {.tiles = 1000}, .granularity = g};
-            KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads), sparse);
+            KascadeAttention kascade(five_layer_reuse_schedule(w.config.n_layers, w.config.n_kv_heads), sparse);
             const double ppl = evaluate_perplexity(model, kascade, tokens, w.config.bos_token_id, options).perplexity();
             EXPECT_LT(std::abs(ppl - ppl_dense) / ppl_dense, 1e-6)
                 << "tile " << tile << " granularity " << mode_name(g);
@@ -67,10 +66,10 @@ TEST(SparsePolicies, TopKCoveringEveryTileReproducesDensePerplexity) {
 }
 
 TEST(SparsePolicies, OracleAttendsExactlyTheBudget) {
-    const ModelWeights w = load_model(kModel);
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
     const int n = 300, tile = 16, k_tiles = 4;
-    const auto tokens = tokens_for_test(n - 1);
+    const auto tokens = stories_tokens_for_test(n - 1);
     PerplexityOptions options;
     options.ctx = n;
     // Per query head, row p of tile p/16 sees min(4, p/16) full earlier tiles (token granularity: min(64, 16 (p/16))
@@ -95,16 +94,16 @@ TEST(SparsePolicies, OracleAttendsExactlyTheBudget) {
 }
 
 TEST(SparsePolicies, SparsityChangesPerplexityButStaysFinite) {
-    const ModelWeights w = load_model(kModel);
+    const ModelWeights w = load_model(test::kStoriesBin);
     const Transformer model(w);
-    const auto tokens = tokens_for_test(1022);
+    const auto tokens = stories_tokens_for_test(1022);
     PerplexityOptions options;
     options.ctx = 512;
     DenseAttention dense;
     const double ppl_dense = evaluate_perplexity(model, dense, tokens, w.config.bos_token_id, options).perplexity();
     for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
         for (Pooling pooling : {Pooling::PostSoftmax, Pooling::PreSoftmax}) {
-            KascadeAttention kascade(reuse_schedule(w.config.n_layers, w.config.n_kv_heads),
+            KascadeAttention kascade(five_layer_reuse_schedule(w.config.n_layers, w.config.n_kv_heads),
                                      {.tile = 16, .topk = {.tiles = 2}, .granularity = g, .pooling = pooling});
             const double ppl = evaluate_perplexity(model, kascade, tokens, w.config.bos_token_id, options).perplexity();
             EXPECT_TRUE(std::isfinite(ppl));
@@ -261,7 +260,7 @@ TEST(SparsePolicies, WindowedPoliciesWithEveryCandidateEqualDenseWindowed) {
         for (KeyGranularity g : {KeyGranularity::Token, KeyGranularity::Tile}) {
             SCOPED_TRACE(mode_name(g));
             const SparseAttentionOptions options{.tile = 16, .topk = {.tiles = 1000}, .granularity = g};
-            KascadeAttention kascade(reuse_schedule(5, 2), options);
+            KascadeAttention kascade(five_layer_reuse_schedule(5, 2), options);
             expect_dense_windowed(kascade, n, "kascade");
             KascadeAttention oracle(AttentionSchedule::oracle(5), options);
             expect_dense_windowed(oracle, n, "oracle");

@@ -18,6 +18,7 @@
 namespace kascade {
 namespace {
 
+using test::count_rows;
 using test::TempDir;
 
 /// Runs `body` in `n` forked processes that start together (released by one pipe write) and returns how many
@@ -52,10 +53,6 @@ int run_together(int n, const std::function<void(int)>& body) {
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++ok;
     }
     return ok;
-}
-
-std::int64_t count_rows(ResultsDb& db, const std::string& table) {
-    return db.database().execAndGet("SELECT count(*) FROM " + table).getInt64();
 }
 
 TEST(StoreConcurrency, ProcessesCreatingOneFreshDatabaseAllSucceed) {

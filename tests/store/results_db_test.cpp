@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -17,12 +18,9 @@
 namespace kascade {
 namespace {
 
+using test::count_rows;
 using test::error_of;
 using test::TempDir;
-
-std::int64_t count_rows(ResultsDb& db, const std::string& table) {
-    return db.database().execAndGet("SELECT count(*) FROM " + table).getInt64();
-}
 
 TEST(ResultsDb, MigratesANewDatabase) {
     TempDir tmp;
@@ -396,6 +394,87 @@ TEST(ResultsDb, Version10ReadsEveryRunOfAVersion9DatabaseBackUnchangedAndExact) 
     EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(tasks_before[0]) + " FROM task_samples_flat"), tasks_before);
     EXPECT_EQ(raw.execAndGet("SELECT matmul FROM runs_flat WHERE id = 7").getString(), "exact");
     EXPECT_EQ(raw.execAndGet("SELECT matmul FROM task_samples_flat WHERE task_run_id = 3").getString(), "exact");
+}
+
+TEST(ResultsDb, Version11ReadsEveryRunOfAVersion10DatabaseBackUnchangedWithAnF32Cache) {
+    // A results folder of schema version 10 with a bf16-matmul sparse run and its metrics, a task run with a sample and
+    // a dataset run with a sample: after the migration every column each of the three views showed reads back the
+    // same, and every run had an fp32 KV cache (the only one kascade had before --kv-dtype).
+    TempDir tmp;
+    const std::filesystem::path file = tmp.path() / "kascade.db";
+    std::vector<std::vector<std::string>> runs_before, tasks_before, datasets_before;
+    {
+        SQLite::Database raw(file, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        for (const Migration& m : schema_migrations()) {
+            if (m.version <= 10) raw.exec(m.sql);
+        }
+        raw.exec("PRAGMA user_version = 10");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec("INSERT INTO texts VALUES (1, 'h', 't', 10, 't')");
+        raw.exec("INSERT INTO texts VALUES (2, 'd', 'qasper.jsonl', 20, 't')");
+        raw.exec(
+            "INSERT INTO runs (id, key, model_id, text_id, method, tile, topk_tiles, ctx, token_offset, n_tokens, "
+            "git_commit, machine, threads, started_at, finished_at, key_granularity, k_rule, round_k, pooling, "
+            "matmul) VALUES (7, 'a', 1, 1, 'oracle', 16, 4, 512, 0, 100, 'g', 'm', 2, 's', 'f', 'token', 'visible', "
+            "0, 'post_softmax', 'bf16')");
+        raw.exec(
+            "INSERT INTO run_metrics (run_id, n_scored, nll_dense, ppl_dense, nll_sparse, ppl_sparse, degradation_pct, "
+            "density, tokens_per_s, wall_s) VALUES (7, 99, 1.25, 3.4903429574618414, 1.3, 3.6692966676192444, "
+            "5.127109637602412, 0.375, 812.5, 1.5)");
+        raw.exec(
+            "INSERT INTO task_runs (id, key, model_id, task, metric, seed, max_new_tokens, prefill, method, tile, "
+            "topk_pct, k_min, k_rule, round_k, key_granularity, pooling, git_commit, machine, created_at) VALUES "
+            "(3, 'b', 1, 'passkey', 'number_match', 1, 8, 'sparse', 'streaming', 16, 25, 32, 'sequence', 0, 'token', "
+            "'post_softmax', 'g', 'm', 'c')");
+        raw.exec(
+            "INSERT INTO task_samples (task_run_id, length, depth_pct, sample_index, needle_depth, expected_json, "
+            "generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, threads, "
+            "finished_at) VALUES (3, 1024, 50, 0, 0.5, '[\"12345\"]', '12345', 1, 3, 0.5, 100, 10, 2, 'f')");
+        raw.exec(
+            "INSERT INTO task_runs (id, key, model_id, text_id, task, metric, seed, max_new_tokens, prefill, method, "
+            "git_commit, machine, created_at, dataset_name, max_length, chat_template, matmul) VALUES (4, 'c', 1, 2, "
+            "'dataset', 'qa_f1_score', 0, 128, 'dense', 'dense', 'g', 'm', 'c', 'qasper', 31500, 'llama3.1', 'bf16')");
+        raw.exec(
+            "INSERT INTO dataset_samples (task_run_id, sample_index, sample_id, prompt_tokens, full_tokens, cut_at, "
+            "answers_json, generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, "
+            "threads, finished_at) VALUES (4, 0, 'q0', 800, 1024, 400, '[\"yes\"]', 'yes', 1, 1, 1, 100, 10, 2, "
+            "'f')");
+        runs_before = text_rows(raw, "SELECT * FROM runs_flat");
+        tasks_before = text_rows(raw, "SELECT * FROM task_samples_flat");
+        datasets_before = text_rows(raw, "SELECT * FROM dataset_samples_flat");
+    }
+    { ResultsDb db(tmp.path()); }  // a writer migrates the file
+    SQLite::Database raw(file, SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), kSchemaVersion);
+    const auto columns_of = [](const std::vector<std::string>& names) {
+        std::string list;
+        for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+        return list;
+    };
+    ASSERT_EQ(runs_before.size(), 2u);
+    ASSERT_EQ(tasks_before.size(), 2u);
+    ASSERT_EQ(datasets_before.size(), 2u);
+    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(runs_before[0]) + " FROM runs_flat"), runs_before);
+    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(tasks_before[0]) + " FROM task_samples_flat"), tasks_before);
+    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(datasets_before[0]) + " FROM dataset_samples_flat"),
+              datasets_before);
+    EXPECT_EQ(raw.execAndGet("SELECT kv_dtype FROM runs_flat WHERE id = 7").getString(), "f32");
+    EXPECT_EQ(raw.execAndGet("SELECT matmul FROM runs_flat WHERE id = 7").getString(), "bf16");
+    EXPECT_EQ(raw.execAndGet("SELECT kv_dtype FROM task_samples_flat WHERE task_run_id = 3").getString(), "f32");
+    EXPECT_EQ(raw.execAndGet("SELECT kv_dtype FROM dataset_samples_flat WHERE task_run_id = 4").getString(), "f32");
+    EXPECT_EQ(raw.execAndGet("SELECT group_concat(kv_dtype) FROM task_runs").getString(), "f32,f32");
+    // The column sits beside matmul in each view.
+    for (const char* view : {"runs_flat", "task_samples_flat", "dataset_samples_flat"}) {
+        const std::vector<std::string> columns = text_rows(raw, std::string("SELECT * FROM ") + view + " LIMIT 0")[0];
+        const auto matmul = std::find(columns.begin(), columns.end(), "matmul");
+        ASSERT_NE(matmul, columns.end()) << view;
+        ASSERT_NE(matmul + 1, columns.end()) << view;
+        EXPECT_EQ(*(matmul + 1), "kv_dtype") << view;
+    }
+    // The CHECK holds for the new column.
+    SQLite::Database rw(file, SQLite::OPEN_READWRITE);
+    EXPECT_THROW(rw.exec("UPDATE runs SET kv_dtype = 'fp8' WHERE id = 7"), SQLite::Exception);
+    EXPECT_THROW(rw.exec("UPDATE task_runs SET kv_dtype = 'f16' WHERE id = 3"), SQLite::Exception);
 }
 
 TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {

@@ -1,13 +1,16 @@
-// tests/store/store_test_util.h: temporary folders and a small, fully linked results database for the store tests.
+// tests/store/store_test_util.h: temporary folders, a small fully linked results database and row counts for the
+// store tests.
 #pragma once
 
 #include <stdlib.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -124,6 +127,11 @@ inline SampleIds fill_sample_store(ResultsDb& db) {
     ids.schedule = db.insert_schedule(sample_schedule(ids.model), sample_schedule_layers());
     ids.run = db.insert_run(sample_run(ids.model, ids.text, ids.schedule), sample_metrics(), sample_run_layers()).id;
     return ids;
+}
+
+/// The number of rows in `table`, read through the store's own connection.
+inline std::int64_t count_rows(ResultsDb& db, const std::string& table) {
+    return db.database().execAndGet("SELECT count(*) FROM " + table).getInt64();
 }
 
 }  // namespace kascade::test

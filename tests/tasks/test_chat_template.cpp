@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "cli/run_command.h"
+#include "common/error_of.h"
 #include "common/temp_dir.h"
 #include "io/file_util.h"
 #include "io/tokenizer/tokenizer_config.h"
@@ -22,6 +23,8 @@ using namespace kascade;
 using nlohmann::json;
 
 namespace {
+
+using test::error_of;
 
 const std::filesystem::path kFixtures = std::filesystem::path(KASCADE_SOURCE_DIR) / "tests/fixtures/chat-templates";
 const std::filesystem::path kNodeProject = std::filesystem::path(KASCADE_SOURCE_DIR) / "tests/node";
@@ -36,16 +39,6 @@ const std::map<std::string, ChatTemplate> kFixtureFamilies = {
 
 TokenizerConfig fixture(const std::string& name) {
     return read_tokenizer_config_file(kFixtures / (name + ".json"), false, true);
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
 }
 
 ChatMessage sys(std::string c) {

@@ -18,6 +18,7 @@
 #include "../pipeline/sweep_fixture.h"
 #include "base/error.h"
 #include "common/error_of.h"
+#include "common/shared_files.h"
 #include "io/store/results_db.h"
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/stages/workspace.h"
@@ -31,8 +32,7 @@ namespace {
 
 using namespace kascade;
 using test::error_of;
-
-const fs::path kFixture = fs::path(KASCADE_SOURCE_DIR) / "tests/fixtures/retrieval-model";
+using test::kRetrievalModel;
 
 DatasetSample sample_of(const nlohmann::json& row) {
     DatasetSample s;
@@ -158,7 +158,7 @@ TEST(DatasetPrompt, MiddleCutKeepsExactlyTheRequestedTokens) {
     EXPECT_EQ(truncate_middle(ten, 10), ten);
     EXPECT_EQ(truncate_middle(ten, 64), ten);
 
-    const auto model = load_model_and_tokenizer(kFixture);
+    const auto model = load_model_and_tokenizer(kRetrievalModel);
     const int32_t bos = sequence_start_token(model->weights.config, model->tokenizer.get());
     const std::string text = "The grass is green. The sky is blue. The sun is yellow. Here we go.";
     const std::vector<int32_t> ids = model->tokenizer->encode(text);
@@ -188,7 +188,7 @@ class DatasetTask : public ::testing::Test {
     std::vector<std::string> keys_;
 
     void write_dataset(int n) {
-        const auto model = load_model_and_tokenizer(kFixture);
+        const auto model = load_model_and_tokenizer(kRetrievalModel);
         const int32_t bos = sequence_start_token(model->weights.config, model->tokenizer.get());
         const std::vector<std::string> haystack = haystack_sentences(kFillerHaystack, "filler");
         std::string lines;
@@ -211,7 +211,7 @@ class DatasetTask : public ::testing::Test {
         write_text(dir_ / "dataset2maxlen.json", "{\"passkey_qa\": 12}");
     }
     CommandResult task(const std::string& args, const fs::path& results) {
-        return run_kascade("task --results " + shell_quote(results) + " --model " + shell_quote(kFixture) +
+        return run_kascade("task --results " + shell_quote(results) + " --model " + shell_quote(kRetrievalModel) +
                            " --dataset " + shell_quote(jsonl_) + " --dataset-name passkey_qa --prompt-file " +
                            shell_quote(dir_ / "dataset2prompt.json") + " --maxlen-file " +
                            shell_quote(dir_ / "dataset2maxlen.json") + " --metric qa_f1_score " + args);
@@ -222,8 +222,6 @@ class DatasetTask : public ::testing::Test {
                        "score, generated_tokens, printf('%.9f', density) FROM dataset_samples ORDER BY sample_index");
     }
 };
-
-}  // namespace
 
 TEST_F(DatasetTask, RetrievalModelAnswersTheDatasetAndTheCutIsStored) {
     write_dataset(4);
@@ -276,9 +274,9 @@ TEST_F(DatasetTask, KilledRunResumesToTheRowsOfAnUninterruptedRun) {
     // exec: the kill reaches kascade itself, not a shell around it.
     const pid_t pid = start_shell(
         "exec " + shell_quote(KASCADE_BIN) + " task --results " + shell_quote(results_) + " --model " +
-        shell_quote(kFixture) + " --dataset " + shell_quote(jsonl_) + " --dataset-name passkey_qa --prompt-file " +
-        shell_quote(dir_ / "dataset2prompt.json") + " --maxlen-file " + shell_quote(dir_ / "dataset2maxlen.json") +
-        " --metric qa_f1_score " + args + " >/dev/null 2>&1");
+        shell_quote(kRetrievalModel) + " --dataset " + shell_quote(jsonl_) +
+        " --dataset-name passkey_qa --prompt-file " + shell_quote(dir_ / "dataset2prompt.json") + " --maxlen-file " +
+        shell_quote(dir_ / "dataset2maxlen.json") + " --metric qa_f1_score " + args + " >/dev/null 2>&1");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
     int stored = 0;
     while (std::chrono::steady_clock::now() < deadline && stored < 2) {
@@ -309,7 +307,7 @@ TEST_F(DatasetTask, BadInputIsAnErrorThatWritesNothing) {
     write_dataset(1);
     write_text(dir_ / "bad.jsonl", "{\"answers\": [\"1\"], \"context\": \"c\", \"input\": \"i\"}\n{\"context\": 1}\n");
     write_text(dir_ / "zh.json", "{\"multifieldqa_zh\": \"{context}\"}");
-    const std::string model = " --model " + shell_quote(kFixture) + " --method dense";
+    const std::string model = " --model " + shell_quote(kRetrievalModel) + " --method dense";
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"--dataset " + shell_quote(jsonl_), "--dataset needs --dataset-name"},
         {"--dataset " + shell_quote(jsonl_) + " --dataset-name passkey_qa --max-new-tokens 8",
@@ -359,3 +357,5 @@ TEST(DatasetTaskSchema, CheckListsEqualTheNameTables) {
     for (const std::string& m : mode_names<LongBenchMetric>()) metrics.push_back(m);
     EXPECT_EQ(check_list("metric"), metrics);
 }
+
+}  // namespace

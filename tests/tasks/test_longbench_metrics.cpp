@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "common/error_of.h"
 #include "common/temp_dir.h"
 #include "io/file_util.h"
 #include "pipeline/tasks/longbench_metrics.h"
@@ -18,16 +19,7 @@ using namespace kascade;
 
 namespace {
 
-/// The message of the kascade::Error that f throws ("" if it throws none).
-template <typename F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::error_of;
 
 double sample(std::string_view dataset, std::string_view prediction, const std::vector<std::string>& answers,
               const std::vector<std::string>& all_classes = {}) {

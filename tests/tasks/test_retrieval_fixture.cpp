@@ -9,13 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "../pipeline/sweep_fixture.h"
+#include "common/shared_files.h"
 #include "pipeline/runtime/greedy_generation.h"
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/stages/workspace.h"
 
 namespace {
 
-const fs::path kFixture = fs::path(KASCADE_SOURCE_DIR) / "tests/fixtures/retrieval-model";
+using kascade::test::kRetrievalModel;
 
 class RetrievalCard : public ::testing::Test {
   protected:
@@ -24,20 +25,18 @@ class RetrievalCard : public ::testing::Test {
     /// Mean score of `kascade task ... --json` on the fixture.
     double score(const std::string& args) {
         const CommandResult r = run_kascade("task --results " + shell_quote(dir_ / "results") + " --model " +
-                                            shell_quote(kFixture) + args + " --json");
+                                            shell_quote(kRetrievalModel) + args + " --json");
         EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
         if (r.exit_code != 0) return -1;
         return nlohmann::json::parse(r.out).at("score").get<double>();
     }
 };
 
-}  // namespace
-
 // Acceptance of the test-model issue: kascade's greedy tokens equal those of the training script's fp32 forward.
 TEST(RetrievalFixture, GreedyTokensEqualTheTrainingScriptsForward) {
-    const auto model = kascade::load_model_and_tokenizer(kFixture);
-    std::ifstream in(kFixture / "reference_greedy.json");
-    ASSERT_TRUE(in) << "missing " << (kFixture / "reference_greedy.json");
+    const auto model = kascade::load_model_and_tokenizer(kRetrievalModel);
+    std::ifstream in(kRetrievalModel / "reference_greedy.json");
+    ASSERT_TRUE(in) << "missing " << (kRetrievalModel / "reference_greedy.json");
     const nlohmann::json ref = nlohmann::json::parse(in);
     ASSERT_GE(ref.at("samples").size(), 20u);
     const kascade::Transformer runtime(model->weights);
@@ -67,3 +66,5 @@ TEST_F(RetrievalCard, DenseAndOracleRetrieveStreamingOnlyInsideItsWindow) {
     EXPECT_LE(score(" --lengths 1024,2048 --depth-pcts 0,25,50" + streaming), 0.04);
     EXPECT_GE(score(" --lengths 1024,2048 --depth-pcts 100" + streaming), 0.9);
 }
+
+}  // namespace

@@ -40,8 +40,6 @@ class TaskStage : public ::testing::Test {
     }
 };
 
-}  // namespace
-
 TEST_F(TaskStage, EveryMethodAtAFullBudgetAnswersAsDense) {
     // A Kascade schedule: capture on TinyStories text, similarity, anchors 0 and 2.
     const CommandResult capture =
@@ -152,3 +150,5 @@ TEST_F(TaskStage, BadOptionsAreOneLineErrorsThatWriteNothing) {
         EXPECT_FALSE(fs::exists(results_)) << "a failed command left " << results_;
     }
 }
+
+}  // namespace

@@ -70,8 +70,6 @@ class TaskSweep : public ::testing::Test {
     }
 };
 
-}  // namespace
-
 TEST_F(TaskSweep, PlansTheTaskRunsOfTheTaskCommand) {
     const CommandResult first = sweep(results_);
     ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -243,3 +241,5 @@ TEST_F(TaskSweep, BadTaskTablesAreRefusedAndWriteNothing) {
         EXPECT_FALSE(fs::exists(results_)) << table;
     }
 }
+
+}  // namespace

@@ -15,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kSpace = "\xe2\x96\x81";  // ▁
+using test::kSpace;
 
 /// <unk> <s> </s>, the 256 byte pieces <0x00>..<0xFF> (ids 3..258) and then, from 259:
 /// ▁ a b c ▁a ab ▁ab bc h i hi ▁hi, with merges (rank order) ▁+a, a+b, ▁a+b, b+c, h+i, ▁+hi.

@@ -14,12 +14,10 @@
 namespace kascade {
 namespace {
 
-const std::filesystem::path kNodeProject = std::filesystem::path(KASCADE_SOURCE_DIR) / "tests" / "node";
-
 /// Why the reference cannot run here, or empty if it can.
 std::string node_reference_missing() {
     if (std::system("node --version > /dev/null 2>&1") != 0) return "node is not on PATH";
-    if (!std::filesystem::exists(kNodeProject / "node_modules" / "@huggingface" / "tokenizers")) {
+    if (!std::filesystem::exists(test::kNodeProject / "node_modules" / "@huggingface" / "tokenizers")) {
         return "the node project is not installed (run: cd tests/node && npm ci)";
     }
     return {};
@@ -30,8 +28,9 @@ std::vector<int32_t> reference_ids(const std::filesystem::path& tokenizer_json, 
                                    const test::TempDir& dir) {
     const auto text_file = dir.write("text.txt", text);
     const auto out_file = dir.path() / "ids.json";
-    const std::string command = "node '" + (kNodeProject / "encode.mjs").string() + "' '" + tokenizer_json.string() +
-                                "' '" + text_file.string() + "' > '" + out_file.string() + "'";
+    const std::string command = "node '" + (test::kNodeProject / "encode.mjs").string() + "' '" +
+                                tokenizer_json.string() + "' '" + text_file.string() + "' > '" + out_file.string() +
+                                "'";
     const int status = std::system(command.c_str());
     EXPECT_EQ(status, 0) << command;
     if (status != 0) return {};

@@ -45,7 +45,7 @@ std::string piece(std::string_view text, float score, PieceType type) {
     return bytes_field(1, bytes_field(1, text) + float_field(2, score) + varint_field(3, type));
 }
 
-const std::string kSpace = "\xe2\x96\x81";  // ▁
+using test::kSpace;
 
 struct ModelParts {
     std::string pieces;
@@ -78,7 +78,7 @@ int32_t byte_id(unsigned char b) {
 }
 
 /// Loads `bytes` as tokenizer.model and returns the one-line error naming the file.
-std::string load_error(std::string_view bytes) {
+std::string sentencepiece_load_error(std::string_view bytes) {
     test::TempDir dir;
     try {
         load_tokenizer(dir.write("tokenizer.model", bytes));
@@ -150,25 +150,25 @@ TEST(SentencePieceTokenizerBadInput, TruncatedFiles) {
     const std::string piece_bytes = piece("<0x61>", 0, kByte);
     const std::size_t piece_100 = m.pieces.find(piece_bytes);
     ASSERT_NE(piece_100, std::string::npos);
-    const std::string in_piece = load_error(whole.substr(0, piece_100 + 5));
+    const std::string in_piece = sentencepiece_load_error(whole.substr(0, piece_100 + 5));
     EXPECT_NE(in_piece.find("not a complete SentencePiece model: pieces[100] at byte " + std::to_string(piece_100) +
                             " declares " + std::to_string(piece_bytes.size() - 2) +
                             " bytes of content, but only 3 remain in the file (the file is truncated?)"),
               std::string::npos)
         << in_piece;
     // Between two pieces: every piece is whole, but the specs written after them are missing.
-    const std::string between = load_error(whole.substr(0, piece_100));
+    const std::string between = sentencepiece_load_error(whole.substr(0, piece_100));
     EXPECT_NE(between.find("no trainer_spec after its 100 pieces (the file is truncated?)"), std::string::npos)
         << between;
-    const std::string before_normalizer = load_error(m.pieces + m.trainer_spec);
+    const std::string before_normalizer = sentencepiece_load_error(m.pieces + m.trainer_spec);
     EXPECT_NE(before_normalizer.find("no normalizer_spec after its 266 pieces"), std::string::npos)
         << before_normalizer;
-    const std::string in_spec = load_error(whole.substr(0, m.pieces.size() + m.trainer_spec.size() + 4));
+    const std::string in_spec = sentencepiece_load_error(whole.substr(0, m.pieces.size() + m.trainer_spec.size() + 4));
     EXPECT_NE(in_spec.find("normalizer_spec at byte " + std::to_string(m.pieces.size() + m.trainer_spec.size())),
               std::string::npos)
         << in_spec;
     // A cut inside a tag or length.
-    const std::string in_length = load_error(std::string("\x0A\x8E", 2));
+    const std::string in_length = sentencepiece_load_error(std::string("\x0A\x8E", 2));
     EXPECT_NE(in_length.find("ends inside a length at byte 2"), std::string::npos) << in_length;
 }
 
@@ -176,15 +176,16 @@ TEST(SentencePieceTokenizerBadInput, BrokenMessages) {
     const ModelParts m = tiny_bpe_model();
     // A piece whose text is empty.
     const std::string empty =
-        load_error(bytes_field(1, float_field(2, 0)) + m.pieces + m.trainer_spec + m.normalizer_spec);
+        sentencepiece_load_error(bytes_field(1, float_field(2, 0)) + m.pieces + m.trainer_spec + m.normalizer_spec);
     EXPECT_NE(empty.find("pieces[0] at byte 0 has no piece text"), std::string::npos) << empty;
     // A group (wire type 3), which no ModelProto has.
-    const std::string group = load_error(m.pieces + varint(7 << 3 | 3) + m.trainer_spec + m.normalizer_spec);
+    const std::string group =
+        sentencepiece_load_error(m.pieces + varint(7 << 3 | 3) + m.trainer_spec + m.normalizer_spec);
     EXPECT_NE(group.find("has field 7 at byte " + std::to_string(m.pieces.size()) + " with protobuf wire type 3"),
               std::string::npos)
         << group;
     // A spec of the wrong wire type.
-    const std::string wire = load_error(m.pieces + varint_field(2, 1) + m.normalizer_spec);
+    const std::string wire = sentencepiece_load_error(m.pieces + varint_field(2, 1) + m.normalizer_spec);
     EXPECT_NE(wire.find("trainer_spec at byte " + std::to_string(m.pieces.size()) +
                         " has protobuf wire type 0, "
                         "expected 2"),
@@ -192,7 +193,7 @@ TEST(SentencePieceTokenizerBadInput, BrokenMessages) {
         << wire;
     // Well-formed protobuf that the library refuses: no <unk> piece (every id normal).
     std::string no_unk = piece("<unk>", 0, kNormal) + m.pieces.substr(piece("<unk>", 0, kUnknown).size());
-    const std::string refused = load_error(no_unk + m.trainer_spec + m.normalizer_spec);
+    const std::string refused = sentencepiece_load_error(no_unk + m.trainer_spec + m.normalizer_spec);
     EXPECT_NE(refused.find("libsentencepiece cannot load this SentencePiece model"), std::string::npos) << refused;
 }
 

@@ -15,12 +15,10 @@
 namespace kascade {
 namespace {
 
-const std::filesystem::path kNodeProject = std::filesystem::path(KASCADE_SOURCE_DIR) / "tests" / "node";
-
 /// Why the reference cannot run here, or empty if it can.
 std::string tiktoken_missing() {
     if (std::system("node --version > /dev/null 2>&1") != 0) return "node is not on PATH";
-    if (!std::filesystem::exists(kNodeProject / "node_modules" / "tiktoken")) {
+    if (!std::filesystem::exists(test::kNodeProject / "node_modules" / "tiktoken")) {
         return "the node project is not installed (run: cd tests/node && npm ci)";
     }
     return {};
@@ -31,8 +29,8 @@ std::vector<int32_t> tiktoken_ids(const std::filesystem::path& model, const std:
                                   const test::TempDir& dir) {
     const auto text_file = dir.write("text.txt", text);
     const auto out_file = dir.path() / "ids.json";
-    const std::string command = "node '" + (kNodeProject / "tiktoken_encode.mjs").string() + "' '" + model.string() +
-                                "' '" + text_file.string() + "' > '" + out_file.string() + "'";
+    const std::string command = "node '" + (test::kNodeProject / "tiktoken_encode.mjs").string() + "' '" +
+                                model.string() + "' '" + text_file.string() + "' > '" + out_file.string() + "'";
     const int status = std::system(command.c_str());
     EXPECT_EQ(status, 0) << command;
     if (status != 0) return {};

@@ -61,7 +61,7 @@ std::string join_lines(const std::vector<std::string>& lines) {
 }
 
 /// Loads `text` as tokenizer.model (beside `config` if not empty) and returns the one-line error naming the file.
-std::string load_error(std::string_view text, std::string_view config = {}) {
+std::string tiktoken_load_error(std::string_view text, std::string_view config = {}) {
     test::TempDir dir;
     const auto path = dir.write("tokenizer.model", text);
     if (!config.empty()) dir.write("tokenizer_config.json", config);
@@ -201,44 +201,46 @@ TEST(TiktokenTokenizer, FoundNextToAModel) {
 TEST(TiktokenTokenizerBadInput, BadBase64NamesTheLine) {
     std::vector<std::string> lines = llama3_lines();
     lines[999] = "SGVsb!8= 999";  // line 1000
-    const std::string message = load_error(join_lines(lines));
+    const std::string message = tiktoken_load_error(join_lines(lines));
     EXPECT_NE(message.find("tokenizer.model:1000: the token 'SGVsb!8=' is not base64: character '!' at position 6"),
               std::string::npos)
         << message;
     for (const char* bad : {"SGVsbG8 256", "SGVsbG9= 256", "SGVsbG8=== 256", "=GVsbG8= 256"}) {
         const std::string text = rank_file() + bad + "\n";
-        EXPECT_NE(load_error(text).find("tokenizer.model:257: the token"), std::string::npos) << bad;
+        EXPECT_NE(tiktoken_load_error(text).find("tokenizer.model:257: the token"), std::string::npos) << bad;
     }
 }
 
 TEST(TiktokenTokenizerBadInput, RanksMustCountUpLineByLine) {
     std::vector<std::string> lines = llama3_lines();
     lines[41] = lines[41].substr(0, lines[41].find(' ')) + " 40";  // line 42 repeats rank 40
-    const std::string duplicate = load_error(join_lines(lines));
+    const std::string duplicate = tiktoken_load_error(join_lines(lines));
     EXPECT_NE(duplicate.find("tokenizer.model:42: rank 40 repeats or goes back (line 41 has rank 40"),
               std::string::npos)
         << duplicate;
     lines = llama3_lines();
     lines[41] = lines[41].substr(0, lines[41].find(' ')) + " 7";
-    EXPECT_NE(load_error(join_lines(lines)).find(":42: rank 7 repeats or goes back"), std::string::npos);
+    EXPECT_NE(tiktoken_load_error(join_lines(lines)).find(":42: rank 7 repeats or goes back"), std::string::npos);
     lines = llama3_lines();
     lines[41] = lines[41].substr(0, lines[41].find(' ')) + " 43";
-    EXPECT_NE(load_error(join_lines(lines)).find(":42: rank 43 skips rank 41"), std::string::npos);
+    EXPECT_NE(tiktoken_load_error(join_lines(lines)).find(":42: rank 43 skips rank 41"), std::string::npos);
 }
 
 TEST(TiktokenTokenizerBadInput, MalformedLines) {
     const std::string base = rank_file();
-    EXPECT_NE(load_error(base + "YWI=256\n").find(":257: expected '<base64 token> <rank>'"), std::string::npos);
-    EXPECT_NE(load_error(base + "YWI=  256\n").find(":257: expected '<base64 token> <rank>'"), std::string::npos);
-    EXPECT_NE(load_error(base + "YWI= -1\n").find(":257: rank '-1' is not an integer"), std::string::npos);
-    EXPECT_NE(load_error(base + "YWI= 2x\n").find(":257: rank '2x' is not an integer"), std::string::npos);
-    EXPECT_NE(load_error(base + "YWI= 99999999999\n").find(":257: rank '99999999999' is not an integer"),
+    EXPECT_NE(tiktoken_load_error(base + "YWI=256\n").find(":257: expected '<base64 token> <rank>'"),
+              std::string::npos);
+    EXPECT_NE(tiktoken_load_error(base + "YWI=  256\n").find(":257: expected '<base64 token> <rank>'"),
+              std::string::npos);
+    EXPECT_NE(tiktoken_load_error(base + "YWI= -1\n").find(":257: rank '-1' is not an integer"), std::string::npos);
+    EXPECT_NE(tiktoken_load_error(base + "YWI= 2x\n").find(":257: rank '2x' is not an integer"), std::string::npos);
+    EXPECT_NE(tiktoken_load_error(base + "YWI= 99999999999\n").find(":257: rank '99999999999' is not an integer"),
               std::string::npos);
     // The same bytes twice: tiktoken's dictionary would keep only one of the two ranks.
-    EXPECT_NE(load_error(base + "YQ== 256\n").find(":257: the token 'YQ==' has rank 97 already (line 98)"),
+    EXPECT_NE(tiktoken_load_error(base + "YQ== 256\n").find(":257: the token 'YQ==' has rank 97 already (line 98)"),
               std::string::npos);
     // Control bytes in a line are shown escaped, so the message stays one printable line.
-    EXPECT_NE(load_error(base + "YWI=\t256\x01\n").find("found 'YWI=\\x09256\\x01'"), std::string::npos);
+    EXPECT_NE(tiktoken_load_error(base + "YWI=\t256\x01\n").find("found 'YWI=\\x09256\\x01'"), std::string::npos);
     // Windows line ends and blank lines are accepted, as tiktoken's Python reader does.
     test::TempDir dir;
     std::string crlf;
@@ -258,7 +260,7 @@ TEST(TiktokenTokenizerBadInput, EverySingleByteMustBeAToken) {
         if (b != 0xC0)
             text += base64(std::string(1, static_cast<char>(b))) + " " + std::to_string(b - (b > 0xC0)) + "\n";
     }
-    EXPECT_NE(load_error(text).find("no rank for the single byte 0xC0"), std::string::npos);
+    EXPECT_NE(tiktoken_load_error(text).find("no rank for the single byte 0xC0"), std::string::npos);
 }
 
 /// An added_tokens_decoder with Meta's 256 special tokens from id `first`.
@@ -272,35 +274,35 @@ nlohmann::json meta_decoder(int first) {
 TEST(TiktokenTokenizerBadInput, ConfigMustAgreeWithTheLayout) {
     // A rank file of 256 ranks: the special tokens are 256..511 (the real file's 128000..128255 are tested below).
     const std::string ranks = rank_file();
-    const std::string outside = load_error(ranks, R"({"added_tokens_decoder": {"5": {"content": "<x>"}}})");
+    const std::string outside = tiktoken_load_error(ranks, R"({"added_tokens_decoder": {"5": {"content": "<x>"}}})");
     EXPECT_NE(outside.find("added_tokens_decoder has 1 tokens with ids 5..5, expected the 256 special tokens of the "
                            "Llama 3 family at ids 256..511 (after the 256 ranks of "),
               std::string::npos)
         << outside;
     nlohmann::json decoder = meta_decoder(256);
     decoder["265"]["content"] = "<|eom_id|>";  // where <|eot_id|> belongs
-    const std::string moved = load_error(ranks, nlohmann::json{{"added_tokens_decoder", decoder}}.dump());
+    const std::string moved = tiktoken_load_error(ranks, nlohmann::json{{"added_tokens_decoder", decoder}}.dump());
     EXPECT_NE(moved.find("added_tokens_decoder['265'] is '<|eom_id|>', but Meta's Llama 3 tokenizer has "
                          "'<|eot_id|>' there"),
               std::string::npos)
         << moved;
     decoder = meta_decoder(256);
     decoder["300"]["content"] = "<|begin_of_text|>";
-    EXPECT_NE(load_error(ranks, nlohmann::json{{"added_tokens_decoder", decoder}}.dump())
+    EXPECT_NE(tiktoken_load_error(ranks, nlohmann::json{{"added_tokens_decoder", decoder}}.dump())
                   .find("special token 300 '<|begin_of_text|>' is also token 256"),
               std::string::npos);
-    EXPECT_NE(load_error(ranks, R"({"eos_token": "<|im_end|>"})")
+    EXPECT_NE(tiktoken_load_error(ranks, R"({"eos_token": "<|im_end|>"})")
                   .find("eos_token '<|im_end|>' is not one of the special tokens"),
               std::string::npos);
-    EXPECT_NE(load_error(ranks, R"({"added_tokens_decoder": {"0256": {"content": "<x>"}}})")
+    EXPECT_NE(tiktoken_load_error(ranks, R"({"added_tokens_decoder": {"0256": {"content": "<x>"}}})")
                   .find("added_tokens_decoder key '0256' is not a token id"),
               std::string::npos);
-    EXPECT_NE(load_error(ranks, R"({"added_tokens_decoder": {"256": {"special": true}}})")
+    EXPECT_NE(tiktoken_load_error(ranks, R"({"added_tokens_decoder": {"256": {"special": true}}})")
                   .find("added_tokens_decoder['256'] must be an object with a non-empty string 'content'"),
               std::string::npos);
-    EXPECT_NE(
-        load_error(ranks, R"({"add_bos_token": "yes"})").find("add_bos_token = \"yes\" must be true, false or null"),
-        std::string::npos);
+    EXPECT_NE(tiktoken_load_error(ranks, R"({"add_bos_token": "yes"})")
+                  .find("add_bos_token = \"yes\" must be true, false or null"),
+              std::string::npos);
 }
 
 TEST(TiktokenTokenizer, Llama31ConfigIsTakenAsItIs) {

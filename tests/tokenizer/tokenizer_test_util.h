@@ -33,6 +33,10 @@ inline const std::filesystem::path kLlama3Model = shared_path("models/tokenizers
 inline const std::filesystem::path kTinyStories = shared_path("data/tinystories/TinyStories-valid.head.txt");
 inline const std::filesystem::path kWikiTest = shared_path("data/wikitext-2/wiki.test.raw");
 inline const std::filesystem::path kMobyDick = shared_path("data/moby-dick/pg2701.txt");
+/// SentencePiece's word-boundary mark ▁ (U+2581), which stands for a space inside pieces.
+inline const std::string kSpace = "\xe2\x96\x81";
+/// The node project of the JavaScript reference tokenizers (set up with `cd tests/node && npm ci`).
+inline const std::filesystem::path kNodeProject = std::filesystem::path(KASCADE_SOURCE_DIR) / "tests" / "node";
 
 /// The first `min_bytes` of `text`, extended to the end of that line, so that no codepoint or word is cut.
 inline std::string head_lines(const std::string& text, std::size_t min_bytes) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/shared_files.h"
 #include "io/weights/model_weights.h"
 #include "io/weights/random_checkpoint.h"
 #include "io/weights/safetensors.h"
@@ -15,8 +16,6 @@
 
 namespace kascade {
 namespace {
-
-const std::filesystem::path kBin = test::shared_dir() / "models/stories260K/stories260K.bin";
 
 // Checks that loading `path` fails with a message containing the file name and every one of `parts`.
 void expect_load_error(const std::filesystem::path& path, std::initializer_list<std::string> parts,
@@ -228,7 +227,7 @@ TEST(BadInput, ShardedIndexProblems) {
 
 TEST(BadInput, Llama2cTruncatedOrTrailing) {
     test::TempDir dir;
-    const std::string bytes = test::read_bytes(kBin);
+    const std::string bytes = test::read_bytes(test::kStoriesBin);
     const std::string size = std::to_string(bytes.size());
     test::write_bytes(dir / "cut.bin", bytes.substr(0, bytes.size() - 100));
     expect_load_error(
@@ -243,7 +242,7 @@ TEST(BadInput, Llama2cTruncatedOrTrailing) {
 
 TEST(BadInput, Llama2cInconsistentHeader) {
     test::TempDir dir;
-    const std::string bytes = test::read_bytes(kBin);
+    const std::string bytes = test::read_bytes(test::kStoriesBin);
     auto with_field = [&](int index, std::int32_t value) {
         std::string b = bytes;
         std::memcpy(b.data() + 4 * index, &value, 4);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/shared_files.h"
 #include "io/weights/model_weights.h"
 #include "weights_test_util.h"
 
@@ -12,7 +13,6 @@ namespace kascade {
 namespace {
 
 const std::filesystem::path kHfDir = test::shared_dir() / "models/stories260K-hf";
-const std::filesystem::path kBin = test::shared_dir() / "models/stories260K/stories260K.bin";
 
 // HF's convert_llama_weights_to_hf.py permute(w, n_heads): w.view(n_heads, hs/2, 2, dim).transpose(1, 2).reshape(...),
 // i.e. HF row (head h, half j, i) holds Meta row (head h, pair i, j): hf[h*hs + j*hs/2 + i] = meta[h*hs + 2*i + j].
@@ -42,7 +42,7 @@ void expect_rows_permuted(const float* hf, const float* meta, std::int64_t rows,
 
 TEST(HfCheckpoint, Stories260KDirectoryMatchesLlama2c) {
     const ModelWeights hf = load_model(kHfDir);
-    const ModelWeights meta = load_model(kBin);
+    const ModelWeights meta = load_model(test::kStoriesBin);
     const ModelConfig& c = hf.config;
     EXPECT_EQ(c.model_type, "llama");
     EXPECT_EQ(hf.format, "safetensors");

@@ -6,14 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/shared_files.h"
 #include "io/weights/llama2c_checkpoint.h"
 #include "io/weights/model_weights.h"
 #include "weights_test_util.h"
 
 namespace kascade {
 namespace {
-
-const std::filesystem::path kBin = test::shared_dir() / "models/stories260K/stories260K.bin";
 
 // stories260K dimensions, from its README.
 constexpr std::int64_t kDim = 64, kHidden = 172, kLayers = 5, kHeads = 8, kKvHeads = 4, kVocab = 512, kSeq = 512;
@@ -22,7 +21,7 @@ constexpr std::int64_t kHeaderBytes = 28;
 
 // The float at element index `index` of the weight region, read with plain file I/O.
 float float_at(std::int64_t index) {
-    std::ifstream in(kBin, std::ios::binary);
+    std::ifstream in(test::kStoriesBin, std::ios::binary);
     in.seekg(kHeaderBytes + index * 4);
     float v = 0;
     in.read(reinterpret_cast<char*>(&v), 4);
@@ -45,8 +44,8 @@ constexpr std::int64_t kRmsFinal = kW3 + kLayers * kHidden * kDim;
 constexpr std::int64_t kEnd = kRmsFinal + kDim + 2 * kSeq * kHs / 2;
 
 TEST(Llama2cCheckpoint, Stories260KConfig) {
-    ASSERT_EQ(std::filesystem::file_size(kBin), static_cast<std::uintmax_t>(kHeaderBytes + 4 * kEnd));
-    const ModelWeights w = load_model(kBin);
+    ASSERT_EQ(std::filesystem::file_size(test::kStoriesBin), static_cast<std::uintmax_t>(kHeaderBytes + 4 * kEnd));
+    const ModelWeights w = load_model(test::kStoriesBin);
     const ModelConfig& c = w.config;
     EXPECT_EQ(c.model_type, "llama2c");
     EXPECT_EQ(c.dim, 64);
@@ -65,7 +64,7 @@ TEST(Llama2cCheckpoint, Stories260KConfig) {
     EXPECT_EQ(c.eos_token_id, 2);
     EXPECT_EQ(c.rope_layout, RopeLayout::Interleaved);
     EXPECT_EQ(w.format, "llama2c");
-    EXPECT_EQ(w.source, kBin);
+    EXPECT_EQ(w.source, test::kStoriesBin);
     EXPECT_EQ(w.layers.size(), 5u);
     EXPECT_EQ(w.lm_head.data, w.embed.data);
     for (const LayerWeights& l : w.layers) {
@@ -77,7 +76,7 @@ TEST(Llama2cCheckpoint, Stories260KConfig) {
 }
 
 TEST(Llama2cCheckpoint, Stories260KWeightsAtIndependentOffsets) {
-    const ModelWeights w = load_llama2c_checkpoint(kBin);
+    const ModelWeights w = load_llama2c_checkpoint(test::kStoriesBin);
     EXPECT_EQ(test::f32_data(w.embed)[5 * kDim + 7], float_at(kEmbed + 5 * kDim + 7));
     EXPECT_EQ(test::f32_data(w.embed)[511 * kDim + 63], float_at(kEmbed + 511 * kDim + 63));
     EXPECT_EQ(w.layers[3].attn_norm[11], float_at(kRmsAtt + 3 * kDim + 11));
@@ -99,7 +98,7 @@ TEST(Llama2cCheckpoint, Stories260KWeightsAtIndependentOffsets) {
 TEST(Llama2cCheckpoint, UnsharedClassifierIsReadFromTheEnd) {
     // Rewrite stories260K with vocab_size negated and a distinct wcls appended (the embedding times -1).
     test::TempDir dir;
-    std::string bytes = test::read_bytes(kBin);
+    std::string bytes = test::read_bytes(test::kStoriesBin);
     std::int32_t vocab = -kVocab;
     std::memcpy(bytes.data() + 5 * 4, &vocab, 4);
     std::string wcls = bytes.substr(kHeaderBytes, kVocab * kDim * 4);

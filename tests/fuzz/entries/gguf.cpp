@@ -7,26 +7,13 @@
 
 #include "base/error.h"
 #include "entries/fuzz_support.h"
+#include "entries/weight_checks.h"
 #include "io/tokenizer/tokenizer.h"
 #include "io/weights/model_weights.h"
 
 namespace kascade::fuzz {
 
 namespace {
-
-void read_matrix(const WeightMatrix& m, int rows, int cols, std::string_view what) {
-    require(m.data != nullptr && m.rows == rows && m.cols == cols,
-            fmt::format("{}: [{}, {}] where the config says [{}, {}]", what, m.rows, m.cols, rows, cols));
-    std::vector<float> row(static_cast<std::size_t>(cols));
-    for (int r = 0; r < rows; ++r) weight_row_to_f32(m, r, row.data());
-}
-
-float read_vector(const float* v, int n, std::string_view what) {
-    require(v != nullptr, fmt::format("{} is missing", what));
-    float sum = 0;
-    for (int i = 0; i < n; ++i) sum += v[i];
-    return sum;
-}
 
 void use_model(const ModelWeights& w) {
     const ModelConfig& c = w.config;
@@ -51,7 +38,7 @@ void use_model(const ModelWeights& w) {
     static_cast<void>(sum);
 }
 
-void use_tokenizer(const Tokenizer& tokenizer) {
+void use_gguf_tokenizer(const Tokenizer& tokenizer) {
     const int vocab = tokenizer.vocab_size();
     require(vocab > 0, "a tokenizer with an empty vocabulary was accepted");
     require(tokenizer.bos_id() >= -1 && tokenizer.bos_id() < vocab, fmt::format("bos id {}", tokenizer.bos_id()));
@@ -76,7 +63,7 @@ bool fuzz_gguf(FuzzInput input) {
         return false;
     }
     try {
-        use_tokenizer(*load_tokenizer(path));
+        use_gguf_tokenizer(*load_tokenizer(path));
     } catch (const kascade::Error&) {
         return false;
     }

@@ -6,27 +6,10 @@
 
 #include "base/error.h"
 #include "entries/fuzz_support.h"
+#include "entries/weight_checks.h"
 #include "io/weights/model_weights.h"
 
 namespace kascade::fuzz {
-
-namespace {
-
-void read_matrix(const WeightMatrix& m, int rows, int cols, const char* what) {
-    require(m.data != nullptr && m.rows == rows && m.cols == cols,
-            fmt::format("{}: [{}, {}] where the config says [{}, {}]", what, m.rows, m.cols, rows, cols));
-    std::vector<float> row(static_cast<std::size_t>(cols));
-    for (int r = 0; r < rows; ++r) weight_row_to_f32(m, r, row.data());
-}
-
-void read_vector(const float* v, int n, const char* what) {
-    require(v != nullptr, fmt::format("{} is missing", what));
-    float sum = 0;
-    for (int i = 0; i < n; ++i) sum += v[i];
-    static_cast<void>(sum);
-}
-
-}  // namespace
 
 bool fuzz_llama2c_checkpoint(FuzzInput input) {
     try {

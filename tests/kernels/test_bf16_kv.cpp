@@ -1,0 +1,251 @@
+// tests/kernels/test_bf16_kv.cpp: every attention kernel reading a BF16 KV cache (KvPtr::bf16) against the
+// double-precision reference evaluated on the same keys and values rounded to BF16: the kernels may round nothing
+// else, so the fp32 tolerance holds unchanged.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/attention_tolerance.h"
+#include "kernels/bf16.h"
+#include "kernels/decode_head_scores.h"
+#include "kernels/decode_scoring.h"
+#include "kernels/dense_attention.h"
+#include "kernels/quest.h"
+#include "kernels/reference/attention_reference.h"
+#include "kernels/sparse_attention.h"
+#include "kernels/tile_mass.h"
+
+namespace kascade {
+namespace {
+
+/// Random inputs whose K and V are BF16: `in` holds them as (exactly representable) floats for the reference, k16
+/// and v16 their BF16 bits for the kernels. The rows past n_k stay NaN, as in reference::random_inputs.
+struct Bf16Inputs {
+    reference::AttnInputs in;
+    std::vector<uint16_t> k16, v16;
+
+    KvPtr k() const { return KvPtr::bf16(k16.data()); }
+    KvPtr v() const { return KvPtr::bf16(v16.data()); }
+};
+
+Bf16Inputs bf16_inputs(int n_q_heads, int n_kv_heads, int head_dim, int n_q, int n_k, int window, uint64_t seed) {
+    Bf16Inputs r{reference::random_inputs(n_q_heads, n_kv_heads, head_dim, n_q, n_k, seed), {}, {}};
+    r.in.shape.window = window;
+    for (auto [floats, bits] : {std::pair{&r.in.k, &r.k16}, std::pair{&r.in.v, &r.v16}}) {
+        bits->resize(floats->size());
+        for (size_t i = 0; i < floats->size(); ++i) {
+            (*bits)[i] = bf16_from_float((*floats)[i]);
+            (*floats)[i] = float_from_bf16((*bits)[i]);
+        }
+    }
+    return r;
+}
+
+/// Every other key tile before each query tile (a sparse selection that is neither empty nor everything).
+TileSelection every_other_tile(int n_kv_heads, int n_q, int tile) {
+    TileSelection sel;
+    sel.n_kv_heads = n_kv_heads;
+    sel.n_q_tiles = tile_count(n_q, tile);
+    sel.tile = tile;
+    sel.max_k = std::max(1, sel.n_q_tiles / 2);
+    sel.count.assign(static_cast<size_t>(n_kv_heads) * sel.n_q_tiles, 0);
+    sel.tiles.assign(static_cast<size_t>(n_kv_heads) * sel.n_q_tiles * sel.max_k, 0);
+    for (int h = 0; h < n_kv_heads; ++h) {
+        for (int qt = 0; qt < sel.n_q_tiles; ++qt) {
+            int n = 0;
+            for (int x = h % 2; x < qt; x += 2) sel.list(h, qt)[n++] = x;
+            sel.count[static_cast<size_t>(h) * sel.n_q_tiles + qt] = n;
+        }
+    }
+    return sel;
+}
+
+/// Every third key before each query tile.
+TokenSelection every_third_key(int n_kv_heads, int n_q, int tile) {
+    TokenSelection sel;
+    sel.n_kv_heads = n_kv_heads;
+    sel.n_q_tiles = tile_count(n_q, tile);
+    sel.tile = tile;
+    sel.max_k = std::max(1, n_q / 3 + 1);
+    sel.count.assign(static_cast<size_t>(n_kv_heads) * sel.n_q_tiles, 0);
+    sel.keys.assign(static_cast<size_t>(n_kv_heads) * sel.n_q_tiles * sel.max_k, 0);
+    for (int h = 0; h < n_kv_heads; ++h) {
+        for (int qt = 0; qt < sel.n_q_tiles; ++qt) {
+            int n = 0;
+            for (int j = h % 3; j < qt * tile; j += 3) sel.list(h, qt)[n++] = j;
+            sel.count[static_cast<size_t>(h) * sel.n_q_tiles + qt] = n;
+        }
+    }
+    return sel;
+}
+
+struct Case {
+    int n_kv_heads, group, head_dim, n, window;
+    std::string name() const {
+        return "hkv=" + std::to_string(n_kv_heads) + ",hq=" + std::to_string(n_kv_heads * group) +
+               ",d=" + std::to_string(head_dim) + ",T=" + std::to_string(n) + ",window=" + std::to_string(window);
+    }
+};
+
+// Lengths across the prefill key blocks (64) and the decode pieces (256 and 1024 keys), GQA 1 and 4, with and
+// without a sliding window.
+constexpr Case kPrefillCases[] = {{2, 1, 64, 17, 0}, {1, 4, 128, 300, 0}, {2, 2, 64, 200, 50}, {1, 3, 8, 129, 0}};
+constexpr Case kDecodeCases[] = {{2, 1, 64, 17, 0}, {1, 4, 128, 1500, 0}, {2, 2, 64, 2100, 700}, {2, 4, 128, 300, 0}};
+
+TEST(Bf16Kv, DensePrefillAndLseMatchTheRoundedReference) {
+    for (const Case& c : kPrefillCases) {
+        SCOPED_TRACE(c.name());
+        const Bf16Inputs x = bf16_inputs(c.n_kv_heads * c.group, c.n_kv_heads, c.head_dim, c.n, c.n, c.window, 5);
+        std::vector<double> ref_lse;
+        const std::vector<double> ref =
+            reference::dense_attention(x.in.shape, x.in.q.data(), x.in.k.data(), x.in.v.data(), &ref_lse);
+        std::vector<float> out(x.in.q.size()), lse(ref_lse.size());
+        attn_dense_prefill(x.in.shape, x.in.q.data(), x.k(), x.v(), out.data(), lse.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
+        EXPECT_LT(reference::max_abs_diff(lse.data(), ref_lse.data(), lse.size()), kAttentionTolerance);
+    }
+}
+
+TEST(Bf16Kv, SparsePrefillOverTilesAndKeysMatchesTheRoundedReference) {
+    for (const Case& c : kPrefillCases) {
+        SCOPED_TRACE(c.name());
+        const int tile = 16;
+        const Bf16Inputs x = bf16_inputs(c.n_kv_heads * c.group, c.n_kv_heads, c.head_dim, c.n, c.n, c.window, 7);
+        const float* q = x.in.q.data();
+        std::vector<float> out(x.in.q.size());
+
+        const TileSelection tiles = every_other_tile(c.n_kv_heads, c.n, tile);
+        const std::vector<double> ref_tiles =
+            reference::sparse_prefill(x.in.shape, tile, q, x.in.k.data(), x.in.v.data(), tiles, nullptr);
+        attn_sparse_prefill(x.in.shape, tile, q, x.k(), x.v(), tiles, nullptr, out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kAttentionTolerance);
+
+        const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
+        const std::vector<double> ref_keys =
+            reference::token_sparse_prefill(x.in.shape, tile, q, x.in.k.data(), x.in.v.data(), keys, nullptr);
+        attn_token_sparse_prefill(x.in.shape, tile, q, x.k(), x.v(), keys, nullptr, out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kAttentionTolerance);
+    }
+}
+
+TEST(Bf16Kv, PrefillMassMatchesTheRoundedReference) {
+    for (const Case& c : kPrefillCases) {
+        if (c.window > 0) continue;  // the windowed pooling is the fp32 suite's; here the K reads are what changes
+        SCOPED_TRACE(c.name());
+        const int tile = 16;
+        const Bf16Inputs x = bf16_inputs(c.n_kv_heads * c.group, c.n_kv_heads, c.head_dim, c.n, c.n, 0, 9);
+        const float* q = x.in.q.data();
+        std::vector<float> out(x.in.q.size());
+        TileMass mass;
+        attn_dense_prefill_with_mass(x.in.shape, tile, q, x.k(), x.v(), out.data(), &mass);
+        const std::vector<double> ref_out = reference::dense_attention(x.in.shape, q, x.in.k.data(), x.in.v.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kAttentionTolerance);
+        const std::vector<double> ref_mass = reference::tile_mass_post_softmax(x.in.shape, tile, q, x.in.k.data());
+        EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
+
+        TokenMass tokens;
+        attn_token_mass(x.in.shape, tile, q, x.k(), &tokens, nullptr);
+        const std::vector<double> ref_tokens = reference::token_mass_post_softmax(x.in.shape, tile, q, x.in.k.data());
+        EXPECT_LT(reference::max_abs_diff(tokens.mass.data(), ref_tokens.data(), ref_tokens.size()),
+                  kAttentionTolerance);
+    }
+}
+
+TEST(Bf16Kv, DecodeKernelsMatchTheRoundedReference) {
+    DecodeScoringScratch scratch;
+    for (const Case& c : kDecodeCases) {
+        SCOPED_TRACE(c.name());
+        const int tile = 32;
+        const Bf16Inputs x = bf16_inputs(c.n_kv_heads * c.group, c.n_kv_heads, c.head_dim, 1, c.n, c.window, 11);
+        const AttnShape& s = x.in.shape;
+        const float* q = x.in.q.data();
+        const float* k = x.in.k.data();
+        const float* v = x.in.v.data();
+        std::vector<float> out(x.in.q.size());
+
+        const std::vector<double> ref_dense = reference::dense_attention(s, q, k, v);
+        attn_dense_decode(s, q, x.k(), x.v(), out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_dense.data(), out.size()), kAttentionTolerance);
+
+        // The decode selection: the query tile's row of a prefill selection, per KV head.
+        const TileSelection tiles = every_other_tile(c.n_kv_heads, c.n, tile);
+        const int qt = (c.n - 1) / tile;
+        std::vector<int32_t> tile_list, tile_count_of;
+        for (int h = 0; h < c.n_kv_heads; ++h) {
+            tile_count_of.push_back(tiles.size(h, qt));
+            tile_list.insert(tile_list.end(), tiles.list(h, qt), tiles.list(h, qt) + tiles.max_k);
+        }
+        const std::vector<double> ref_tiles =
+            reference::sparse_decode(s, tile, q, k, v, tile_list.data(), tile_count_of.data(), tiles.max_k, nullptr);
+        attn_sparse_decode(s, tile, q, x.k(), x.v(), tile_list.data(), tile_count_of.data(), tiles.max_k, nullptr,
+                           out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kAttentionTolerance);
+
+        const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
+        std::vector<int32_t> key_list, key_count_of;
+        for (int h = 0; h < c.n_kv_heads; ++h) {
+            key_count_of.push_back(keys.size(h, qt));
+            key_list.insert(key_list.end(), keys.list(h, qt), keys.list(h, qt) + keys.max_k);
+        }
+        const std::vector<double> ref_keys =
+            reference::token_sparse_decode(s, tile, q, k, v, key_list.data(), key_count_of.data(), keys.max_k, nullptr);
+        attn_token_sparse_decode(s, tile, q, x.k(), x.v(), key_list.data(), key_count_of.data(), keys.max_k, nullptr,
+                                 out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kAttentionTolerance);
+
+        // The anchor signal and the fused dense decode + mass of a decode anchor layer.
+        TokenMass mass;
+        decode_token_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &mass);
+        const std::vector<double> ref_mass = reference::decode_token_mass(s, tile, q, k, false);
+        EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
+        std::fill(out.begin(), out.end(), 0.0f);
+        attn_dense_decode_with_token_mass(s, tile, q, x.k(), x.v(), out.data(), &scratch, &mass);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_dense.data(), out.size()), kAttentionTolerance);
+        EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
+
+        // Per-head probabilities (OmniKV's and LessIsMore's selection signal): p_j = exp(scaled score_j - lse), with
+        // the reference's log-sum-exp, 0 outside the window.
+        std::vector<float> probabilities(static_cast<size_t>(s.n_q_heads) * s.n_k);
+        decode_head_probabilities(s, q, x.k(), probabilities.data());
+        std::vector<double> lse;
+        reference::dense_attention(s, q, k, v, &lse);
+        const int first = c.window > 0 ? std::max(0, s.n_k - c.window) : 0;
+        for (int h = 0; h < s.n_q_heads; ++h) {
+            const float* kh = k + static_cast<size_t>(h / s.group_size()) * s.kv_stride * s.head_dim;
+            std::vector<double> ref_p(s.n_k, 0.0);
+            for (int j = first; j < s.n_k; ++j) {
+                double dot = 0;
+                for (int i = 0; i < s.head_dim; ++i)
+                    dot += static_cast<double>(q[h * s.head_dim + i]) * kh[static_cast<size_t>(j) * s.head_dim + i];
+                ref_p[j] = std::exp(dot * s.scale - lse[h]);
+            }
+            EXPECT_LT(
+                reference::max_abs_diff(probabilities.data() + static_cast<size_t>(h) * s.n_k, ref_p.data(), s.n_k),
+                kAttentionTolerance)
+                << "head " << h;
+        }
+    }
+}
+
+TEST(Bf16Kv, QuestPageBoundsAreThoseOfTheRoundedKeys) {
+    const Bf16Inputs x = bf16_inputs(4, 2, 64, 1, 100, 0, 13);
+    const int page = 16;
+    for (int h = 0; h < 2; ++h) {
+        const std::vector<float> lo = reference::page_min(x.in.shape, x.in.k.data(), h, page);
+        const std::vector<float> hi = reference::page_max(x.in.shape, x.in.k.data(), h, page);
+        for (int p = 0; p * page < 100; ++p) {
+            const int n = std::min(page, 100 - p * page);
+            std::vector<float> min(64), max(64);
+            key_page_bounds_add(x.k() + (static_cast<int64_t>(h) * x.in.shape.kv_stride + p * page) * 64, n, 64, true,
+                                min.data(), max.data());
+            EXPECT_TRUE(std::equal(min.begin(), min.end(), lo.begin() + p * 64)) << "head " << h << " page " << p;
+            EXPECT_TRUE(std::equal(max.begin(), max.end(), hi.begin() + p * 64)) << "head " << h << " page " << p;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace kascade

@@ -1,0 +1,142 @@
+// tests/runtime/test_batched_decode.cpp: a batched decode step (Transformer::forward over several sequences, each with
+// its own cache and policy) equals the same sequences decoded one at a time, bit for bit, for every attention method
+// and both KV cache dtypes; on stories260K (fp32 weights) and on a random GQA model with a sliding window (BF16
+// weights, exact and bf16 products). The sequences have prompts
+// of different lengths, so each step attends a different number of keys per sequence.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/shared_files.h"
+#include "common/temp_dir.h"
+#include "io/weights/model_weights.h"
+#include "pipeline/runtime/kascade_attention.h"
+#include "pipeline/runtime/lessismore_attention.h"
+#include "pipeline/runtime/omnikv_attention.h"
+#include "pipeline/runtime/quest_attention.h"
+#include "pipeline/runtime/streaming_attention.h"
+#include "pipeline/runtime/transformer.h"
+#include "random_checkpoint.h"
+#include "teacher_forced_decode.h"
+
+namespace kascade {
+namespace {
+
+using MakePolicy = std::function<std::unique_ptr<AttentionPolicy>(const ModelConfig&)>;
+
+/// Every method at a budget that selects (10 % of the keys, a floor of 8 tokens, tile 4): its decode keeps a strict
+/// subset of the keys once a sequence is longer than a few tiles.
+std::vector<std::pair<std::string, MakePolicy>> every_method() {
+    const SparseAttentionOptions o{.tile = 4, .topk = {.tiles = 0, .pct = 10, .k_min_tokens = 8}};
+    const auto reuse_schedule = [](const ModelConfig& c) {
+        AttentionSchedule s = AttentionSchedule::oracle(c.n_layers);
+        for (int l = 2; l < c.n_layers; l += 2) {
+            s.layers[l].role = LayerRole::Reuse;
+            s.layers[l].anchor = l - 1;
+            for (int h = 0; h < c.n_kv_heads; ++h) s.layers[l].head_map.push_back((h + 1) % c.n_kv_heads);
+        }
+        return s;
+    };
+    return {
+        {"dense", [](const ModelConfig&) { return std::make_unique<DenseAttention>(); }},
+        {"kascade", [=](const ModelConfig& c) { return std::make_unique<KascadeAttention>(reuse_schedule(c), o); }},
+        {"oracle",
+         [=](const ModelConfig& c) {
+             return std::make_unique<KascadeAttention>(AttentionSchedule::oracle(c.n_layers), o);
+         }},
+        {"streaming", [=](const ModelConfig& c) { return std::make_unique<StreamingAttention>(c.n_layers, o); }},
+        {"quest",
+         [=](const ModelConfig& c) {
+             return std::make_unique<QuestAttention>(c.n_layers, QuestOptions{.page = 4, .topk = o.topk});
+         }},
+        {"omnikv",
+         [=](const ModelConfig& c) {
+             return std::make_unique<OmniKvAttention>(
+                 c.n_layers, OmniKvOptions{.tile = 1, .topk = o.topk, .filter_layers = {2, 4}});
+         }},
+        {"lessismore",
+         [=](const ModelConfig& c) {
+             return std::make_unique<LessIsMoreAttention>(
+                 c.n_layers, LessIsMoreOptions{.tile = 1, .topk = o.topk, .selection_layers = {1, 3}});
+         }},
+    };
+}
+
+/// Prefills each prompt densely into its own cache, then decodes `steps` tokens per sequence (the token at each step
+/// is fixed by the test, as in teacher forcing), either every sequence one at a time or all of them in one batched
+/// forward per step. Returns the hidden states of every decode step, [step][sequence][dim].
+std::vector<float> decode(const Transformer& model, const std::vector<std::vector<int32_t>>& prompts, int steps,
+                          const MakePolicy& make, KvDType kv_dtype, bool batched) {
+    const ModelConfig& c = model.config();
+    const int n_seq = static_cast<int>(prompts.size());
+    std::vector<std::unique_ptr<AttentionPolicy>> policies;
+    std::vector<std::unique_ptr<KvCache>> caches;
+    DenseAttention dense;
+    for (const std::vector<int32_t>& prompt : prompts) {
+        policies.push_back(make(c));
+        caches.push_back(std::make_unique<KvCache>(c, static_cast<int>(prompt.size()) + steps,
+                                                   policies.back()->kv_page_size(), kv_dtype));
+        std::vector<float> prefill_hidden(prompt.size() * c.dim);
+        model.forward(prompt, *caches.back(), dense, prefill_hidden.data());
+    }
+    std::vector<float> hidden(static_cast<size_t>(steps) * n_seq * c.dim);
+    std::vector<int32_t> tokens(n_seq);
+    for (int step = 0; step < steps; ++step) {
+        for (int s = 0; s < n_seq; ++s) tokens[s] = 3 + (step * 31 + s * 17) % (c.vocab_size - 3);
+        float* out = hidden.data() + static_cast<size_t>(step) * n_seq * c.dim;
+        if (batched) {
+            std::vector<ForwardSequence> batch;
+            for (int s = 0; s < n_seq; ++s)
+                batch.push_back({std::span(&tokens[s], 1), caches[s].get(), policies[s].get()});
+            model.forward(batch, out);
+        } else {
+            for (int s = 0; s < n_seq; ++s)
+                model.forward(std::span(&tokens[s], 1), *caches[s], *policies[s], out + static_cast<size_t>(s) * c.dim);
+        }
+    }
+    return hidden;
+}
+
+void expect_batched_equals_single(const Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+                                  int steps) {
+    for (KvDType kv : {KvDType::F32, KvDType::BF16}) {
+        for (const auto& [name, make] : every_method()) {
+            SCOPED_TRACE(name + " kv " + std::string(mode_name(kv)));
+            const std::vector<float> single = decode(model, prompts, steps, make, kv, false);
+            const std::vector<float> batched = decode(model, prompts, steps, make, kv, true);
+            ASSERT_EQ(single.size(), batched.size());
+            // Bitwise: memcmp, not a tolerance (and not ==, which would call -0 and 0 equal).
+            EXPECT_EQ(std::memcmp(single.data(), batched.data(), single.size() * sizeof(float)), 0);
+        }
+    }
+}
+
+TEST(BatchedDecode, EqualsSingleSequenceDecodesBitwiseOnStories260K) {
+    const ModelWeights w = load_model(test::kStoriesBin);
+    const Transformer model(w);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int length : {37, 120, 64, 90, 1}) prompts.push_back(test::tokens_for_test(length, w.config.vocab_size));
+    expect_batched_equals_single(model, prompts, 12);
+}
+
+TEST(BatchedDecode, EqualsSingleSequenceDecodesBitwiseOnAWindowedGqaModel) {
+    test::TempDir dir("batched-decode-window");
+    naive::write_random_checkpoint(test::small_windowed_gqa_config(12), dir.path(), 53);
+    const ModelWeights w = load_model(dir.path());
+    std::vector<std::vector<int32_t>> prompts;
+    for (int length : {30, 7, 45}) prompts.push_back(test::tokens_for_test(length, w.config.vocab_size));
+    // BF16 weights: both numerics of the products (the bf16 one rounds the activation rows it packs).
+    for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Bf16}) {
+        SCOPED_TRACE("matmul " + std::string(mode_name(precision)));
+        const Transformer model(w, 0, precision);
+        expect_batched_equals_single(model, prompts, 10);
+    }
+}
+
+}  // namespace
+}  // namespace kascade
