@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/bf16.h"
+#include "base/bf16.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/bf16.h"
+#include "base/bf16.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512BF16__)
 #define KASCADE_MATMUL_AVX512BF16 1
@@ -26,9 +26,6 @@
 #endif
 
 namespace kascade::detail::matmul {
-
-using kascade::bf16_from_float;
-using kascade::float_from_bf16;
 
 /// IEEE half to float, exact (every half is a float).
 inline float float_from_f16(uint16_t h) {

@@ -159,6 +159,7 @@ void ResultsDb::migrate() {
             db_->exec(m.sql);
             db_->exec(fmt::format("PRAGMA user_version = {}", m.version));
         }
+        db_->exec(flat_views_sql());
         SQLite::Statement violations(*db_, "PRAGMA foreign_key_check");
         KASCADE_CHECK(!violations.executeStep(), "{}: migrating to schema version {} broke a foreign key in table {}",
                       db_file_.string(), kSchemaVersion, violations.getColumn(0).getString());

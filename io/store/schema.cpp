@@ -781,14 +781,19 @@ LEFT JOIN schedules sc ON sc.id = r.schedule_id;
 )sql";
 
 // Version 11: the element type of the KV cache a run was measured with (--kv-dtype: f32, or bf16 with keys and values
-// rounded to BF16 as they are stored), in runs and task_runs; every run stored before had an fp32 cache. The three
-// flat views are made again with it, beside matmul.
+// rounded to BF16 as they are stored), in runs and task_runs; every run stored before had an fp32 cache. The flat
+// views show it through kFlatViews.
 constexpr const char* kSchemaV11 = R"sql(
 ALTER TABLE runs ADD COLUMN kv_dtype TEXT NOT NULL DEFAULT 'f32' CHECK (kv_dtype IN ('f32', 'bf16'));
 ALTER TABLE task_runs ADD COLUMN kv_dtype TEXT NOT NULL DEFAULT 'f32' CHECK (kv_dtype IN ('f32', 'bf16'));
-DROP VIEW runs_flat;
-DROP VIEW task_samples_flat;
-DROP VIEW dataset_samples_flat;
+)sql";
+
+// The flat views of the latest version, made again after every migration (flat_views_sql()): from version 11 on a
+// migration changes tables only, and a new column reaches the views by an edit here instead of a copy of all three.
+constexpr const char* kFlatViews = R"sql(
+DROP VIEW IF EXISTS runs_flat;
+DROP VIEW IF EXISTS task_samples_flat;
+DROP VIEW IF EXISTS dataset_samples_flat;
 
 CREATE VIEW runs_flat AS
 SELECT
@@ -858,7 +863,7 @@ constexpr std::array kMigrations = {
               "run_layers: roles filter and selection",
               kSchemaV9},
     Migration{10, "runs, task_runs: matmul (also in runs_flat, task_samples_flat, dataset_samples_flat)", kSchemaV10},
-    Migration{11, "runs, task_runs: kv_dtype (also in runs_flat, task_samples_flat, dataset_samples_flat)", kSchemaV11},
+    Migration{11, "runs, task_runs: kv_dtype", kSchemaV11},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 
@@ -866,6 +871,10 @@ static_assert(kMigrations.back().version == kSchemaVersion, "the last migration 
 
 std::span<const Migration> schema_migrations() {
     return kMigrations;
+}
+
+const char* flat_views_sql() {
+    return kFlatViews;
 }
 
 }  // namespace kascade

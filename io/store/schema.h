@@ -22,4 +22,9 @@ struct Migration {
 /// decode work; a database is taken to each later version in turn, so the two merge in either order.)
 std::span<const Migration> schema_migrations();
 
+/// Drops and makes again the flat views of the latest version (runs_flat, task_samples_flat, dataset_samples_flat).
+/// Run it after migrating a database forward: views hold no data, so from version 11 on they are defined once, for
+/// the latest tables, instead of being copied into every migration that adds a column (versions up to 10 did).
+const char* flat_views_sql();
+
 }  // namespace kascade

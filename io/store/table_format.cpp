@@ -421,6 +421,7 @@ void QueryDb::read_migrated_copy(int version) {
         const std::string sql = fmt::format("{}\nPRAGMA user_version = {};", m.sql, m.version);
         ok = sqlite3_exec(copy, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
     }
+    if (ok) ok = sqlite3_exec(copy, flat_views_sql(), nullptr, nullptr, nullptr) == SQLITE_OK;
     if (!ok) {
         const std::string message = copy != nullptr ? sqlite3_errmsg(copy) : "out of memory";
         sqlite3_close(copy);

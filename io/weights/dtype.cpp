@@ -36,7 +36,7 @@ void convert_range_to_f32(DType dtype, const std::uint8_t* src, float* dst, std:
             std::memcpy(dst, src, n * sizeof(float));
             return;
         case DType::BF16:
-            for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
+            for (std::size_t i = 0; i < n; ++i) dst[i] = float_from_bf16(load_u16(src + 2 * i));
             return;
         case DType::F16:
             for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(load_u16(src + 2 * i));
@@ -63,10 +63,6 @@ std::size_t dtype_size(DType dtype) {
     return dtype == DType::F32 ? 4 : 2;
 }
 
-float bf16_to_f32(std::uint16_t bits) {
-    return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
-}
-
 float f16_to_f32(std::uint16_t bits) {
     const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
     const std::uint32_t exponent = (bits >> 10) & 0x1fu;
@@ -79,14 +75,6 @@ float f16_to_f32(std::uint16_t bits) {
     }
     // Rebias the exponent from 15 to 127.
     return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
-}
-
-std::uint16_t f32_to_bf16(float value) {
-    const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
-    // Adding just under half an ulp, plus the low kept bit, rounds to nearest with ties to even.
-    const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-    return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
 
 std::uint16_t f32_to_f16(float value) {
@@ -151,7 +139,7 @@ void convert_from_f32(DType dtype, const float* src, std::uint8_t* dst, std::siz
             return;
         case DType::BF16:
 #pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
-            for (std::ptrdiff_t i = 0; i < count; ++i) store_u16(dst + 2 * i, f32_to_bf16(src[i]));
+            for (std::ptrdiff_t i = 0; i < count; ++i) store_u16(dst + 2 * i, bf16_from_float(src[i]));
             return;
         case DType::F16:
 #pragma omp parallel for schedule(static) if (n >= kParallelMinElements)

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/bf16.h"
 #include "base/enum_names.h"
 
 namespace kascade {
@@ -24,13 +25,11 @@ std::string_view dtype_name(DType dtype);
 /// Bytes per element: 4 for F32, 2 for F16 and BF16.
 std::size_t dtype_size(DType dtype);
 
-/// Exact conversions (every BF16 and F16 value is representable in fp32; NaN stays NaN, inf stays inf).
-float bf16_to_f32(std::uint16_t bits);
+/// F16 to fp32, exact (every F16 value is representable in fp32; NaN stays NaN, inf stays inf). BF16: base/bf16.h.
 float f16_to_f32(std::uint16_t bits);
 
-/// Round-to-nearest-even conversions, as PyTorch's .to(torch.bfloat16 / torch.float16) does; NaN stays a quiet NaN,
-/// values beyond the F16 range become inf.
-std::uint16_t f32_to_bf16(float value);
+/// Round-to-nearest-even conversion, as PyTorch's .to(torch.float16) does; NaN stays a quiet NaN, values beyond the
+/// F16 range become inf.
 std::uint16_t f32_to_f16(float value);
 
 /// Converts `n` little-endian elements of type `dtype` at `src` (any alignment, size n * dtype_size) to fp32 in `dst`

@@ -125,7 +125,8 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
                         false,
                         {}});
     }
-    std::vector<float> hidden(static_cast<size_t>(max_positions) * c.dim);
+    // Rows of the longest prompt's prefill, or of one batched step.
+    std::vector<float> hidden(std::max<size_t>(longest, runs.size()) * c.dim);
 
     if (!batched) {
         const std::vector<int32_t>& s = runs[0].tokens;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "base/bf16.h"
 #include "base/error.h"
-#include "kernels/bf16.h"
 
 namespace kascade {
 
@@ -37,11 +37,6 @@ KvPtr KvCache::keys(int layer) const {
 
 KvPtr KvCache::values(int layer) const {
     return dtype_ == KvDType::F32 ? KvPtr(v_f32_[layer].data()) : KvPtr::bf16(v_bf16_[layer].data());
-}
-
-size_t KvCache::bytes_per_position() const {
-    const size_t element_bytes = dtype_ == KvDType::F32 ? sizeof(float) : sizeof(uint16_t);
-    return 2 * static_cast<size_t>(n_layers_) * n_kv_heads_ * head_dim_ * element_bytes;
 }
 
 void KvCache::store(int layer, size_t at, const float* k_src, const float* v_src, int n) {

@@ -28,8 +28,6 @@ class KvCache {
     KvDType dtype() const { return dtype_; }
     KvPtr keys(int layer) const;
     KvPtr values(int layer) const;
-    /// Bytes the cache holds per position (keys and values of every layer): what a decode step reads per cached token.
-    size_t bytes_per_position() const;
 
     int page_size() const { return page_size_; }
     /// The page bounds of `layer` (page == 0 when the cache keeps none). Pages holding positions < length() are

@@ -75,6 +75,7 @@ void Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Atten
 
 void Transformer::forward(std::span<const ForwardSequence> sequences, float* hidden_out, ForwardStats* stats) const {
     const ModelConfig& c = weights_.config;
+    KASCADE_CHECK(!sequences.empty(), "forward pass needs at least one sequence");
     // Row offsets of the sequences in the activations, and the checks, before anything is written.
     std::vector<int> row0(sequences.size() + 1, 0);
     for (size_t i = 0; i < sequences.size(); ++i) {
@@ -93,7 +94,6 @@ void Transformer::forward(std::span<const ForwardSequence> sequences, float* hid
         }
         row0[i + 1] = row0[i] + n;
     }
-    KASCADE_CHECK(!sequences.empty(), "forward pass needs at least one sequence");
     const int n = row0.back();
     const ExclusiveUse exclusive(in_forward_);  // the activation buffers are shared: one forward at a time
 

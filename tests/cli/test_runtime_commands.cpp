@@ -78,6 +78,11 @@ TEST(GenerateCommand, ABatchOfPromptsContinuesEachAsItsOwnRunDoes) {
             EXPECT_TRUE(alone.out.ends_with(continuation + "\n")) << alone.out << " vs " << continuation;
         }
     }
+    // More sequences than positions per sequence (BOS alone, -n 3): a batched step has more rows than a prefill.
+    const auto wide = run_kascade("generate --model " + shell_quote(kBin) + " --tokenizer " + shell_quote(kTok) +
+                                  " -n 3 --greedy --batch 6");
+    ASSERT_EQ(wide.exit_code, 0) << wide.err;
+    EXPECT_NE(wide.out.find("--- sequence 6 (1 prompt tokens) ---"), std::string::npos) << wide.out;
 }
 
 TEST(PerplexityCommand, BothFormatsOfStories260kAgreeOnWikiText) {

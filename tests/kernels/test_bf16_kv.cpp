@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/bf16.h"
 #include "common/attention_tolerance.h"
-#include "kernels/bf16.h"
 #include "kernels/decode_head_scores.h"
 #include "kernels/decode_scoring.h"
 #include "kernels/dense_attention.h"

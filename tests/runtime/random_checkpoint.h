@@ -18,24 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bf16.h"
+
 #include "naive_llama.h"
 
 namespace naive {
-
-/// Round-to-nearest-even float -> BF16 bits (as torch's .to(torch.bfloat16)).
-inline uint16_t to_bf16(float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    bits += 0x7FFF + ((bits >> 16) & 1);
-    return static_cast<uint16_t>(bits >> 16);
-}
-
-inline float from_bf16(uint16_t b) {
-    const uint32_t bits = static_cast<uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
 
 /// Fast deterministic uniform numbers (splitmix64): the big shapes need hundreds of millions of values.
 class UniformSource {
@@ -65,9 +52,9 @@ class Bf16SafetensorsWriter {
         const size_t offset = data_.size();
         data_.resize(offset + count * 2);
         for (size_t i = 0; i < count; ++i) {
-            const uint16_t b = to_bf16(static_cast<float>(center + spread * rng.next()));
+            const uint16_t b = kascade::bf16_from_float(static_cast<float>(center + spread * rng.next()));
             std::memcpy(data_.data() + offset + i * 2, &b, 2);
-            values[i] = from_bf16(b);
+            values[i] = kascade::float_from_bf16(b);
         }
         header_[name] = {{"dtype", "BF16"}, {"shape", shape}, {"data_offsets", {offset, data_.size()}}};
         return values;

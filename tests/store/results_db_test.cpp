@@ -347,6 +347,15 @@ std::vector<std::vector<std::string>> text_rows(SQLite::Database& db, const std:
     return rows;
 }
 
+/// The rows of `view` now, in the columns it had when `before` (text_rows of it: column names first) was read: what a
+/// migration that adds columns must leave unchanged.
+std::vector<std::vector<std::string>> rows_in_earlier_columns(SQLite::Database& db, const std::string& view,
+                                                              const std::vector<std::vector<std::string>>& before) {
+    std::string columns;
+    for (const std::string& name : before[0]) columns += (columns.empty() ? "" : ", ") + name;
+    return text_rows(db, "SELECT " + columns + " FROM " + view);
+}
+
 TEST(ResultsDb, Version10ReadsEveryRunOfAVersion9DatabaseBackUnchangedAndExact) {
     // A results folder of the last release (schema version 9) with a sparse run, its metrics and a task run with a
     // sample: after the migration every column each view showed reads back the same, and the runs are exact ones.
@@ -385,13 +394,8 @@ TEST(ResultsDb, Version10ReadsEveryRunOfAVersion9DatabaseBackUnchangedAndExact) 
     { ResultsDb db(tmp.path()); }  // a writer migrates the file
     SQLite::Database raw(file, SQLite::OPEN_READONLY);
     EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), kSchemaVersion);
-    const auto columns_of = [](const std::vector<std::string>& names) {
-        std::string list;
-        for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-        return list;
-    };
-    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(runs_before[0]) + " FROM runs_flat"), runs_before);
-    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(tasks_before[0]) + " FROM task_samples_flat"), tasks_before);
+    EXPECT_EQ(rows_in_earlier_columns(raw, "runs_flat", runs_before), runs_before);
+    EXPECT_EQ(rows_in_earlier_columns(raw, "task_samples_flat", tasks_before), tasks_before);
     EXPECT_EQ(raw.execAndGet("SELECT matmul FROM runs_flat WHERE id = 7").getString(), "exact");
     EXPECT_EQ(raw.execAndGet("SELECT matmul FROM task_samples_flat WHERE task_run_id = 3").getString(), "exact");
 }
@@ -446,18 +450,12 @@ TEST(ResultsDb, Version11ReadsEveryRunOfAVersion10DatabaseBackUnchangedWithAnF32
     { ResultsDb db(tmp.path()); }  // a writer migrates the file
     SQLite::Database raw(file, SQLite::OPEN_READONLY);
     EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), kSchemaVersion);
-    const auto columns_of = [](const std::vector<std::string>& names) {
-        std::string list;
-        for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-        return list;
-    };
     ASSERT_EQ(runs_before.size(), 2u);
     ASSERT_EQ(tasks_before.size(), 2u);
     ASSERT_EQ(datasets_before.size(), 2u);
-    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(runs_before[0]) + " FROM runs_flat"), runs_before);
-    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(tasks_before[0]) + " FROM task_samples_flat"), tasks_before);
-    EXPECT_EQ(text_rows(raw, "SELECT " + columns_of(datasets_before[0]) + " FROM dataset_samples_flat"),
-              datasets_before);
+    EXPECT_EQ(rows_in_earlier_columns(raw, "runs_flat", runs_before), runs_before);
+    EXPECT_EQ(rows_in_earlier_columns(raw, "task_samples_flat", tasks_before), tasks_before);
+    EXPECT_EQ(rows_in_earlier_columns(raw, "dataset_samples_flat", datasets_before), datasets_before);
     EXPECT_EQ(raw.execAndGet("SELECT kv_dtype FROM runs_flat WHERE id = 7").getString(), "f32");
     EXPECT_EQ(raw.execAndGet("SELECT matmul FROM runs_flat WHERE id = 7").getString(), "bf16");
     EXPECT_EQ(raw.execAndGet("SELECT kv_dtype FROM task_samples_flat WHERE task_run_id = 3").getString(), "f32");

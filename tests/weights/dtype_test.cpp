@@ -15,17 +15,17 @@ namespace kascade {
 namespace {
 
 TEST(Dtype, Bf16ToF32HandComputed) {
-    EXPECT_EQ(bf16_to_f32(0x3F80), 1.0f);
-    EXPECT_EQ(bf16_to_f32(0xC000), -2.0f);
-    EXPECT_EQ(bf16_to_f32(0x3EAA), 0.33203125f);               // 1.0101010b x 2^-2
-    EXPECT_EQ(bf16_to_f32(0x0001), std::ldexp(1.0f, -133));    // smallest subnormal
-    EXPECT_EQ(bf16_to_f32(0x007F), std::ldexp(127.0f, -133));  // largest subnormal
-    EXPECT_EQ(bf16_to_f32(0x7F7F), std::ldexp(255.0f, 120));   // largest finite
-    EXPECT_EQ(bf16_to_f32(0x7F80), std::numeric_limits<float>::infinity());
-    EXPECT_EQ(bf16_to_f32(0xFF80), -std::numeric_limits<float>::infinity());
-    EXPECT_TRUE(std::isnan(bf16_to_f32(0x7FC0)));
-    EXPECT_TRUE(std::isnan(bf16_to_f32(0xFF81)));
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(bf16_to_f32(0x8000)), 0x80000000u);  // -0 keeps its sign
+    EXPECT_EQ(float_from_bf16(0x3F80), 1.0f);
+    EXPECT_EQ(float_from_bf16(0xC000), -2.0f);
+    EXPECT_EQ(float_from_bf16(0x3EAA), 0.33203125f);               // 1.0101010b x 2^-2
+    EXPECT_EQ(float_from_bf16(0x0001), std::ldexp(1.0f, -133));    // smallest subnormal
+    EXPECT_EQ(float_from_bf16(0x007F), std::ldexp(127.0f, -133));  // largest subnormal
+    EXPECT_EQ(float_from_bf16(0x7F7F), std::ldexp(255.0f, 120));   // largest finite
+    EXPECT_EQ(float_from_bf16(0x7F80), std::numeric_limits<float>::infinity());
+    EXPECT_EQ(float_from_bf16(0xFF80), -std::numeric_limits<float>::infinity());
+    EXPECT_TRUE(std::isnan(float_from_bf16(0x7FC0)));
+    EXPECT_TRUE(std::isnan(float_from_bf16(0xFF81)));
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(float_from_bf16(0x8000)), 0x80000000u);  // -0 keeps its sign
 }
 
 TEST(Dtype, F16ToF32HandComputed) {
@@ -45,16 +45,16 @@ TEST(Dtype, F16ToF32HandComputed) {
 }
 
 TEST(Dtype, F32ToBf16RoundsToNearestEven) {
-    EXPECT_EQ(f32_to_bf16(1.0f), 0x3F80);
-    EXPECT_EQ(f32_to_bf16(-2.0f), 0xC000);
-    EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3F80);                          // tie: down to even
-    EXPECT_EQ(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);                      // tie: up to even
-    EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3F81);  // above the tie
-    EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::max()), 0x7F80);  // rounds up to inf, as PyTorch does
-    EXPECT_EQ(f32_to_bf16(-std::numeric_limits<float>::infinity()), 0xFF80);
-    EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+    EXPECT_EQ(bf16_from_float(1.0f), 0x3F80);
+    EXPECT_EQ(bf16_from_float(-2.0f), 0xC000);
+    EXPECT_EQ(bf16_from_float(1.0f + std::ldexp(1.0f, -8)), 0x3F80);                          // tie: down to even
+    EXPECT_EQ(bf16_from_float(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);                      // tie: up to even
+    EXPECT_EQ(bf16_from_float(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3F81);  // above the tie
+    EXPECT_EQ(bf16_from_float(std::numeric_limits<float>::max()), 0x7F80);  // rounds up to inf, as PyTorch does
+    EXPECT_EQ(bf16_from_float(-std::numeric_limits<float>::infinity()), 0xFF80);
+    EXPECT_TRUE(std::isnan(float_from_bf16(bf16_from_float(std::numeric_limits<float>::quiet_NaN()))));
     // A NaN whose payload sits only in the low 16 bits must not become inf.
-    EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::bit_cast<float>(0x7F800001u)))));
+    EXPECT_TRUE(std::isnan(float_from_bf16(bf16_from_float(std::bit_cast<float>(0x7F800001u)))));
 }
 
 TEST(Dtype, F32ToF16RoundsToNearestEven) {
@@ -85,8 +85,8 @@ TEST(Dtype, EveryNonNanHalfValueRoundTrips) {
         if (!std::isnan(f16_to_f32(h))) {
             ASSERT_EQ(f32_to_f16(f16_to_f32(h)), h) << "F16 0x" << std::hex << bits;
         }
-        if (!std::isnan(bf16_to_f32(h))) {
-            ASSERT_EQ(f32_to_bf16(bf16_to_f32(h)), h) << "BF16 0x" << std::hex << bits;
+        if (!std::isnan(float_from_bf16(h))) {
+            ASSERT_EQ(bf16_from_float(float_from_bf16(h)), h) << "BF16 0x" << std::hex << bits;
         }
     }
 }
@@ -102,7 +102,7 @@ TEST(Dtype, BulkConversionMatchesScalarAtAnyAlignment) {
         for (std::size_t i = 0; i < n; ++i) {
             std::uint16_t bits;
             std::memcpy(&bits, src + 2 * i, 2);
-            const float expected = dtype == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
+            const float expected = dtype == DType::BF16 ? float_from_bf16(bits) : f16_to_f32(bits);
             ASSERT_EQ(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(expected))
                 << dtype_name(dtype) << " element " << i;
         }
@@ -111,7 +111,7 @@ TEST(Dtype, BulkConversionMatchesScalarAtAnyAlignment) {
         for (std::size_t i = 0; i < n; ++i) {
             std::uint16_t bits;
             std::memcpy(&bits, back.data() + 1 + 2 * i, 2);
-            const std::uint16_t expected = dtype == DType::BF16 ? f32_to_bf16(out[i]) : f32_to_f16(out[i]);
+            const std::uint16_t expected = dtype == DType::BF16 ? bf16_from_float(out[i]) : f32_to_f16(out[i]);
             ASSERT_EQ(bits, expected) << dtype_name(dtype) << " element " << i;
         }
     }

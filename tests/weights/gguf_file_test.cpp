@@ -174,7 +174,7 @@ TEST(GgufCheckpoint, WeightsDtypeF32DequantizesToFp32) {
     const std::vector<float> f32 = test::matrix_values(g.layers[1].wv);
     const std::vector<float> bf16 = test::matrix_values(b.layers[1].wv);
     ASSERT_EQ(f32.size(), bf16.size());
-    for (std::size_t i = 0; i < f32.size(); ++i) ASSERT_EQ(bf16_to_f32(f32_to_bf16(f32[i])), bf16[i]) << i;
+    for (std::size_t i = 0; i < f32.size(); ++i) ASSERT_EQ(float_from_bf16(bf16_from_float(f32[i])), bf16[i]) << i;
 }
 
 // ---- handcrafted files ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-// kernels/bf16.h: scalar conversions between float and BF16 (the upper 16 bits of an IEEE float), shared by the BF16
-// matrix products (kernels/matmul_simd.h) and the BF16 KV cache (kernels/kv_rows.h).
+// base/bf16.h: the scalar conversions between float and BF16 (the upper 16 bits of an IEEE float) every layer uses:
+// the weight files (io/weights), the BF16 matrix products (kernels/matmul_simd.h) and the BF16 KV cache.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,8 @@
 
 namespace kascade {
 
-/// BF16 bits of x rounded to nearest, ties to even; NaN stays a (quiet) NaN of the same sign.
+/// BF16 bits of x rounded to nearest, ties to even, as PyTorch's .to(torch.bfloat16) does; NaN stays a (quiet) NaN
+/// of the same sign, values beyond the BF16 range become inf.
 inline uint16_t bf16_from_float(float x) {
     uint32_t u;
     std::memcpy(&u, &x, 4);
