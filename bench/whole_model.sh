@@ -14,7 +14,12 @@
 #     borrowed tokenizer cannot be printed; bench_forward has the Llama decode rows);
 #  3. with LLAMA_CPP_DIR: converts each checkpoint to GGUF f32 and bf16 (convert_wrap.py of llama-cpp-peer) and runs
 #     llama-perplexity (same text, ctx, threads; its prompt-eval tokens/s) and llama-bench -p 0 -n 64 (decode);
-#  4. repeats everything $REPS times, the programs alternating within each repetition, and prints one markdown table
+#  4. at long context (LONG_CTX, default 8192; the Llama-3.2-1B shape only, with Meta's Llama 3 tokenizer, whose
+#     128256 ids are the shape's vocabulary): kascade generate of a LONG_CTX-token prompt (BOS + WikiText-2) and
+#     LONG_DECODE (32) tokens with a BF16 KV cache, --matmul exact and bf16, against llama.cpp's llama-batched-bench
+#     -npp LONG_CTX -ntg LONG_DECODE -npl 1 (its default f16 KV cache): prefill tokens/s, and decode tokens/s with
+#     LONG_CTX tokens cached;
+#  5. repeats everything $REPS times, the programs alternating within each repetition, and prints one markdown table
 #     of medians per model.
 # The numbers: kascade's tokens/s counts every position of every window over the wall time of the forward passes,
 # LM head and scoring; llama-perplexity's prompt-eval tokens/s counts the same positions (it scores the second half
@@ -23,8 +28,9 @@
 #
 # Settings (environment): KASCADE (the kascade binary, default build/pipeline/kascade), MODELS (default
 # /tmp/kascade-whole-model), TEXT (default ../shared/data/wikitext-2/wiki.test.raw), THREADS (2), REPS (3),
-# SMOLLM2_CTX ("512 2048"), LLAMA_CTX ("512 4096"), SMOLLM2_TOKENS / LLAMA_TOKENS (about this many positions per run,
-# in whole windows, at least one), MODELS_TO_RUN ("smollm2 llama32_1b"), PEER (convert_wrap.py).
+# SMOLLM2_CTX ("512 2048"), LLAMA_CTX ("512 4096"; empty: none), SMOLLM2_TOKENS / LLAMA_TOKENS (about this many positions per run,
+# in whole windows, at least one), LONG_CTX ("8192"; empty: no long-context rows), LONG_DECODE (32), MODELS_TO_RUN
+# ("smollm2 llama32_1b"), PEER (convert_wrap.py).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,10 +40,13 @@ MODELS=${MODELS:-/tmp/kascade-whole-model}
 TEXT=${TEXT:-$shared/data/wikitext-2/wiki.test.raw}
 THREADS=${THREADS:-2}
 REPS=${REPS:-3}
-SMOLLM2_CTX=${SMOLLM2_CTX:-"512 2048"}
-LLAMA_CTX=${LLAMA_CTX:-"512 4096"}
+SMOLLM2_CTX=${SMOLLM2_CTX-"512 2048"}
+LLAMA_CTX=${LLAMA_CTX-"512 4096"}
 SMOLLM2_TOKENS=${SMOLLM2_TOKENS:-8192}
 LLAMA_TOKENS=${LLAMA_TOKENS:-4095}
+LONG_CTX=${LONG_CTX-8192}
+LONG_DECODE=${LONG_DECODE:-32}
+LLAMA3_TOKENIZER=$shared/models/tokenizers/llama-3/tokenizer.model
 MODELS_TO_RUN=${MODELS_TO_RUN:-"smollm2 llama32_1b"}
 PEER=${PEER:-$shared/tools/llama-cpp-peer/convert_wrap.py}
 LLAMA_CPP_DIR=${LLAMA_CPP_DIR:-}
@@ -46,7 +55,7 @@ export OMP_NUM_THREADS=$THREADS
 [[ -x $KASCADE ]] || { echo "whole_model.sh: no kascade binary at $KASCADE (build the kascade target)" >&2; exit 1; }
 [[ -f $TEXT ]] || { echo "whole_model.sh: no text file at $TEXT" >&2; exit 1; }
 if [[ -n $LLAMA_CPP_DIR ]]; then
-    for tool in llama-perplexity llama-bench; do
+    for tool in llama-perplexity llama-bench llama-batched-bench; do
         [[ -x $LLAMA_CPP_DIR/build/bin/$tool ]] || {
             echo "whole_model.sh: $LLAMA_CPP_DIR/build/bin/$tool missing (see $shared/tools/llama-cpp-peer/README.md)" >&2
             exit 1
@@ -129,7 +138,53 @@ llama_decode() {
     record "$model" "decode, 64 tokens (tokens/s)" "llama.cpp $dtype" "$ts"
 }
 
+# kascade_long MODEL COLUMN [kascade options]: prefill of the LONG_CTX-token prompt, then LONG_DECODE tokens.
+kascade_long() {
+    local model=$1 column=$2
+    shift 2
+    local out
+    out=$("$KASCADE" generate --model "$MODELS/$model" --tokenizer "$LLAMA3_TOKENIZER" --prompt-file "$long_prompt" \
+        -n "$LONG_DECODE" --greedy --kv-dtype bf16 "$@" 2>&1 >/dev/null)
+    record "$model" "prefill $LONG_CTX tokens (tokens/s)" "$column" "$(sed -n 's/.*(\([0-9.]*\) prefill tokens\/s.*/\1/p' <<<"$out")"
+    record "$model" "decode at $LONG_CTX cached (tokens/s)" "$column" "$(sed -n 's/.*(\([0-9.]*\) decode tokens\/s.*/\1/p' <<<"$out")"
+    grep -q "prefilled $LONG_CTX prompt tokens" <<<"$out" || echo "whole_model.sh: kascade: $out" >&2
+}
+
+# llama_long MODEL: llama-batched-bench's S_PP and S_TG columns (one sequence).
+llama_long() {
+    local model=$1 out
+    out=$("$LLAMA_CPP_DIR/build/bin/llama-batched-bench" -m "$MODELS/$model-bf16.gguf" -c $((LONG_CTX + LONG_DECODE)) \
+        -b 2048 -ub 512 -npp "$LONG_CTX" -ntg "$LONG_DECODE" -npl 1 -t "$THREADS" 2>/dev/null)
+    # | PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |
+    record "$model" "prefill $LONG_CTX tokens (tokens/s)" "llama.cpp bf16" "$(awk -F'|' '$2 + 0 > 0 {print $7 + 0}' <<<"$out")"
+    record "$model" "decode at $LONG_CTX cached (tokens/s)" "llama.cpp bf16" "$(awk -F'|' '$2 + 0 > 0 {print $9 + 0}' <<<"$out")"
+}
+
+# The long prompt: the longest start of the text that is LONG_CTX - 1 tokens or fewer under the Llama 3 tokenizer (BOS
+# makes LONG_CTX), found by bisection over its length in characters with `kascade tokenize`.
+make_long_prompt() {
+    python3 - "$KASCADE" "$LLAMA3_TOKENIZER" "$TEXT" "$((LONG_CTX - 1))" "$long_prompt" <<'EOF'
+import json, subprocess, sys
+kascade, tokenizer, text_file, want, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+text = open(text_file, encoding="utf-8").read()
+def count(n):
+    r = subprocess.run([kascade, "tokenize", "--tokenizer", tokenizer, "--string", text[:n], "--json"],
+                       check=True, capture_output=True, text=True)
+    return json.loads(r.stdout)["count"]
+lo, hi = 0, min(len(text), want * 16)
+assert count(hi) > want, "the text is too short for LONG_CTX"
+while hi - lo > 1:
+    mid = (lo + hi) // 2
+    if count(mid) <= want: lo = mid
+    else: hi = mid
+open(out, "w", encoding="utf-8").write(text[:lo])
+print(f"whole_model.sh: long prompt of {count(lo)} tokens + BOS in {out}", file=sys.stderr)
+EOF
+}
+
 for model in $MODELS_TO_RUN; do prepare_model "$model"; done
+long_prompt=$MODELS/long-prompt-$LONG_CTX.txt
+if [[ -n $LONG_CTX && " $MODELS_TO_RUN " == *" llama32_1b "* && ! -f $long_prompt ]]; then make_long_prompt; fi
 
 for rep in $(seq "$REPS"); do
     echo "whole_model.sh: repetition $rep of $REPS (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
@@ -144,6 +199,11 @@ for rep in $(seq "$REPS"); do
             kascade_perplexity "$model" "$ctx" "kascade bf16 exact" "$windows" --matmul exact
             kascade_perplexity "$model" "$ctx" "kascade bf16 bf16" "$windows" --matmul bf16
         done
+        if [[ $model == llama32_1b && -n $LONG_CTX ]]; then
+            peer llama_long "$model"
+            kascade_long "$model" "kascade bf16 exact" --matmul exact
+            kascade_long "$model" "kascade bf16 bf16" --matmul bf16
+        fi
         if [[ $model == smollm2 ]]; then
             peer llama_decode "$model" f32
             kascade_decode "$model" "kascade f32" --weights-dtype f32
@@ -202,7 +262,8 @@ for row in rows:
     cells = []
     for column in columns:
         v = values.get((row, column))
-        cells.append(f"{statistics.median(v):.0f}" if v else "n/a")
+        cells.append("n/a" if not v else f"{statistics.median(v):.1f}" if statistics.median(v) < 100 else
+                     f"{statistics.median(v):.0f}")
     print(f"| {row} | " + " | ".join(cells) + " |")
 EOF
     echo

@@ -210,6 +210,7 @@ const std::vector<Field<TaskSampleRecord>>& TaskSampleRecord::fields() {
         {"decode_tokens_per_s", &R::decode_tokens_per_s},
         {"threads", &R::threads},
         {"finished_at", &R::finished_at},
+        {"batch", &R::batch},
     };
     return f;
 }
@@ -232,6 +233,7 @@ const std::vector<Field<DatasetSampleRecord>>& DatasetSampleRecord::fields() {
         {"decode_tokens_per_s", &R::decode_tokens_per_s},
         {"threads", &R::threads},
         {"finished_at", &R::finished_at},
+        {"batch", &R::batch},
     };
     return f;
 }

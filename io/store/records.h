@@ -274,6 +274,7 @@ struct TaskSampleRecord {
     std::optional<double> decode_tokens_per_s;  ///< NULL when the answer took one token (no decode step)
     std::int64_t threads = 0;
     std::string finished_at;
+    std::int64_t batch = 1;  ///< samples decoded together with this one, itself included (--batch)
 
     static constexpr std::string_view table = "task_samples";
     static const std::vector<Field<TaskSampleRecord>>& fields();
@@ -297,6 +298,7 @@ struct DatasetSampleRecord {
     std::optional<double> decode_tokens_per_s;
     std::int64_t threads = 0;
     std::string finished_at;
+    std::int64_t batch = 1;  ///< samples decoded together with this one, itself included (--batch)
 
     static constexpr std::string_view table = "dataset_samples";
     static const std::vector<Field<DatasetSampleRecord>>& fields();

@@ -788,6 +788,14 @@ ALTER TABLE runs ADD COLUMN kv_dtype TEXT NOT NULL DEFAULT 'f32' CHECK (kv_dtype
 ALTER TABLE task_runs ADD COLUMN kv_dtype TEXT NOT NULL DEFAULT 'f32' CHECK (kv_dtype IN ('f32', 'bf16'));
 )sql";
 
+// Version 12: how many samples a task sample was decoded together with (--batch; itself included). The answers do not
+// depend on it (a batched decode computes each sequence as a decode of it alone), its decode tokens/s does. Every
+// sample stored before was decoded alone.
+constexpr const char* kSchemaV12 = R"sql(
+ALTER TABLE task_samples ADD COLUMN batch INTEGER NOT NULL DEFAULT 1 CHECK (batch >= 1);
+ALTER TABLE dataset_samples ADD COLUMN batch INTEGER NOT NULL DEFAULT 1 CHECK (batch >= 1);
+)sql";
+
 // The flat views of the latest version, made again after every migration (flat_views_sql()): from version 11 on a
 // migration changes tables only, and a new column reaches the views by an edit here instead of a copy of all three.
 constexpr const char* kFlatViews = R"sql(
@@ -820,7 +828,7 @@ SELECT
     r.schedule_id, r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.k_rule, r.round_k, r.key_granularity, r.pooling,
     r.page_size, r.selection_layers, r.window_ratio, r.matmul, r.kv_dtype, r.max_new_tokens,
     s.length, s.depth_pct, s.sample_index, s.needle_depth, s.expected_json, s.generated, s.score, s.generated_tokens,
-    s.density, s.prefill_tokens_per_s, s.decode_tokens_per_s, s.threads, s.finished_at,
+    s.density, s.prefill_tokens_per_s, s.decode_tokens_per_s, s.threads, s.batch, s.finished_at,
     md.path AS model_path, md.hash AS model_hash, t.path AS haystack_path, r.key AS task_run_key, r.git_commit,
     r.machine
 FROM task_samples s
@@ -835,8 +843,8 @@ SELECT
     r.schedule_id, r.tile, r.topk_tiles, r.topk_pct, r.k_min, r.k_rule, r.round_k, r.key_granularity, r.pooling,
     r.page_size, r.selection_layers, r.window_ratio, r.matmul, r.kv_dtype, r.max_new_tokens, r.max_length,
     r.chat_template, s.sample_index, s.sample_id, s.prompt_tokens, s.full_tokens, s.cut_at, s.answers_json,
-    s.generated, s.score, s.generated_tokens, s.density, s.prefill_tokens_per_s, s.decode_tokens_per_s, s.threads, s.finished_at,
-    md.path AS model_path, md.hash AS model_hash, t.path AS dataset_path, t.hash AS dataset_hash,
+    s.generated, s.score, s.generated_tokens, s.density, s.prefill_tokens_per_s, s.decode_tokens_per_s, s.threads,
+    s.batch, s.finished_at, md.path AS model_path, md.hash AS model_hash, t.path AS dataset_path, t.hash AS dataset_hash,
     r.key AS task_run_key, r.git_commit, r.machine
 FROM dataset_samples s
 JOIN task_runs r ON r.id = s.task_run_id
@@ -864,6 +872,7 @@ constexpr std::array kMigrations = {
               kSchemaV9},
     Migration{10, "runs, task_runs: matmul (also in runs_flat, task_samples_flat, dataset_samples_flat)", kSchemaV10},
     Migration{11, "runs, task_runs: kv_dtype", kSchemaV11},
+    Migration{12, "task_samples, dataset_samples: batch", kSchemaV12},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

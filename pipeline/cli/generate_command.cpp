@@ -235,7 +235,7 @@ void register_generate_command(CLI::App& app, const CommonOptions& common) {
     check_range(cmd->add_option("--batch", args->batch,
                                 "sequences decoded together, one batched forward pass per step (the prompts given are "
                                 "used in turn; default: one sequence per prompt)"),
-                ValueRange{1, 4096}, "--batch");
+                param_range::kBatch, "--batch");
     check_range(cmd->add_option("-n,--steps", args->steps, "tokens to generate after BOS and the prompt")
                     ->capture_default_str(),
                 ValueRange{1, std::numeric_limits<int>::max()}, "-n");

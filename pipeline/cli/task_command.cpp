@@ -26,6 +26,7 @@ struct TaskArgs {
     std::string haystack;
     std::optional<int> max_new_tokens;
     std::string prefill{mode_name(TaskParams{}.prefill)};
+    int batch = TaskParams{}.batch;
     MethodOptions method;
     bool json = false;
     bool show_prompt = false;
@@ -86,6 +87,7 @@ void run_dataset_command(const TaskArgs& args, TaskPrefill prefill, const EvalPa
     if (!args.chat_template.empty()) p.chat_template = parse_mode<ChatTemplate>(args.chat_template, "--chat-template");
     p.limit = args.limit;
     p.prefill = prefill;
+    p.batch = args.batch;
     p.method = method;
     if (args.show_prompt) {
         // Nothing is stored: the results folder is only read (for a schedule), never created.
@@ -131,7 +133,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         "  kascade task --model M --task passkey --lengths 2048 --schedule 3 --haystack data/moby-dick/pg2701.txt\n"
         "  kascade task --model ~/models/Llama-3.1-8B-Instruct --dataset LongBench/data/qasper.jsonl --dataset-name "
         "qasper --prompt-file LongBench/config/dataset2prompt.json --maxlen-file LongBench/config/dataset2maxlen.json "
-        "--max-length 31500 --schedule 3");
+        "--max-length 31500 --schedule 3 --batch 8");
     args->model.add_to(*cmd);
     args->model.add_numerics_options_to(*cmd);
     cmd->add_option("--task", args->task, fmt::format("{}", fmt::join(mode_names<TaskKind>(), ", ")))
@@ -160,6 +162,11 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
     cmd->add_option("--prefill", args->prefill,
                     "sparse (the prompt through the method) or dense (the decode-only ablation; quest always)")
         ->capture_default_str();
+    check_range(cmd->add_option("--batch", args->batch,
+                                "samples answered together, one batched forward pass per decode step (same answers; "
+                                "decode tokens/s per sample and the batch column change)")
+                    ->capture_default_str(),
+                param_range::kBatch);
     args->method.add_to(*cmd);
     auto* dataset = cmd->add_option("--dataset", args->dataset,
                                     "a JSONL dataset (LongBench's fields, or `prompt` and `answers`) instead of "
@@ -203,6 +210,7 @@ void register_task_command(CLI::App& app, const CommonOptions& common) {
         p.haystack = args->haystack;
         p.max_new_tokens = args->max_new_tokens;
         p.prefill = parse_mode<TaskPrefill>(args->prefill, "--prefill");
+        p.batch = args->batch;
         EvalParams& m = p.method;
         args->method.apply_to(m, "task");
         m.matmul = args->model.matmul_precision();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 
 #include "base/error.h"
 #include "build_info.h"
@@ -76,37 +77,53 @@ TaskRunRecord dataset_run_record(Workspace& ws, LoadedModel& model, const Resolv
     return run;
 }
 
-DatasetSampleRecord measure_dataset_sample(const Transformer& runtime, const LoadedModel& model,
-                                           const ResolvedDatasetTask& r, int index) {
-    const DatasetSample& sample = r.files.samples[static_cast<std::size_t>(index)];
-    const DatasetPromptTokens prompt = dataset_sample_tokens(r, model, index);
-    MethodPolicy method = make_method_policy(r.method, model.weights.config.n_layers);
-    DenseAttention dense;
-    AttentionPolicy& prefill = r.params.prefill == TaskPrefill::Sparse ? *method.policy : dense;
+/// Answers and scores a batch of the file's samples (their indices among r.files.samples), decode steps batched.
+std::vector<DatasetSampleRecord> measure_dataset_samples(const Transformer& runtime, const LoadedModel& model,
+                                                         const ResolvedDatasetTask& r, std::span<const int> indices) {
+    std::vector<DatasetPromptTokens> prompts;
+    std::vector<MethodPolicy> methods;
+    std::vector<DenseAttention> dense(indices.size());
+    std::vector<GreedyRequest> requests;
+    for (const int index : indices) {
+        prompts.push_back(dataset_sample_tokens(r, model, index));
+        methods.push_back(make_method_policy(r.method, model.weights.config.n_layers));
+    }
+    for (size_t i = 0; i < indices.size(); ++i) {
+        AttentionPolicy& prefill = r.params.prefill == TaskPrefill::Sparse ? *methods[i].policy : dense[i];
+        requests.push_back({prompts[i].tokens, &prefill, methods[i].policy.get()});
+    }
     // Datasets scored on their first line stop there (the score is the same; LongBench generates on, up to EOS).
-    const GreedyResult answer = generate_greedy(runtime, *model.tokenizer, prompt.tokens, prefill, *method.policy,
-                                                {.max_new_tokens = r.files.max_new_tokens,
-                                                 .stop_at_newline = r.files.scoring.first_line_only,
-                                                 .kv_dtype = r.method.params.kv_dtype});
-    LayerDensity density;
-    for (const LayerDensity& d : method.layer_density()) density.add(d);
+    const std::vector<GreedyResult> answers = generate_greedy_batch(runtime, *model.tokenizer, requests,
+                                                                    {.max_new_tokens = r.files.max_new_tokens,
+                                                                     .stop_at_newline = r.files.scoring.first_line_only,
+                                                                     .kv_dtype = r.method.params.kv_dtype});
 
-    DatasetSampleRecord s;
-    s.sample_index = sample.index;
-    if (!sample.id.empty()) s.sample_id = sample.id;
-    s.prompt_tokens = static_cast<int64_t>(prompt.tokens.size());
-    s.full_tokens = prompt.full_tokens;
-    if (prompt.cut_at >= 0) s.cut_at = prompt.cut_at;
-    s.answers_json = nlohmann::json(sample.answers).dump();
-    s.generated = answer.text;
-    s.score = longbench_sample_score(r.files.scoring, answer.text, sample.answers, sample.all_classes);
-    s.generated_tokens = static_cast<int64_t>(answer.tokens.size());
-    s.density = r.method.params.method == EvalMethod::Dense ? 1.0 : density.ratio();
-    if (answer.prefill_s > 0) s.prefill_tokens_per_s = static_cast<double>(prompt.tokens.size()) / answer.prefill_s;
-    if (answer.decode_steps > 0 && answer.decode_s > 0) s.decode_tokens_per_s = answer.decode_steps / answer.decode_s;
-    s.threads = omp_get_max_threads();
-    s.finished_at = utc_now();
-    return s;
+    std::vector<DatasetSampleRecord> records;
+    for (size_t i = 0; i < indices.size(); ++i) {
+        const DatasetSample& sample = r.files.samples[static_cast<std::size_t>(indices[i])];
+        const DatasetPromptTokens& prompt = prompts[i];
+        const GreedyResult& answer = answers[i];
+        LayerDensity density;
+        for (const LayerDensity& d : methods[i].layer_density()) density.add(d);
+        DatasetSampleRecord& s = records.emplace_back();
+        s.sample_index = sample.index;
+        if (!sample.id.empty()) s.sample_id = sample.id;
+        s.prompt_tokens = static_cast<int64_t>(prompt.tokens.size());
+        s.full_tokens = prompt.full_tokens;
+        if (prompt.cut_at >= 0) s.cut_at = prompt.cut_at;
+        s.answers_json = nlohmann::json(sample.answers).dump();
+        s.generated = answer.text;
+        s.score = longbench_sample_score(r.files.scoring, answer.text, sample.answers, sample.all_classes);
+        s.generated_tokens = static_cast<int64_t>(answer.tokens.size());
+        s.density = r.method.params.method == EvalMethod::Dense ? 1.0 : density.ratio();
+        if (answer.prefill_s > 0) s.prefill_tokens_per_s = static_cast<double>(prompt.tokens.size()) / answer.prefill_s;
+        if (answer.decode_steps > 0 && answer.decode_s > 0)
+            s.decode_tokens_per_s = answer.decode_steps / answer.decode_s;
+        s.threads = omp_get_max_threads();
+        s.batch = static_cast<int64_t>(indices.size());
+        s.finished_at = utc_now();
+    }
+    return records;
 }
 
 }  // namespace
@@ -172,6 +189,7 @@ std::string dataset_task_key(const DatasetKeyInputs& k) {
 
 ResolvedDatasetTask resolve_dataset_task(ResultsDb* db, const LoadedModel& model, const DatasetTaskParams& params) {
     const ModelConfig& c = model.weights.config;
+    KASCADE_CHECK(params.batch >= 1, "invalid --batch {} (must be >= 1)", params.batch);
     ResolvedDatasetTask r;
     r.params = params;
     r.files = read_dataset_run_files(params, *model.tokenizer);
@@ -259,19 +277,26 @@ DatasetTaskSummary run_dataset_task(Workspace& ws, LoadedModel& model, const Dat
     DatasetTaskSummary summary;
     const Transformer runtime(model.weights, 0, r.method.params.matmul);
     const int total = static_cast<int>(r.files.samples.size());
-    if (progress) progress(0, total);
+    std::vector<int> pending;
     for (int i = 0; i < total; ++i) {
-        if (!force && stored.count(r.files.samples[static_cast<std::size_t>(i)].index)) {
+        if (!force && stored.count(r.files.samples[static_cast<std::size_t>(i)].index))
             ++summary.samples_stored;
-        } else {
-            DatasetSampleRecord sample = measure_dataset_sample(runtime, model, r, i);
-            // The run row is stored with its first sample, so a command refused or killed before has stored nothing.
-            if (!run_id) run_id = ws.db().insert_task_run(dataset_run_record(ws, model, r)).id;
+        else
+            pending.push_back(i);
+    }
+    if (progress) progress(summary.samples_stored, total);
+    const size_t batch = static_cast<size_t>(r.params.batch);
+    for (size_t b = 0; b < pending.size(); b += batch) {
+        const std::span<const int> indices(pending.data() + b, std::min(batch, pending.size() - b));
+        std::vector<DatasetSampleRecord> samples = measure_dataset_samples(runtime, model, r, indices);
+        // The run row is stored with its first samples, so a command refused or killed before has stored nothing.
+        if (!run_id) run_id = ws.db().insert_task_run(dataset_run_record(ws, model, r)).id;
+        for (DatasetSampleRecord& sample : samples) {
             sample.task_run_id = *run_id;
             ws.db().insert_dataset_sample(sample, /*replace=*/force);
-            ++summary.samples_run;
         }
-        if (progress) progress(i + 1, total);
+        summary.samples_run += static_cast<int>(samples.size());
+        if (progress) progress(summary.samples_stored + summary.samples_run, total);
     }
 
     // The summary reads the stored rows, so that a sample another process stored counts as it was stored.

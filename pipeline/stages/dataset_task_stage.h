@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pipeline/stages/eval_stage.h"
+#include "pipeline/stages/task_stage.h"
 #include "pipeline/stages/workspace.h"
 #include "pipeline/tasks/chat_template.h"
 #include "pipeline/tasks/dataset_file.h"
@@ -38,6 +39,7 @@ struct DatasetTaskParams {
     std::optional<ChatTemplate> chat_template;  ///< none given: the one tokenizer_config.json names
     std::optional<int> limit;                   ///< only the first N samples of the file
     TaskPrefill prefill = TaskPrefill::Sparse;
+    int batch = TaskParams{}.batch;  ///< samples answered together, as TaskParams::batch (not part of the key)
     /// The method and its budget, as TaskParams::method.
     EvalParams method;
 };

@@ -52,6 +52,7 @@ inline constexpr ValueRange kDepthPct{0, 100};       ///< task: a needle depth, 
 inline constexpr ValueRange kTaskSamples{1};         ///< task: samples per length and depth
 inline constexpr ValueRange kMaxNewTokens{1};        ///< task: answer token limit
 inline constexpr ValueRange kTaskSeed{0};            ///< task: what the samples are drawn from
+inline constexpr ValueRange kBatch{1, 4096};         ///< generate, task: sequences decoded together
 
 }  // namespace param_range
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include "base/error.h"
@@ -68,35 +69,51 @@ TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedT
     return run;
 }
 
-/// Generates, answers and scores one sample (steps 2 and 3's measurement).
-TaskSampleRecord measure_sample(const Transformer& runtime, const LoadedModel& model, const ResolvedTask& r, int length,
-                                double depth, int index) {
+/// Generates, answers and scores a batch of samples (steps 2 and 3's measurement), their decode steps batched.
+std::vector<TaskSampleRecord> measure_samples(const Transformer& runtime, const LoadedModel& model,
+                                              const ResolvedTask& r, std::span<const SampleId> ids) {
     const ModelConfig& c = model.weights.config;
-    const TaskSample sample = make_resolved_task_sample(r, model, length, depth, index);
-    MethodPolicy method = make_method_policy(r.method, c.n_layers);
-    DenseAttention dense;
-    AttentionPolicy& prefill = r.params.prefill == TaskPrefill::Sparse ? *method.policy : dense;
-    const GreedyResult answer = generate_greedy(
-        runtime, *model.tokenizer, sample.tokens, prefill, *method.policy,
+    std::vector<TaskSample> samples;
+    std::vector<MethodPolicy> methods;
+    std::vector<DenseAttention> dense(ids.size());
+    std::vector<GreedyRequest> requests;
+    for (const auto& [length, depth, index] : ids) {
+        samples.push_back(
+            make_resolved_task_sample(r, model, static_cast<int>(length), depth, static_cast<int>(index)));
+        methods.push_back(make_method_policy(r.method, c.n_layers));
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+        AttentionPolicy& prefill = r.params.prefill == TaskPrefill::Sparse ? *methods[i].policy : dense[i];
+        requests.push_back({samples[i].tokens, &prefill, methods[i].policy.get()});
+    }
+    const std::vector<GreedyResult> answers = generate_greedy_batch(
+        runtime, *model.tokenizer, requests,
         {.max_new_tokens = r.max_new_tokens, .stop_at_newline = true, .kv_dtype = r.method.params.kv_dtype});
-    LayerDensity density;
-    for (const LayerDensity& d : method.layer_density()) density.add(d);
 
-    TaskSampleRecord s;
-    s.length = length;
-    s.depth_pct = depth;
-    s.sample_index = index;
-    s.needle_depth = std::clamp(sample.needle_depth, 0.0, 1.0);
-    s.expected_json = nlohmann::json(sample.expected).dump();
-    s.generated = answer.text;
-    s.score = score_task_output(r.metric, answer.text, sample.expected);
-    s.generated_tokens = static_cast<int64_t>(answer.tokens.size());
-    s.density = r.method.params.method == EvalMethod::Dense ? 1.0 : density.ratio();
-    if (answer.prefill_s > 0) s.prefill_tokens_per_s = length / answer.prefill_s;
-    if (answer.decode_steps > 0 && answer.decode_s > 0) s.decode_tokens_per_s = answer.decode_steps / answer.decode_s;
-    s.threads = omp_get_max_threads();
-    s.finished_at = utc_now();
-    return s;
+    std::vector<TaskSampleRecord> records;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const auto& [length, depth, index] = ids[i];
+        const GreedyResult& answer = answers[i];
+        LayerDensity density;
+        for (const LayerDensity& d : methods[i].layer_density()) density.add(d);
+        TaskSampleRecord& s = records.emplace_back();
+        s.length = length;
+        s.depth_pct = depth;
+        s.sample_index = index;
+        s.needle_depth = std::clamp(samples[i].needle_depth, 0.0, 1.0);
+        s.expected_json = nlohmann::json(samples[i].expected).dump();
+        s.generated = answer.text;
+        s.score = score_task_output(r.metric, answer.text, samples[i].expected);
+        s.generated_tokens = static_cast<int64_t>(answer.tokens.size());
+        s.density = r.method.params.method == EvalMethod::Dense ? 1.0 : density.ratio();
+        if (answer.prefill_s > 0) s.prefill_tokens_per_s = length / answer.prefill_s;
+        if (answer.decode_steps > 0 && answer.decode_s > 0)
+            s.decode_tokens_per_s = answer.decode_steps / answer.decode_s;
+        s.threads = omp_get_max_threads();
+        s.batch = static_cast<int64_t>(ids.size());
+        s.finished_at = utc_now();
+    }
+    return records;
 }
 
 /// The samples of the grid (lengths x depths x samples) in the order they are run.
@@ -173,6 +190,7 @@ ResolvedTask resolve_task(ResultsDb* db, const LoadedModel& model, const TaskPar
     KASCADE_CHECK(!params.lengths.empty(), "--lengths is empty (expected prompt lengths in tokens, e.g. 1024,2048)");
     KASCADE_CHECK(!params.depths_pct.empty(), "no depths (expected --depths N or --depth-pcts P,Q,...)");
     KASCADE_CHECK(params.samples >= 1, "invalid --samples {} (must be >= 1)", params.samples);
+    KASCADE_CHECK(params.batch >= 1, "invalid --batch {} (must be >= 1)", params.batch);
     for (const int length : params.lengths) {
         KASCADE_CHECK(length >= 1 && static_cast<int64_t>(length) + r.max_new_tokens <= c.max_seq_len,
                       "invalid length {} in --lengths: with {} new tokens it must be in [1, {}] (the model's context "
@@ -220,20 +238,26 @@ TaskSummary run_task(Workspace& ws, LoadedModel& model, const TaskParams& params
 
     TaskSummary summary;
     const Transformer runtime(model.weights, 0, r.method.params.matmul);
-    int done = 0;
-    for (const auto& [length, depth, index] : grid) {
-        if (!force && stored.count({length, depth, index})) {
+    std::vector<SampleId> pending;
+    for (const SampleId& id : grid) {
+        if (!force && stored.count(id))
             ++summary.samples_stored;
-        } else {
-            TaskSampleRecord sample =
-                measure_sample(runtime, model, r, static_cast<int>(length), depth, static_cast<int>(index));
-            // The run row is stored with its first sample, so a command refused or killed before has stored nothing.
-            if (!run_id) run_id = ws.db().insert_task_run(task_run_record(ws, model, r)).id;
+        else
+            pending.push_back(id);
+    }
+    if (progress) progress(summary.samples_stored, static_cast<int>(grid.size()));
+    const size_t batch = static_cast<size_t>(r.params.batch);
+    for (size_t b = 0; b < pending.size(); b += batch) {
+        const std::span<const SampleId> ids(pending.data() + b, std::min(batch, pending.size() - b));
+        std::vector<TaskSampleRecord> samples = measure_samples(runtime, model, r, ids);
+        // The run row is stored with its first samples, so a command refused or killed before has stored nothing.
+        if (!run_id) run_id = ws.db().insert_task_run(task_run_record(ws, model, r)).id;
+        for (TaskSampleRecord& sample : samples) {
             sample.task_run_id = *run_id;
             ws.db().insert_task_sample(sample, /*replace=*/force);
-            ++summary.samples_run;
         }
-        if (progress) progress(++done, static_cast<int>(grid.size()));
+        summary.samples_run += static_cast<int>(samples.size());
+        if (progress) progress(summary.samples_stored + summary.samples_run, static_cast<int>(grid.size()));
     }
 
     // The summary reads the stored rows, so that a sample another process stored counts as it was stored.

@@ -33,6 +33,9 @@ struct TaskParams {
     std::filesystem::path haystack;      ///< a text file; empty: the classic filler sentences
     std::optional<int> max_new_tokens;   ///< default: the task's (task_defaults)
     TaskPrefill prefill = TaskPrefill::Sparse;
+    /// Samples answered together, their decode steps in one batched forward pass. Not part of the run's key: the
+    /// answers are the same at every batch size; the decode tokens/s per sample and its batch column are not.
+    int batch = 1;
     /// The method and its budget: method, schedule_id, topk, tile, granularity, pooling, quest_page,
     /// selection_layers, window_ratio, and the numerics matmul and kv_dtype (the rest of EvalParams is not used).
     EvalParams method;
@@ -102,7 +105,8 @@ struct TaskSummary {
 };
 
 /// Steps 2 and 3 for every sample of the grid not stored yet (with force: for every sample, replacing the stored
-/// ones), then the summary of the whole grid. progress (may be empty) is called after each sample with (done, total).
+/// ones), params.batch samples at a time, each batch stored as it finishes; then the summary of the whole grid.
+/// progress (may be empty) is called after each batch with (samples done, total).
 TaskSummary run_task(Workspace& ws, LoadedModel& model, const TaskParams& params,
                      const std::function<void(int, int)>& progress = {}, bool force = false);
 

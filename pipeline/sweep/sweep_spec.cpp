@@ -216,9 +216,9 @@ const toml::table* subtable(const toml::table& root, const fs::path& file, const
 
 SweepTaskSpec read_task_table(const fs::path& file, const toml::table* table,
                               std::map<std::string, std::string>& environment) {
-    TableReader t(
-        file, "task", table,
-        {"tasks", "lengths", "depths", "depth_pcts", "samples", "seed", "haystack", "max_new_tokens", "prefill"});
+    TableReader t(file, "task", table,
+                  {"tasks", "lengths", "depths", "depth_pcts", "samples", "seed", "haystack", "max_new_tokens",
+                   "prefill", "batch"});
     SweepTaskSpec task;
     KASCADE_CHECK(t.has("tasks"), "{}: missing task.tasks (one or more of: {})", file.string(),
                   fmt::join(mode_names<TaskKind>(), ", "));
@@ -241,6 +241,7 @@ SweepTaskSpec read_task_table(const fs::path& file, const toml::table* table,
     if (!haystack.empty()) task.haystack = resolve_path(file, "task.haystack", haystack, environment);
     if (t.has("max_new_tokens")) task.max_new_tokens = t.int_integer("max_new_tokens", 0, param_range::kMaxNewTokens);
     task.prefills = t.modes<TaskPrefill>("prefill", {TaskParams{}.prefill});
+    task.batch = t.int_integer("batch", TaskParams{}.batch, param_range::kBatch);
     return task;
 }
 
@@ -248,7 +249,7 @@ SweepDatasetSpec read_datasets_table(const fs::path& file, const toml::table* ta
                                      std::map<std::string, std::string>& environment) {
     TableReader t(file, "datasets", table,
                   {"dir", "names", "prompt_file", "maxlen_file", "max_new_tokens", "max_length", "metric",
-                   "chat_template", "limit", "prefill"});
+                   "chat_template", "limit", "prefill", "batch"});
     SweepDatasetSpec d;
     d.dir = resolve_path(file, "datasets.dir", t.string("dir", "", true), environment);
     d.names = t.strings("names");
@@ -272,6 +273,7 @@ SweepDatasetSpec read_datasets_table(const fs::path& file, const toml::table* ta
     if (t.has("chat_template")) d.chat_template = t.mode<ChatTemplate>("chat_template");
     if (t.has("limit")) d.limit = t.int_integer("limit", 0, ValueRange{1, 1 << 30});
     d.prefills = t.modes<TaskPrefill>("prefill", {DatasetTaskParams{}.prefill});
+    d.batch = t.int_integer("batch", DatasetTaskParams{}.batch, param_range::kBatch);
     return d;
 }
 
@@ -597,6 +599,7 @@ TaskParams SweepTaskSpec::params(TaskKind kind) const {
     p.samples = samples;
     p.haystack = haystack;
     p.max_new_tokens = max_new_tokens;
+    p.batch = batch;
     p.method.method = EvalMethod::Dense;  // EvalParams's default is kascade
     return p;
 }
@@ -612,6 +615,7 @@ DatasetTaskParams SweepDatasetSpec::params(const std::string& name) const {
     p.metric = metric;
     p.chat_template = chat_template;
     p.limit = limit;
+    p.batch = batch;
     p.method.method = EvalMethod::Dense;  // EvalParams's default is kascade
     return p;
 }

@@ -50,6 +50,7 @@ struct SweepTaskSpec {
     std::string haystack;               ///< task.haystack; empty: the filler sentences
     std::optional<int> max_new_tokens;  ///< empty: each task's default
     std::vector<TaskPrefill> prefills;  ///< task.prefill (default: TaskParams's)
+    int batch = TaskParams{}.batch;     ///< task.batch: samples answered together (not part of the keys)
 
     /// The task run of `kind` this table describes, before a method is chosen (dense, the default prefill).
     TaskParams params(TaskKind kind) const;
@@ -68,7 +69,8 @@ struct SweepDatasetSpec {
     std::optional<LongBenchMetric> metric;
     std::optional<ChatTemplate> chat_template;  ///< datasets.chat_template; none: the tokenizer_config.json's
     std::optional<int> limit;
-    std::vector<TaskPrefill> prefills;  ///< datasets.prefill (default: DatasetTaskParams's)
+    std::vector<TaskPrefill> prefills;      ///< datasets.prefill (default: DatasetTaskParams's)
+    int batch = DatasetTaskParams{}.batch;  ///< datasets.batch: samples answered together (not part of the keys)
 
     /// The run on dataset `name` this table describes, before a method is chosen (dense, the default prefill).
     DatasetTaskParams params(const std::string& name) const;

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
+#include <regex>
+#include <string>
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
@@ -473,6 +476,63 @@ TEST(ResultsDb, Version11ReadsEveryRunOfAVersion10DatabaseBackUnchangedWithAnF32
     SQLite::Database rw(file, SQLite::OPEN_READWRITE);
     EXPECT_THROW(rw.exec("UPDATE runs SET kv_dtype = 'fp8' WHERE id = 7"), SQLite::Exception);
     EXPECT_THROW(rw.exec("UPDATE task_runs SET kv_dtype = 'f16' WHERE id = 3"), SQLite::Exception);
+}
+
+/// The flat views as version 11 made them: today's less the batch column that version 12 added.
+std::string flat_views_sql_of_version_11() {
+    const std::string today = flat_views_sql();
+    const std::regex batch_column(R"(\s*s\.batch,)");
+    EXPECT_EQ(std::distance(std::sregex_iterator(today.begin(), today.end(), batch_column), std::sregex_iterator()), 2);
+    return std::regex_replace(today, batch_column, "");
+}
+
+TEST(ResultsDb, Version12ReadsEveryTaskSampleOfAVersion11DatabaseBackUnchangedAsDecodedAlone) {
+    // A version-11 results folder with a task sample and a dataset sample: after the migration every column of the
+    // two sample views reads back the same, and each sample was decoded alone (batch 1, all kascade had before).
+    TempDir tmp;
+    const std::filesystem::path file = tmp.path() / "kascade.db";
+    std::vector<std::vector<std::string>> tasks_before, datasets_before;
+    {
+        SQLite::Database raw(file, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        for (const Migration& m : schema_migrations()) {
+            if (m.version <= 11) raw.exec(m.sql);
+        }
+        raw.exec(flat_views_sql_of_version_11());
+        raw.exec("PRAGMA user_version = 11");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec("INSERT INTO texts VALUES (2, 'd', 'qasper.jsonl', 20, 't')");
+        raw.exec(
+            "INSERT INTO task_runs (id, key, model_id, task, metric, seed, max_new_tokens, prefill, method, "
+            "git_commit, machine, created_at, kv_dtype) VALUES (3, 'b', 1, 'passkey', 'number_match', 1, 8, 'dense', "
+            "'dense', 'g', 'm', 'c', 'bf16')");
+        raw.exec(
+            "INSERT INTO task_samples (task_run_id, length, depth_pct, sample_index, needle_depth, expected_json, "
+            "generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, threads, "
+            "finished_at) VALUES (3, 1024, 50, 0, 0.5, '[\"12345\"]', '12345', 1, 3, 1, 100, 10, 2, 'f')");
+        raw.exec(
+            "INSERT INTO task_runs (id, key, model_id, text_id, task, metric, seed, max_new_tokens, prefill, method, "
+            "git_commit, machine, created_at, dataset_name, max_length, chat_template) VALUES (4, 'c', 1, 2, "
+            "'dataset', 'qa_f1_score', 0, 128, 'dense', 'dense', 'g', 'm', 'c', 'qasper', 31500, 'llama3.1')");
+        raw.exec(
+            "INSERT INTO dataset_samples (task_run_id, sample_index, sample_id, prompt_tokens, full_tokens, cut_at, "
+            "answers_json, generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, "
+            "threads, finished_at) VALUES (4, 0, 'q0', 800, 1024, 400, '[\"yes\"]', 'yes', 1, 1, 1, 100, 10, 2, "
+            "'f')");
+        tasks_before = text_rows(raw, "SELECT * FROM task_samples_flat");
+        datasets_before = text_rows(raw, "SELECT * FROM dataset_samples_flat");
+    }
+    { ResultsDb db(tmp.path()); }  // a writer migrates the file
+    SQLite::Database raw(file, SQLite::OPEN_READONLY);
+    EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), kSchemaVersion);
+    ASSERT_EQ(tasks_before.size(), 2u);
+    ASSERT_EQ(datasets_before.size(), 2u);
+    EXPECT_EQ(rows_in_earlier_columns(raw, "task_samples_flat", tasks_before), tasks_before);
+    EXPECT_EQ(rows_in_earlier_columns(raw, "dataset_samples_flat", datasets_before), datasets_before);
+    EXPECT_EQ(raw.execAndGet("SELECT batch FROM task_samples_flat WHERE task_run_id = 3").getInt(), 1);
+    EXPECT_EQ(raw.execAndGet("SELECT batch FROM dataset_samples_flat WHERE task_run_id = 4").getInt(), 1);
+    SQLite::Database rw(file, SQLite::OPEN_READWRITE);
+    EXPECT_THROW(rw.exec("UPDATE task_samples SET batch = 0"), SQLite::Exception);
+    EXPECT_THROW(rw.exec("UPDATE dataset_samples SET batch = -1"), SQLite::Exception);
 }
 
 TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {

@@ -303,6 +303,28 @@ TEST_F(DatasetTask, KilledRunResumesToTheRowsOfAnUninterruptedRun) {
     EXPECT_EQ(db_value(results_ / "kascade.db", "SELECT count(*) FROM task_runs"), "1");
 }
 
+TEST_F(DatasetTask, BatchedSamplesAnswerAsSamplesRunOneAtATime) {
+    // Five samples in batches of three (3 + 2): the retrieval model answers each as a run of one sample at a time
+    // does (dense and a 10 % oracle budget), and the batch is stored per sample.
+    write_dataset(5);
+    const fs::path alone = dir_ / "alone";
+    for (const std::string method : {"--method dense", "--method oracle --topk-pct 10 --k-min 32"}) {
+        SCOPED_TRACE(method);
+        const fs::path one = alone / method.substr(9, 6), batched = results_ / method.substr(9, 6);
+        ASSERT_EQ(task(method, one).exit_code, 0);
+        const CommandResult r = task(method + " --batch 3 --json", batched);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(nlohmann::json::parse(r.out).at("samples_run").get<int>(), 5);
+        ASSERT_EQ(samples(batched).size(), 5u);
+        EXPECT_EQ(samples(batched), samples(one));
+        EXPECT_EQ(db_value(batched / "kascade.db",
+                           "SELECT group_concat(batch, ',') FROM (SELECT batch FROM dataset_samples_flat ORDER BY "
+                           "sample_index)"),
+                  "3,3,3,2,2");
+    }
+    EXPECT_EQ(db_value(results_ / "dense" / "kascade.db", "SELECT min(score) FROM dataset_samples"), "1.0");
+}
+
 TEST_F(DatasetTask, BadInputIsAnErrorThatWritesNothing) {
     write_dataset(1);
     write_text(dir_ / "bad.jsonl", "{\"answers\": [\"1\"], \"context\": \"c\", \"input\": \"i\"}\n{\"context\": 1}\n");

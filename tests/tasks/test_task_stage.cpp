@@ -1,6 +1,7 @@
 // The task stage end to end on stories260K (a real Llama; it does not retrieve, so answers are compared, not
 // scored): every method at a budget covering the whole context answers exactly as dense does, with sparse and dense
-// prefill; a run killed with SIGKILL resumes to the rows of an uninterrupted run; bad options write nothing.
+// prefill; samples answered in batches store the rows of samples answered one at a time; a run killed with SIGKILL
+// resumes to the rows of an uninterrupted run; bad options write nothing.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -131,6 +132,44 @@ TEST_F(TaskStage, KilledRunResumesToTheRowsOfAnUninterruptedRun) {
     EXPECT_EQ(db_value(results_ / "kascade.db", "SELECT count(*) FROM task_runs"), "1");
 }
 
+TEST_F(TaskStage, BatchedSamplesAnswerAsSamplesRunOneAtATime) {
+    // Six samples in batches of four (the last batch two): every method stores the rows a run of one sample at a time
+    // stores, its answers and densities included, at a budget that does not cover the context (the selections
+    // differ per sample and step). The batch is not part of the run: the same command at another batch reads it.
+    const std::string grid = " --task niah_multikey --lengths 400,480 --depth-pcts 0,50,100 --samples 1";
+    const std::vector<std::string> methods = {" --method dense",
+                                              " --method oracle --topk-tiles 6",
+                                              " --method streaming --topk-tiles 6",
+                                              " --method quest --topk-tiles 6",
+                                              " --method omnikv --filter-layers 2 --topk-tiles 6",
+                                              " --method lessismore --selection-layers 2 --topk-tiles 6",
+                                              " --method oracle --topk-tiles 6 --prefill dense --kv-dtype bf16"};
+    const fs::path alone = dir_ / "alone";
+    for (const std::string& method : methods) {
+        SCOPED_TRACE(method);
+        const CommandResult one = task(grid + method + " --json", alone);
+        ASSERT_EQ(one.exit_code, 0) << one.err;
+        const CommandResult batched = task(grid + method + " --batch 4 --json", results_);
+        ASSERT_EQ(batched.exit_code, 0) << batched.err;
+        EXPECT_EQ(nlohmann::json::parse(batched.out).at("samples_run").get<int>(), 6);
+        const std::string where = "task_run_key = (SELECT max(key) FROM task_runs WHERE id = " +
+                                  std::to_string(nlohmann::json::parse(batched.out).at("task_run_id").get<int64_t>()) +
+                                  ")";
+        const auto rows = samples(results_, where);
+        ASSERT_EQ(rows.size(), 6u);
+        EXPECT_EQ(rows, samples(alone, where));
+        EXPECT_EQ(db_value(results_ / "kascade.db",
+                           "SELECT group_concat(batch, ',') FROM (SELECT batch FROM task_samples_flat WHERE " + where +
+                               " ORDER BY length, depth_pct, sample_index)"),
+                  "4,4,4,4,2,2");
+        EXPECT_EQ(db_value(alone / "kascade.db", "SELECT group_concat(DISTINCT batch) FROM task_samples"), "1");
+
+        const CommandResult again = task(grid + method + " --batch 3 --json", alone);
+        ASSERT_EQ(again.exit_code, 0) << again.err;
+        EXPECT_EQ(nlohmann::json::parse(again.out).at("samples_run").get<int>(), 0);
+    }
+}
+
 TEST_F(TaskStage, BadOptionsAreOneLineErrorsThatWriteNothing) {
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"--lengths 400  --task paskey --method dense", "did you mean passkey?"},
@@ -140,6 +179,7 @@ TEST_F(TaskStage, BadOptionsAreOneLineErrorsThatWriteNothing) {
         {"--lengths 400  --method dense --prefill spars", "did you mean sparse?"},
         {"--lengths 400  --method dense --depth-pcts 150", "--depth-pcts 150 is out of range (must be in [0, 100])"},
         {"--lengths 400  --method dense --haystack /nonexistent/hay.txt", "/nonexistent/hay.txt"},
+        {"--lengths 400  --method dense --batch 0", "--batch 0 is out of range (must be in [1, 4096])"},
     };
     for (const auto& [args, needle] : cases) {
         SCOPED_TRACE(args);

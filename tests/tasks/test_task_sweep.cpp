@@ -28,7 +28,7 @@ std::string task_sweep_toml(const std::string& task_table) {
 
 const std::string kTaskTable =
     "[task]\ntasks = [\"passkey\", \"niah_single\"]\nlengths = [288, 448]\ndepths = 3\nsamples = 1\nseed = 7\n"
-    "prefill = [\"sparse\", \"dense\"]\n";
+    "prefill = [\"sparse\", \"dense\"]\nbatch = 4\n";
 
 /// Every stored sample with its task run's key, without timings: what "the same rows" means for task runs.
 std::vector<std::vector<std::string>> task_rows(const fs::path& results) {
@@ -78,6 +78,11 @@ TEST_F(TaskSweep, PlansTheTaskRunsOfTheTaskCommand) {
     EXPECT_EQ(count(results_, "task_runs"), "16");
     EXPECT_EQ(count(results_, "task_samples"), "96");
     EXPECT_EQ(count(results_, "runs"), "0");  // no [test] table: no perplexity runs
+    // Six samples per task run, answered four and two at a time (task.batch).
+    EXPECT_EQ(db_value(results_ / "kascade.db",
+                       "SELECT group_concat(n, ',') FROM (SELECT batch, count(*) AS n FROM "
+                       "task_samples GROUP BY batch ORDER BY batch)"),
+              "32,64");
     EXPECT_EQ(db_value(results_ / "kascade.db",
                        "SELECT count(*) FROM task_runs WHERE method IN ('dense', 'quest') AND prefill = 'sparse'"),
               "0");
@@ -94,8 +99,8 @@ TEST_F(TaskSweep, PlansTheTaskRunsOfTheTaskCommand) {
     ASSERT_EQ(again.exit_code, 0) << again.err;
     EXPECT_NE(again.out.find("19 jobs, 19 stored, 0 to compute"), std::string::npos) << again.out;
 
-    // The same task runs made one by one with `kascade task` (in a copy whose task rows are deleted, so that the
-    // schedule ids are the sweep's): the same keys and the same answers.
+    // The same task runs made one by one with `kascade task`, one sample at a time (in a copy whose task rows are
+    // deleted, so that the schedule ids are the sweep's): the same keys and the same answers.
     const fs::path by_hand = dir_ / "by-hand";
     fs::copy(results_, by_hand, fs::copy_options::recursive);
     sqlite3* db = nullptr;
@@ -227,6 +232,8 @@ TEST_F(TaskSweep, BadTaskTablesAreRefusedAndWriteNothing) {
         {"[task]\ntasks = \"passkey\"\nlengths = [192]\nprefill = \"spars\"\n",
          "invalid task.prefill='spars' (expected sparse, dense); did you mean sparse?"},
         {"[task]\ntasks = \"passkey\"\nlengths = [600]\n", "[task] passkey: invalid length 600"},
+        {"[task]\ntasks = \"passkey\"\nlengths = [192]\nbatch = 0\n",
+         "task.batch = 0 is out of range (must be in [1, 4096])"},
         {"[task]\ntasks = \"niah_multiquery\"\nlengths = [40]\n",
          "[task] niah_multiquery: length 40 is too short for task niah_multiquery"},
         {"[task]\ntasks = \"passkey\"\nlengths = [192]\nhaystack = \"/nonexistent/hay.txt\"\n",
