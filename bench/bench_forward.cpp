@@ -27,6 +27,9 @@
 //   GB/s                  decode: bytes of weights + KV cache read per step (the weights once, b caches) / time
 //   pct_limit             prefill: GFLOP/s / the GEMM peak of its numerics (BF16 peak for bf16 on BF16 weights, else
 //                         fp32 peak); decode: GB/s / memory bandwidth measured at the start of the run
+//   pct_bound             decode, dense and Kascade/oracle rows: the row's byte bound (the bytes its method reads per
+//                         step at the least, decode_bound_bytes: the weights once, the K/V rows it attends, every key
+//                         of a layer that scores them all) at the run's bandwidth / the row's time per step, in %
 //   adjacent_GB/s, pct_adjacent   decode: the mean of the bandwidth measured just before and just after the row,
 //                         and GB/s over it (a VM's bandwidth drifts with the host's load within minutes)
 //   pct_arith             prefill: GFLOP/s / the arithmetic peak of its numerics (multiply-add instructions on
@@ -56,6 +59,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -190,6 +194,31 @@ double decode_bytes(const ModelWeights& w, int positions, KvDType kv, int batch 
         const int keys = window > 0 ? std::min(window, positions) : positions;
         total +=
             2.0 * batch * keys * c.n_kv_heads * c.head_dim * (kv == KvDType::F32 ? sizeof(float) : sizeof(uint16_t));
+    }
+    return total;
+}
+
+/// The least bytes one decode step of `batch` sequences under `policy` reads: the weights once, and per sequence and
+/// layer the K and V rows it attends plus, in an anchor layer (Kascade's anchors, the oracle's layers), every key
+/// row once more (its scoring reads them all). Dense attends every key; a KascadeAttention its measured share
+/// (layer_density), the query heads of a KV head sharing their rows. Empty for the other policies, whose selection
+/// reads what this does not count (Quest's page bounds, selection layers' scores).
+std::optional<double> decode_bound_bytes(const ModelWeights& w, const AttentionPolicy& policy, int positions,
+                                         KvDType kv, int batch) {
+    const ModelConfig& c = w.config;
+    const auto* kascade = dynamic_cast<const KascadeAttention*>(&policy);
+    if (kascade == nullptr && dynamic_cast<const DenseAttention*>(&policy) == nullptr) return std::nullopt;
+    double total = decode_bytes(w, positions, kv, batch);
+    for (int layer = 0; layer < c.n_layers; ++layer) {
+        const int window = c.window(layer);
+        const int keys = window > 0 ? std::min(window, positions) : positions;
+        const double rows = static_cast<double>(batch) * keys * c.n_kv_heads;  // per K or V
+        double share = 1;                                                      // of the rows attended
+        if (kascade != nullptr && policy.layer_role(layer) != RunLayerRole::Dense) {
+            share = kascade->layer_density()[static_cast<size_t>(layer)].ratio();
+            if (policy.layer_role(layer) == RunLayerRole::Anchor) share += 0.5;  // every K row for the scores
+        }
+        total -= 2.0 * rows * (1 - share) * c.head_dim * (kv == KvDType::F32 ? sizeof(float) : sizeof(uint16_t));
     }
     return total;
 }
@@ -412,6 +441,7 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
         }
     };
     step(nullptr);  // warm-up: weights paged in
+    if (auto* kascade = dynamic_cast<KascadeAttention*>(policies[0].get())) kascade->reset_density();
     // The bandwidth just before and just after the row as well as at the start of the run: on a shared VM it moves
     // with the host's other tenants from one minute to the next.
     const double gbps_before = machine_limits::memory_read_gbps();
@@ -431,6 +461,8 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
     state.counters["pct_limit"] = 100.0 * gbps / g_limits.memory_gbps;
     state.counters["adjacent_GB/s"] = adjacent_gbps;
     state.counters["pct_adjacent"] = 100.0 * gbps / adjacent_gbps;
+    if (const auto bound = decode_bound_bytes(weights, *policies[0], positions + 1, kv, batch))
+        state.counters["pct_bound"] = 100.0 * *bound * n / seconds * 1e-9 / g_limits.memory_gbps;
     const std::string row = model_name + "/" + std::to_string(positions) + "/" + numerics_name(numerics);
     const std::string kv_name(mode_name(kv));
     report_speedup(state, "decode/" + row + "/" + std::to_string(batch) + "/" + kv_name, method.method, seconds / n,

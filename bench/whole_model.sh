@@ -168,7 +168,8 @@ import json, subprocess, sys
 kascade, tokenizer, text_file, want, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 text = open(text_file, encoding="utf-8").read()
 def count(n):
-    r = subprocess.run([kascade, "tokenize", "--tokenizer", tokenizer, "--string", text[:n], "--json"],
+    open(out, "w", encoding="utf-8").write(text[:n])
+    r = subprocess.run([kascade, "tokenize", "--tokenizer", tokenizer, "--text", out, "--json"],
                        check=True, capture_output=True, text=True)
     return json.loads(r.stdout)["count"]
 lo, hi = 0, min(len(text), want * 16)

@@ -17,6 +17,20 @@ constexpr int kRowBlock = 6;  ///< rows per micro-kernel: 6 x 2 vectors = 12 acc
 // s[r][c0 .. c0+16) = sum_p k[r][p] * qt[p][c0 .. c0+16) for r < R.
 template <int R>
 inline void score_kernel(const float* k, int d, const float* qt, int n_pad, int c0, float* s) {
+#if KASCADE_SIMD_AVX512
+    static_assert(kPanel == kLanes16);
+    vf16 acc[R];
+    KASCADE_UNROLL
+    for (int r = 0; r < R; ++r) acc[r] = v16_zero();
+    const float* qp = qt + c0;
+    for (int p = 0; p < d; ++p, qp += n_pad) {
+        const vf16 b = v16_load(qp);
+        KASCADE_UNROLL
+        for (int r = 0; r < R; ++r) acc[r] = v16_fma(v16_set1(k[r * d + p]), b, acc[r]);
+    }
+    KASCADE_UNROLL
+    for (int r = 0; r < R; ++r) v16_store(s + r * n_pad + c0, acc[r]);
+#else
     vf acc0[R], acc1[R];
     KASCADE_UNROLL
     for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = v_zero();
@@ -36,6 +50,7 @@ inline void score_kernel(const float* k, int d, const float* qt, int n_pad, int 
         v_store(s + r * n_pad + c0, acc0[r]);
         v_store(s + r * n_pad + c0 + kLanes, acc1[r]);
     }
+#endif
 }
 
 template <int R>
@@ -47,6 +62,36 @@ void score_rows(const float* k, int d, const float* qt, int n_pad, float* s) {
 template <int R, int NV>
 inline void value_kernel(const float* p, int n_pad, int c0, const float* v, int d, int j0, int n_keys, float* o,
                          const float* alpha) {
+#if KASCADE_SIMD_AVX512
+    if constexpr (NV % 2 == 0) {  // the same per lane in 16-lane registers
+        constexpr int NW = NV / 2;
+        vf16 acc[R][NW];
+        KASCADE_UNROLL
+        for (int r = 0; r < R; ++r) {
+            const vf16 a = v16_set1(alpha[c0 + r]);
+            KASCADE_UNROLL
+            for (int n = 0; n < NW; ++n) acc[r][n] = v16_mul(v16_load(o + (c0 + r) * d + j0 + n * kLanes16), a);
+        }
+        for (int kk = 0; kk < n_keys; ++kk) {
+            vf16 vv[NW];
+            KASCADE_UNROLL
+            for (int n = 0; n < NW; ++n) vv[n] = v16_load(v + kk * d + j0 + n * kLanes16);
+            const float* pk = p + kk * n_pad + c0;
+            KASCADE_UNROLL
+            for (int r = 0; r < R; ++r) {
+                const vf16 a = v16_set1(pk[r]);
+                KASCADE_UNROLL
+                for (int n = 0; n < NW; ++n) acc[r][n] = v16_fma(a, vv[n], acc[r][n]);
+            }
+        }
+        KASCADE_UNROLL
+        for (int r = 0; r < R; ++r) {
+            KASCADE_UNROLL
+            for (int n = 0; n < NW; ++n) v16_store(o + (c0 + r) * d + j0 + n * kLanes16, acc[r][n]);
+        }
+        return;
+    }
+#endif
     vf acc[R][NV];
     KASCADE_UNROLL
     for (int r = 0; r < R; ++r) {

@@ -79,6 +79,22 @@ void for_each_part(const DecodePiece& piece, const KeyRange* ranges, F&& f) {
 template <int NV, typename T>
 void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float* p, const T* v, int d, int j0,
                    float* o) {
+#if KASCADE_SIMD_AVX512
+    if constexpr (NV % 2 == 0) {  // the same per lane in 16-lane registers
+        constexpr int NW = NV / 2;
+        vf16 acc[NW];
+        for (vf16& a : acc) a = v16_zero();
+        for_each_part(piece, ranges, [&](int start, int len, int idx) {
+            const T* vr = v + static_cast<int64_t>(start) * d + j0;
+            for (int kk = 0; kk < len; ++kk, vr += d) {
+                const vf16 pb = v16_set1(p[idx + kk]);
+                for (int n = 0; n < NW; ++n) acc[n] = v16_fma(pb, v16_load(vr + n * kLanes16), acc[n]);
+            }
+        });
+        for (int n = 0; n < NW; ++n) v16_store(o + j0 + n * kLanes16, acc[n]);
+        return;
+    }
+#endif
     vf acc[NV];
     for (vf& a : acc) a = v_zero();
     for_each_part(piece, ranges, [&](int start, int len, int idx) {
@@ -94,6 +110,20 @@ void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float
 /// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[keys[kk]][j0 ..].
 template <int NV, typename T>
 void decode_values_gathered(const int32_t* keys, int n, const float* p, const T* v, int d, int j0, float* o) {
+#if KASCADE_SIMD_AVX512
+    if constexpr (NV % 2 == 0) {  // the same per lane in 16-lane registers
+        constexpr int NW = NV / 2;
+        vf16 acc[NW];
+        for (vf16& a : acc) a = v16_zero();
+        for (int kk = 0; kk < n; ++kk) {
+            const T* vr = v + static_cast<int64_t>(keys[kk]) * d + j0;
+            const vf16 pb = v16_set1(p[kk]);
+            for (int x = 0; x < NW; ++x) acc[x] = v16_fma(pb, v16_load(vr + x * kLanes16), acc[x]);
+        }
+        for (int x = 0; x < NW; ++x) v16_store(o + j0 + x * kLanes16, acc[x]);
+        return;
+    }
+#endif
     vf acc[NV];
     for (vf& a : acc) a = v_zero();
     for (int kk = 0; kk < n; ++kk) {

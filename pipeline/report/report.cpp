@@ -84,6 +84,9 @@ constexpr SectionText kSections[] = {
     {ReportSection::TaskDensity, "task-density", "Long-context tasks: score vs density",
      "Per model, task and haystack: what each method's answers keep of dense attention's, against the attention it "
      "keeps."},
+    {ReportSection::DatasetDensity, "dataset-density", "Datasets: score vs density",
+     "Per model and chat template, one panel per dataset: each method's score by the dataset's metric against the "
+     "attention it keeps."},
 };
 
 std::string runs_table(const ReportData& data, const std::set<std::int64_t>& runs_with_figure) {
@@ -397,7 +400,7 @@ ReportSummary write_report(const ReportOptions& options) {
 
     std::vector<ReportFigure> figures;
     for (auto* make : {pareto_figures, topk_figures, similarity_figures, schedule_figures, run_figures, kernel_figures,
-                       needle_heatmap_figures, task_density_figures}) {
+                       needle_heatmap_figures, task_density_figures, dataset_density_figures}) {
         for (ReportFigure& f : make(data)) figures.push_back(std::move(f));
     }
     if (!target.parent_path().empty()) fs::create_directories(target.parent_path());

@@ -11,7 +11,17 @@
 namespace kascade {
 
 /// The sections of a report page, in page order.
-enum class ReportSection { Pareto, TopK, Similarity, Schedules, Runs, Kernels, TaskHeatmaps, TaskDensity };
+enum class ReportSection {
+    Pareto,
+    TopK,
+    Similarity,
+    Schedules,
+    Runs,
+    Kernels,
+    TaskHeatmaps,
+    TaskDensity,
+    DatasetDensity
+};
 
 struct ReportFigure {
     ReportSection section = ReportSection::Pareto;

@@ -1,10 +1,12 @@
 #include "pipeline/report/report_task_figures.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -212,6 +214,99 @@ std::vector<ReportFigure> needle_heatmap_figures(const ReportData& data) {
     return figures;
 }
 
+namespace {
+
+/// One panel of a score-vs-density figure: its title, and the (density, score) point of a run in it (none: the run
+/// has no samples in the panel).
+struct DensityPanel {
+    std::string title;
+    std::function<std::optional<std::pair<double, double>>(const ReportTaskRun&)> point;
+};
+
+/// A score-vs-density figure over `runs`: one panel each, series per method and prefill mode (dense, always densely
+/// prefilled, is one series), each point labelled with its budget, dense's score as a dotted line. The first panel
+/// holds the legend.
+ReportFigure density_figure(const std::vector<const ReportTaskRun*>& runs, const std::vector<DensityPanel>& panels,
+                            const std::string& title) {
+    std::map<std::pair<std::string, std::optional<TaskPrefill>>, std::vector<const ReportTaskRun*>> series;
+    for (const ReportTaskRun* r : runs)
+        series[{task_series(*r), r->method == EvalMethod::Dense ? std::nullopt : std::optional(r->prefill)}].push_back(
+            r);
+    std::map<std::string, SeriesStyle> styles;
+    for (const auto& [key, members] : series) {
+        if (!styles.count(key.first)) styles[key.first] = report_series_style(key.first, styles.size());
+    }
+
+    std::string blocks, body;
+    for (size_t p = 0; p < panels.size(); ++p) {
+        std::string points, point_labels, plot;
+        int index = 0;
+        std::optional<double> dense_score;
+        for (const auto& [key, members] : series) {
+            std::vector<std::tuple<double, double, std::string>> xy;  // density, score, label
+            for (const ReportTaskRun* r : members) {
+                const auto point = panels[p].point(*r);
+                if (!point) continue;
+                xy.emplace_back(point->first, point->second, point_label(*r));
+                if (r->method == EvalMethod::Dense && !dense_score) dense_score = point->second;
+            }
+            if (xy.empty()) continue;  // gnuplot stops on an index with no points
+            std::sort(xy.begin(), xy.end());
+            for (const auto& [x, y, label] : xy) {
+                points += fmt::format("{} {}\n", report_num(x), report_num(y));
+                if (!label.empty())
+                    point_labels += fmt::format("{} {} {}\n", report_num(x), report_num(y), gnuplot_string(label));
+            }
+            points += "\n\n";
+            const bool dense_prefill = key.second == TaskPrefill::Dense;
+            const SeriesStyle& style = styles.at(key.first);
+            const std::string series_title =
+                key.second ? key.first + ", " + name_or_empty(key.second) + " prefill" : key.first;
+            plot += fmt::format("{}$d{} index {} using 1:2 with linespoints pt {} ps 1.5 lw 1.3 dt {} lc rgb \"{}\" {}",
+                                index == 0 ? "plot " : ", \\\n  ", p, index, prefill_point(style.point, dense_prefill),
+                                dense_prefill ? 2 : 1, style.color,
+                                p == 0 ? "title " + gnuplot_string(series_title) : "notitle");
+            ++index;
+        }
+        // Each panel is made from some run's samples, so every panel has a series.
+        KASCADE_ASSERT(index > 0);
+        blocks += gnuplot_datablock(fmt::format("d{}", p), points);
+        if (!point_labels.empty()) {
+            blocks += gnuplot_datablock(fmt::format("l{}", p), point_labels);
+            plot += fmt::format(
+                ", \\\n  $l{} using 1:2:3 with labels left offset char 0.7,0.5 font \",7\" tc rgb \"#333333\" notitle",
+                p);
+        }
+        if (dense_score)
+            plot += fmt::format(", \\\n  {} with lines dt 3 lw 1 lc rgb \"#000000\" {}", report_num(*dense_score),
+                                p == 0 ? "title \"dense score\"" : "notitle");
+        body += fmt::format(
+            "set title {}\n{}{}\n", gnuplot_string(panels[p].title),
+            p == 0 ? "set key inside right bottom opaque box lc rgb \"#cccccc\" font \",8\"\n" : "unset key\n", plot);
+    }
+    const int n_panels = static_cast<int>(panels.size());
+    const int cols = std::min(n_panels, 3);
+    const int rows = (n_panels + cols - 1) / cols;
+    ReportFigure f;
+    f.plot.width = cols * (n_panels == 1 ? 820 : 520) + 40;
+    f.plot.height = rows * 420 + 60;
+    f.plot.datablocks = blocks;
+    f.plot.body = kReportPlotHeader + report_commit_label(group_commits(runs)) +
+                  fmt::format("set multiplot layout {},{} title {}\n", rows, cols,
+                              gnuplot_string(title + "\nscore vs attention kept")) +
+                  "set xlabel \"density: attended / causal query-key pairs (fraction)\"\n"
+                  "set ylabel \"mean score\"\nset xrange [0:1.08]\nset yrange [-0.05:1.08]\n" +
+                  kCommitLabelRoom + body + "unset multiplot\n";
+    return f;
+}
+
+/// What every score-vs-density caption says about the markers.
+const std::string kDensityMarkers =
+    "One colour per method; filled markers and solid lines: the prompt prefilled through the method; open markers and "
+    "dashed lines: prefilled densely (decode-only ablation); each point is labelled with its budget.";
+
+}  // namespace
+
 std::vector<ReportFigure> task_density_figures(const ReportData& data) {
     std::vector<ReportFigure> figures;
     for (const std::vector<const ReportTaskRun*>& runs : task_groups(data)) {
@@ -220,96 +315,66 @@ std::vector<ReportFigure> task_density_figures(const ReportData& data) {
             for (const ReportTaskSample& s : r->samples) lengths.insert(s.length);
         }
         // The first panel averages over every length; a panel per length shows where a method starts to miss.
-        std::vector<std::optional<std::int64_t>> panels = {std::nullopt};
-        if (lengths.size() > 1) panels.insert(panels.end(), lengths.begin(), lengths.end());
-
-        // Series: method x prefill mode (dense, always densely prefilled, is one series); styles by method.
-        std::map<std::pair<std::string, std::optional<TaskPrefill>>, std::vector<const ReportTaskRun*>> series;
-        for (const ReportTaskRun* r : runs)
-            series[{task_series(*r), r->method == EvalMethod::Dense ? std::nullopt : std::optional(r->prefill)}]
-                .push_back(r);
-        std::map<std::string, SeriesStyle> styles;
-        for (const auto& [key, members] : series) {
-            if (!styles.count(key.first)) styles[key.first] = report_series_style(key.first, styles.size());
-        }
-
-        std::string blocks, body;
-        for (size_t p = 0; p < panels.size(); ++p) {
-            const std::optional<std::int64_t> length = panels[p];
-            std::string points, point_labels, plot;
-            int index = 0;
-            std::optional<double> dense_score;
-            for (const auto& [key, members] : series) {
-                std::vector<std::tuple<double, double, std::string>> xy;  // density, score, label
-                for (const ReportTaskRun* r : members) {
-                    const std::map<std::int64_t, double> by_length = r->score_by_length();
-                    if (length && !by_length.count(*length)) continue;
-                    const double score = length ? by_length.at(*length) : r->mean_score();
-                    const double density = length ? r->density_by_length().at(*length) : r->mean_density();
-                    xy.emplace_back(density, score, point_label(*r));
-                    if (r->method == EvalMethod::Dense && !dense_score) dense_score = score;
-                }
-                if (xy.empty()) continue;  // gnuplot stops on an index with no points
-                std::sort(xy.begin(), xy.end());
-                for (const auto& [x, y, label] : xy) {
-                    points += fmt::format("{} {}\n", report_num(x), report_num(y));
-                    if (!label.empty())
-                        point_labels += fmt::format("{} {} {}\n", report_num(x), report_num(y), gnuplot_string(label));
-                }
-                points += "\n\n";
-                const bool dense_prefill = key.second == TaskPrefill::Dense;
-                const SeriesStyle& style = styles.at(key.first);
-                const std::string title =
-                    key.second ? key.first + ", " + name_or_empty(key.second) + " prefill" : key.first;
-                plot += fmt::format(
-                    "{}$d{} index {} using 1:2 with linespoints pt {} ps 1.5 lw 1.3 dt {} lc rgb \"{}\" {}",
-                    index == 0 ? "plot " : ", \\\n  ", p, index, prefill_point(style.point, dense_prefill),
-                    dense_prefill ? 2 : 1, style.color, p == 0 ? "title " + gnuplot_string(title) : "notitle");
-                ++index;
+        std::vector<DensityPanel> panels = {
+            {fmt::format("all lengths ({} tokens)", fmt::join(lengths, ", ")),
+             [](const ReportTaskRun& r) { return std::optional(std::pair(r.mean_density(), r.mean_score())); }}};
+        if (lengths.size() > 1) {
+            for (const std::int64_t length : lengths) {
+                panels.push_back({fmt::format("prompt length {} tokens", length),
+                                  [length](const ReportTaskRun& r) -> std::optional<std::pair<double, double>> {
+                                      const std::map<std::int64_t, double> by_length = r.score_by_length();
+                                      if (!by_length.count(length)) return std::nullopt;
+                                      return std::pair(r.density_by_length().at(length), by_length.at(length));
+                                  }});
             }
-            // Each panel's length comes from some run's samples, so every panel has a series.
-            KASCADE_ASSERT(index > 0);
-            blocks += gnuplot_datablock(fmt::format("d{}", p), points);
-            if (!point_labels.empty()) {
-                blocks += gnuplot_datablock(fmt::format("l{}", p), point_labels);
-                plot += fmt::format(
-                    ", \\\n  $l{} using 1:2:3 with labels left offset char 0.7,0.5 font \",7\" tc rgb \"#333333\" "
-                    "notitle",
-                    p);
-            }
-            if (dense_score)
-                plot += fmt::format(", \\\n  {} with lines dt 3 lw 1 lc rgb \"#000000\" {}", report_num(*dense_score),
-                                    p == 0 ? "title \"dense score\"" : "notitle");
-            body += fmt::format(
-                "set title {}\n{}{}\n",
-                gnuplot_string(length ? fmt::format("prompt length {} tokens", *length)
-                                      : fmt::format("all lengths ({} tokens)", fmt::join(lengths, ", "))),
-                p == 0 ? "set key inside right bottom opaque box lc rgb \"#cccccc\" font \",8\"\n" : "unset key\n",
-                plot);
         }
-        const int n_panels = static_cast<int>(panels.size());
-        const int cols = std::min(n_panels, 3);
-        const int rows = (n_panels + cols - 1) / cols;
-        const ReportTaskRun& first = *runs.front();
-        ReportFigure f;
+        ReportFigure f = density_figure(runs, panels, group_title(runs));
         f.section = ReportSection::TaskDensity;
-        f.heading = group_heading(first) + ": score vs density";
+        f.heading = group_heading(*runs.front()) + ": score vs density";
         f.caption =
             "Mean score of each task run's selected samples against their mean density (attended / causal "
-            "query-key pairs over the method's passes, all layers; dense = 1). One colour per method; filled "
-            "markers and solid lines: the prompt prefilled through the method; open markers and dashed lines: "
-            "prefilled densely (decode-only ablation); each point is labelled with its budget. First panel: all "
-            "lengths; then one panel per prompt length.";
+            "query-key pairs over the method's passes, all layers; dense = 1). " +
+            kDensityMarkers + " First panel: all lengths; then one panel per prompt length.";
         f.plot.name = fmt::format("task-density-{}", figures.size() + 1);
-        f.plot.width = cols * (n_panels == 1 ? 820 : 520) + 40;
-        f.plot.height = rows * 420 + 60;
-        f.plot.datablocks = blocks;
-        f.plot.body = kReportPlotHeader + report_commit_label(group_commits(runs)) +
-                      fmt::format("set multiplot layout {},{} title {}\n", rows, cols,
-                                  gnuplot_string(group_title(runs) + "\nscore vs attention kept")) +
-                      "set xlabel \"density: attended / causal query-key pairs (fraction)\"\n"
-                      "set ylabel \"mean score\"\nset xrange [0:1.08]\nset yrange [-0.05:1.08]\n" +
-                      kCommitLabelRoom + body + "unset multiplot\n";
+        figures.push_back(std::move(f));
+    }
+    return figures;
+}
+
+std::vector<ReportFigure> dataset_density_figures(const ReportData& data) {
+    // A figure compares methods on the same prompts: one per model x chat template, a panel per dataset.
+    std::map<std::pair<std::string, std::string>, std::vector<const ReportTaskRun*>> groups;
+    for (const ReportTaskRun& r : data.dataset_runs) groups[{r.model_hash, r.chat_template}].push_back(&r);
+    std::vector<ReportFigure> figures;
+    for (auto& [key, runs] : groups) {
+        std::sort(runs.begin(), runs.end(), panel_order);
+        std::map<std::string, std::string> metric_of;  // dataset name -> its metric
+        std::size_t samples = 0;
+        for (const ReportTaskRun* r : runs) {
+            metric_of.emplace(r->dataset_name, r->metric);
+            samples += r->samples.size();
+        }
+        std::vector<DensityPanel> panels;
+        for (const auto& [name, metric] : metric_of) {
+            panels.push_back({fmt::format("{} ({})", name, metric),
+                              [name](const ReportTaskRun& r) -> std::optional<std::pair<double, double>> {
+                                  if (r.dataset_name != name) return std::nullopt;
+                                  return std::pair(r.mean_density(), r.mean_score());
+                              }});
+        }
+        const ReportTaskRun& first = *runs.front();
+        const std::string title = fmt::format("datasets on {}, chat template {}; {} dataset runs, {} samples",
+                                              short_name(first.model_path), first.chat_template, runs.size(), samples);
+        ReportFigure f = density_figure(runs, panels, title);
+        f.section = ReportSection::DatasetDensity;
+        f.heading = fmt::format("Datasets on {} (chat template {}): score vs density", short_name(first.model_path),
+                                first.chat_template);
+        f.caption =
+            "Mean score of each dataset run's selected samples (by the dataset's metric, 0 to 1) against their mean "
+            "density (attended / causal query-key pairs over the method's passes, all layers; dense = 1), one panel "
+            "per dataset. " +
+            kDensityMarkers;
+        f.plot.name = fmt::format("dataset-density-{}", figures.size() + 1);
         figures.push_back(std::move(f));
     }
     return figures;

@@ -1,5 +1,6 @@
 // pipeline/report/report_task_figures.h: the figures of a report's long-context task runs (report_task_data.h):
-// needle heatmaps and score against density, one figure of each per model x task x haystack.
+// needle heatmaps and score against density, one figure of each per model x task x haystack; for task runs on
+// dataset files, score against density per model x chat template, one panel per dataset.
 #pragma once
 
 #include <vector>
@@ -15,5 +16,7 @@ std::vector<ReportFigure> needle_heatmap_figures(const ReportData& data);
 /// Mean score against mean density per task run, one series per method and prefill mode; a panel over all lengths,
 /// then one per prompt length when there are several.
 std::vector<ReportFigure> task_density_figures(const ReportData& data);
+/// Mean score against mean density per dataset run, one series per method and prefill mode, one panel per dataset.
+std::vector<ReportFigure> dataset_density_figures(const ReportData& data);
 
 }  // namespace kascade

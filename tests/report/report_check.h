@@ -124,6 +124,18 @@ inline std::optional<fs::path> find_on_path(const std::string& name) {
     return std::nullopt;
 }
 
+/// The rows of datablock `name` in a gnuplot script, each as its text line (blank lines left out).
+inline std::vector<std::string> datablock_lines(const std::string& script, const std::string& name) {
+    std::vector<std::string> rows;
+    const size_t start = script.find("$" + name + " << EOD\n");
+    if (start == std::string::npos) return rows;
+    std::istringstream in(script.substr(script.find('\n', start) + 1));
+    for (std::string line; std::getline(in, line) && line != "EOD";) {
+        if (!line.empty()) rows.push_back(line);
+    }
+    return rows;
+}
+
 /// The cells of the table with this id: the header row's names, then one map per row from name to cell text.
 inline std::vector<std::map<std::string, std::string>> html_table(const std::string& html, const std::string& id) {
     std::vector<std::map<std::string, std::string>> rows;

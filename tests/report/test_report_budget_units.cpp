@@ -14,18 +14,6 @@ using kascade::test::kStoriesBin;
 using kascade::test::kStoriesText;
 using kascade::test::kStoriesTok;
 
-/// The rows of datablock `name` in a gnuplot script, each as its text line.
-std::vector<std::string> datablock_lines(const std::string& script, const std::string& name) {
-    std::vector<std::string> rows;
-    const size_t start = script.find("$" + name + " << EOD\n");
-    if (start == std::string::npos) return rows;
-    std::istringstream in(script.substr(script.find('\n', start) + 1));
-    for (std::string line; std::getline(in, line) && line != "EOD";) {
-        if (!line.empty()) rows.push_back(line);
-    }
-    return rows;
-}
-
 /// The run id of the only run of `method` (read with plain sqlite3).
 std::string run_id(const fs::path& results, const std::string& method) {
     return db_value(results / "kascade.db", "SELECT id FROM runs WHERE method = '" + method + "'");

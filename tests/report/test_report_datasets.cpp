@@ -1,13 +1,16 @@
 // tests/report/test_report_datasets.cpp: `kascade report` on task runs over dataset files (`kascade task --dataset`,
 // run here by the real CLI on the retrieval test model, which really answers pass-key prompts): the per-dataset
 // score table holds, for each method configuration and dataset, the mean of the stored sample scores computed here
-// with sqlite3, and their average; the run table holds each run's samples, cut prompts and means; --dataset-where
+// with sqlite3, and their average; the run table holds each run's samples, cut prompts and means; the score-vs-density
+// figure draws each run's means in its dataset's panel; --dataset-where
 // selects samples; a folder of dataset runs alone gets a report; a condition that matches nothing writes nothing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -126,6 +129,41 @@ TEST_F(DatasetReport, RunTableCountsSamplesAndCutPromptsOfEachRun) {
         EXPECT_EQ(row.at("chat template"), run[8]);
         EXPECT_EQ(row.at("file"), run[0] + ".jsonl");
     }
+}
+
+TEST_F(DatasetReport, DensityFigureHasAPanelPerDatasetWithEachRunsMeanScoreAndDensity) {
+    ASSERT_EQ(report("").exit_code, 0);
+    const std::string html = read_all(out_ / "index.html");
+    EXPECT_NE(html.find("<h2 id=\"dataset-density\">"), std::string::npos);
+    EXPECT_NE(html.find("<figure id=\"dataset-density-1\">"), std::string::npos);
+    EXPECT_EQ(html.find("dataset-density-2"), std::string::npos);  // one model, one chat template
+    const std::string script = read_all(out_ / "gnuplot" / "dataset-density-1.gp");
+    // Panel p (datablock d<p>) is dataset kDatasets[p]: its points are (mean density, mean score) of every run on it.
+    for (int p = 0; p < 2; ++p) {
+        SCOPED_TRACE(kDatasets[p]);
+        std::vector<std::pair<double, double>> drawn;
+        for (const std::string& line : datablock_lines(script, "d" + std::to_string(p))) {
+            std::istringstream in(line);
+            double x = 0, y = 0;
+            ASSERT_TRUE(in >> x >> y) << line;
+            drawn.emplace_back(x, y);
+        }
+        std::vector<std::pair<double, double>> stored;
+        for (const auto& row : sql(std::string("SELECT avg(density), avg(score) FROM dataset_samples_flat WHERE "
+                                               "dataset_name = '") +
+                                   kDatasets[p] + "' GROUP BY task_run_id"))
+            stored.emplace_back(std::stod(row[0]), std::stod(row[1]));
+        ASSERT_EQ(drawn.size(), stored.size());
+        std::sort(drawn.begin(), drawn.end());
+        std::sort(stored.begin(), stored.end());
+        for (size_t i = 0; i < drawn.size(); ++i) {
+            EXPECT_NEAR(drawn[i].first, stored[i].first, 1e-5 * stored[i].first) << i;
+            EXPECT_NEAR(drawn[i].second, stored[i].second, 1e-5) << i;
+        }
+        EXPECT_NE(script.find("set title \"" + std::string(kDatasets[p]) + " (qa_f1_score)\""), std::string::npos);
+    }
+    for (const auto& image : {"dataset-density-1.svg", "dataset-density-1.png"})
+        EXPECT_TRUE(fs::exists(out_ / image)) << image;
 }
 
 TEST_F(DatasetReport, DatasetWhereSelectsSamplesAndOtherConditionsLeaveThemOut) {
