@@ -237,9 +237,10 @@ inline vf v_hsum8(const vf* a) {
 #endif
 
 // Sixteen-lane twins of the helpers the hottest micro-kernels use, where the CPU has AVX-512 (x86-64-v4, Zen 4/5,
-// Xeons since Skylake-SP): one 16-float register per pair of 8-lane vectors. A kernel written with them does per
-// lane the same multiply-adds in the same order as its 8-lane form, so both give bit-identical results: the 16-lane
-// form is chosen at compile time and only halves the instructions.
+// Xeons since Skylake-SP): one 16-float register per pair of 8-lane vectors, chosen at compile time. The prefill
+// kernels and the decode value kernels do per lane the same multiply-adds in the same order as their 8-lane forms
+// (bit-identical results, half the instructions); the decode dot products sum 16 partial sums folded into 8, an order
+// of additions of their own (within the kernels' tested tolerance of the reference, like any summation order).
 #if defined(__AVX512F__) && KASCADE_SIMD_AVX2
 #define KASCADE_SIMD_AVX512 1
 using vf16 = __m512;
@@ -268,6 +269,13 @@ inline vf16 v16_fma(vf16 a, vf16 b, vf16 c) {
 }
 inline vf16 v16_mul(vf16 a, vf16 b) {
     return _mm512_mul_ps(a, b);
+}
+/// Lane j of the result = lane j + lane j + 8 of a: a 16-lane partial sum folded into an 8-lane one (zero-masking
+/// extract with every lane selected, for the same GCC 12 warning as above).
+inline vf v16_fold(vf16 a) {
+    const __m512d d = _mm512_castps_pd(a);
+    return _mm256_add_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 0)),
+                         _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 1)));
 }
 #else
 #define KASCADE_SIMD_AVX512 0

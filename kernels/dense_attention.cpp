@@ -162,6 +162,35 @@ void for_each_value_chunk(int d, ValueChunk values) {
 template <int GC, int NK, typename RowOf>
 inline void score_block(const float* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
     static_assert(GC * NK <= kLanes);
+#if KASCADE_SIMD_AVX512
+    if (d % kLanes16 == 0) {  // 16 elements per multiply-add; each sum folded to 8 lanes for the same reduction
+        vf16 acc16[GC * NK];
+        KASCADE_UNROLL
+        for (int a = 0; a < GC * NK; ++a) acc16[a] = v16_zero();
+        decltype(row_of(0)) rows[NK];
+        KASCADE_UNROLL
+        for (int j = 0; j < NK; ++j) rows[j] = row_of(kk + j);
+        for (int p = 0; p < d; p += kLanes16) {
+            vf16 kv[NK];
+            KASCADE_UNROLL
+            for (int j = 0; j < NK; ++j) kv[j] = v16_load(rows[j] + p);
+            KASCADE_UNROLL
+            for (int g = 0; g < GC; ++g) {
+                const vf16 qv = v16_load(qs + g * d + p);
+                KASCADE_UNROLL
+                for (int j = 0; j < NK; ++j) acc16[j * GC + g] = v16_fma(qv, kv[j], acc16[j * GC + g]);
+            }
+        }
+        vf acc[kLanes];
+        KASCADE_UNROLL
+        for (int a = 0; a < kLanes; ++a) acc[a] = a < GC * NK ? v16_fold(acc16[a]) : v_zero();
+        alignas(32) float dots[kLanes];
+        v_store(dots, v_hsum8(acc));
+        for (int j = 0; j < NK; ++j)
+            for (int g = 0; g < GC; ++g) sc[g * ld + kk + j] = dots[j * GC + g];
+        return;
+    }
+#endif
     vf acc[kLanes];
     KASCADE_UNROLL
     for (int a = 0; a < kLanes; ++a) acc[a] = v_zero();
