@@ -179,22 +179,32 @@ double layer_macs_per_token(const ModelWeights& w) {
     return macs;
 }
 
-/// Bytes one dense decode step of `batch` sequences reads from memory: every layer matrix and the LM head once, one
-/// embedding row per sequence, and per sequence the keys and values of `positions` positions in every layer (within
-/// its window), in the cache's dtype.
-double decode_bytes(const ModelWeights& w, int positions, KvDType kv, int batch = 1) {
+/// Bytes of a decode step of `batch` sequences outside attention: every layer matrix and the LM head once, one
+/// embedding row per sequence.
+double weight_bytes(const ModelWeights& w, int batch) {
     auto bytes = [](const WeightMatrix& m) { return static_cast<double>(matrix_elements(m) * dtype_size(m.dtype)); };
     double total = bytes(w.lm_head) + static_cast<double>(w.embed.cols * dtype_size(w.embed.dtype)) * batch;
     for (const LayerWeights& l : w.layers) {
         for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) total += bytes(*m);
     }
-    const ModelConfig& c = w.config;
-    for (int layer = 0; layer < c.n_layers; ++layer) {
-        const int window = c.window(layer);
-        const int keys = window > 0 ? std::min(window, positions) : positions;
-        total +=
-            2.0 * batch * keys * c.n_kv_heads * c.head_dim * (kv == KvDType::F32 ? sizeof(float) : sizeof(uint16_t));
-    }
+    return total;
+}
+
+/// Bytes of one sequence's key rows (or value rows) in `layer` that a query at `positions` sees: those within the
+/// layer's window, in the cache's dtype.
+double layer_cache_bytes(const ModelConfig& c, int layer, int positions, KvDType kv) {
+    const int window = c.window(layer);
+    const int keys = window > 0 ? std::min(window, positions) : positions;
+    return static_cast<double>(keys) * c.n_kv_heads * c.head_dim *
+           (kv == KvDType::F32 ? sizeof(float) : sizeof(uint16_t));
+}
+
+/// Bytes one dense decode step of `batch` sequences reads from memory: the weights, and per sequence the keys and
+/// values every layer sees.
+double decode_bytes(const ModelWeights& w, int positions, KvDType kv, int batch = 1) {
+    double total = weight_bytes(w, batch);
+    for (int layer = 0; layer < w.config.n_layers; ++layer)
+        total += 2.0 * batch * layer_cache_bytes(w.config, layer, positions, kv);
     return total;
 }
 
@@ -205,20 +215,16 @@ double decode_bytes(const ModelWeights& w, int positions, KvDType kv, int batch 
 /// reads what this does not count (Quest's page bounds, selection layers' scores).
 std::optional<double> decode_bound_bytes(const ModelWeights& w, const AttentionPolicy& policy, int positions,
                                          KvDType kv, int batch) {
-    const ModelConfig& c = w.config;
     const auto* kascade = dynamic_cast<const KascadeAttention*>(&policy);
     if (kascade == nullptr && dynamic_cast<const DenseAttention*>(&policy) == nullptr) return std::nullopt;
-    double total = decode_bytes(w, positions, kv, batch);
-    for (int layer = 0; layer < c.n_layers; ++layer) {
-        const int window = c.window(layer);
-        const int keys = window > 0 ? std::min(window, positions) : positions;
-        const double rows = static_cast<double>(batch) * keys * c.n_kv_heads;  // per K or V
-        double share = 1;                                                      // of the rows attended
+    double total = weight_bytes(w, batch);
+    for (int layer = 0; layer < w.config.n_layers; ++layer) {
+        double passes = 2;  // over the layer's cache: its K and V rows, or the share of them attended
         if (kascade != nullptr && policy.layer_role(layer) != RunLayerRole::Dense) {
-            share = kascade->layer_density()[static_cast<size_t>(layer)].ratio();
-            if (policy.layer_role(layer) == RunLayerRole::Anchor) share += 0.5;  // every K row for the scores
+            passes = 2 * kascade->layer_density()[static_cast<size_t>(layer)].ratio();
+            if (policy.layer_role(layer) == RunLayerRole::Anchor) passes += 1;  // every K row for the scores
         }
-        total -= 2.0 * rows * (1 - share) * c.head_dim * (kv == KvDType::F32 ? sizeof(float) : sizeof(uint16_t));
+        total += passes * batch * layer_cache_bytes(w.config, layer, positions, kv);
     }
     return total;
 }

@@ -81,30 +81,22 @@ TaskRunRecord dataset_run_record(Workspace& ws, LoadedModel& model, const Resolv
 std::vector<DatasetSampleRecord> measure_dataset_samples(const Transformer& runtime, const LoadedModel& model,
                                                          const ResolvedDatasetTask& r, std::span<const int> indices) {
     std::vector<DatasetPromptTokens> prompts;
-    std::vector<MethodPolicy> methods;
-    std::vector<DenseAttention> dense(indices.size());
-    std::vector<GreedyRequest> requests;
+    std::vector<std::vector<int32_t>> tokens;
     for (const int index : indices) {
         prompts.push_back(dataset_sample_tokens(r, model, index));
-        methods.push_back(make_method_policy(r.method, model.weights.config.n_layers));
-    }
-    for (size_t i = 0; i < indices.size(); ++i) {
-        AttentionPolicy& prefill = r.params.prefill == TaskPrefill::Sparse ? *methods[i].policy : dense[i];
-        requests.push_back({prompts[i].tokens, &prefill, methods[i].policy.get()});
+        tokens.push_back(prompts.back().tokens);
     }
     // Datasets scored on their first line stop there (the score is the same; LongBench generates on, up to EOS).
-    const std::vector<GreedyResult> answers = generate_greedy_batch(runtime, *model.tokenizer, requests,
-                                                                    {.max_new_tokens = r.files.max_new_tokens,
-                                                                     .stop_at_newline = r.files.scoring.first_line_only,
-                                                                     .kv_dtype = r.method.params.kv_dtype});
+    const std::vector<AnsweredPrompt> answers = answer_prompts(runtime, model, r.method, r.params.prefill, tokens,
+                                                               {.max_new_tokens = r.files.max_new_tokens,
+                                                                .stop_at_newline = r.files.scoring.first_line_only,
+                                                                .kv_dtype = r.method.params.kv_dtype});
 
     std::vector<DatasetSampleRecord> records;
     for (size_t i = 0; i < indices.size(); ++i) {
         const DatasetSample& sample = r.files.samples[static_cast<std::size_t>(indices[i])];
         const DatasetPromptTokens& prompt = prompts[i];
-        const GreedyResult& answer = answers[i];
-        LayerDensity density;
-        for (const LayerDensity& d : methods[i].layer_density()) density.add(d);
+        const AnsweredPrompt& a = answers[i];
         DatasetSampleRecord& s = records.emplace_back();
         s.sample_index = sample.index;
         if (!sample.id.empty()) s.sample_id = sample.id;
@@ -112,13 +104,12 @@ std::vector<DatasetSampleRecord> measure_dataset_samples(const Transformer& runt
         s.full_tokens = prompt.full_tokens;
         if (prompt.cut_at >= 0) s.cut_at = prompt.cut_at;
         s.answers_json = nlohmann::json(sample.answers).dump();
-        s.generated = answer.text;
-        s.score = longbench_sample_score(r.files.scoring, answer.text, sample.answers, sample.all_classes);
-        s.generated_tokens = static_cast<int64_t>(answer.tokens.size());
-        s.density = r.method.params.method == EvalMethod::Dense ? 1.0 : density.ratio();
-        if (answer.prefill_s > 0) s.prefill_tokens_per_s = static_cast<double>(prompt.tokens.size()) / answer.prefill_s;
-        if (answer.decode_steps > 0 && answer.decode_s > 0)
-            s.decode_tokens_per_s = answer.decode_steps / answer.decode_s;
+        s.generated = a.answer.text;
+        s.score = longbench_sample_score(r.files.scoring, a.answer.text, sample.answers, sample.all_classes);
+        s.generated_tokens = static_cast<int64_t>(a.answer.tokens.size());
+        s.density = a.density;
+        s.prefill_tokens_per_s = a.prefill_tokens_per_s;
+        s.decode_tokens_per_s = a.decode_tokens_per_s;
         s.threads = omp_get_max_threads();
         s.batch = static_cast<int64_t>(indices.size());
         s.finished_at = utc_now();

@@ -72,43 +72,33 @@ TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedT
 /// Generates, answers and scores a batch of samples (steps 2 and 3's measurement), their decode steps batched.
 std::vector<TaskSampleRecord> measure_samples(const Transformer& runtime, const LoadedModel& model,
                                               const ResolvedTask& r, std::span<const SampleId> ids) {
-    const ModelConfig& c = model.weights.config;
     std::vector<TaskSample> samples;
-    std::vector<MethodPolicy> methods;
-    std::vector<DenseAttention> dense(ids.size());
-    std::vector<GreedyRequest> requests;
+    std::vector<std::vector<int32_t>> prompts;
     for (const auto& [length, depth, index] : ids) {
         samples.push_back(
             make_resolved_task_sample(r, model, static_cast<int>(length), depth, static_cast<int>(index)));
-        methods.push_back(make_method_policy(r.method, c.n_layers));
+        prompts.push_back(samples.back().tokens);
     }
-    for (size_t i = 0; i < ids.size(); ++i) {
-        AttentionPolicy& prefill = r.params.prefill == TaskPrefill::Sparse ? *methods[i].policy : dense[i];
-        requests.push_back({samples[i].tokens, &prefill, methods[i].policy.get()});
-    }
-    const std::vector<GreedyResult> answers = generate_greedy_batch(
-        runtime, *model.tokenizer, requests,
+    const std::vector<AnsweredPrompt> answers = answer_prompts(
+        runtime, model, r.method, r.params.prefill, prompts,
         {.max_new_tokens = r.max_new_tokens, .stop_at_newline = true, .kv_dtype = r.method.params.kv_dtype});
 
     std::vector<TaskSampleRecord> records;
     for (size_t i = 0; i < ids.size(); ++i) {
         const auto& [length, depth, index] = ids[i];
-        const GreedyResult& answer = answers[i];
-        LayerDensity density;
-        for (const LayerDensity& d : methods[i].layer_density()) density.add(d);
+        const AnsweredPrompt& a = answers[i];
         TaskSampleRecord& s = records.emplace_back();
         s.length = length;
         s.depth_pct = depth;
         s.sample_index = index;
         s.needle_depth = std::clamp(samples[i].needle_depth, 0.0, 1.0);
         s.expected_json = nlohmann::json(samples[i].expected).dump();
-        s.generated = answer.text;
-        s.score = score_task_output(r.metric, answer.text, samples[i].expected);
-        s.generated_tokens = static_cast<int64_t>(answer.tokens.size());
-        s.density = r.method.params.method == EvalMethod::Dense ? 1.0 : density.ratio();
-        if (answer.prefill_s > 0) s.prefill_tokens_per_s = length / answer.prefill_s;
-        if (answer.decode_steps > 0 && answer.decode_s > 0)
-            s.decode_tokens_per_s = answer.decode_steps / answer.decode_s;
+        s.generated = a.answer.text;
+        s.score = score_task_output(r.metric, a.answer.text, samples[i].expected);
+        s.generated_tokens = static_cast<int64_t>(a.answer.tokens.size());
+        s.density = a.density;
+        s.prefill_tokens_per_s = a.prefill_tokens_per_s;
+        s.decode_tokens_per_s = a.decode_tokens_per_s;
         s.threads = omp_get_max_threads();
         s.batch = static_cast<int64_t>(ids.size());
         s.finished_at = utc_now();
@@ -133,6 +123,36 @@ std::set<SampleId> stored_samples(ResultsDb& db, int64_t task_run_id) {
 }
 
 }  // namespace
+
+std::vector<AnsweredPrompt> answer_prompts(const Transformer& runtime, const LoadedModel& model,
+                                           const ResolvedEval& method, TaskPrefill prefill,
+                                           std::span<const std::vector<int32_t>> prompts,
+                                           const GreedyOptions& options) {
+    std::vector<MethodPolicy> policies;
+    std::vector<DenseAttention> dense(prompts.size());
+    std::vector<GreedyRequest> requests;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        MethodPolicy& p = policies.emplace_back(make_method_policy(method, model.weights.config.n_layers));
+        requests.push_back({prompts[i], prefill == TaskPrefill::Sparse ? p.policy.get() : &dense[i], p.policy.get()});
+    }
+    const std::vector<GreedyResult> answers = generate_greedy_batch(runtime, *model.tokenizer, requests, options);
+
+    std::vector<AnsweredPrompt> out;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        AnsweredPrompt& a = out.emplace_back();
+        a.answer = answers[i];
+        if (method.params.method != EvalMethod::Dense) {
+            LayerDensity density;
+            for (const LayerDensity& d : policies[i].layer_density()) density.add(d);
+            a.density = density.ratio();
+        }
+        if (a.answer.prefill_s > 0)
+            a.prefill_tokens_per_s = static_cast<double>(prompts[i].size()) / a.answer.prefill_s;
+        if (a.answer.decode_steps > 0 && a.answer.decode_s > 0)
+            a.decode_tokens_per_s = a.answer.decode_steps / a.answer.decode_s;
+    }
+    return out;
+}
 
 std::string task_key(const TaskKeyInputs& k) {
     nlohmann::json inputs = {{"model", k.model_hash},

@@ -11,9 +11,12 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "pipeline/runtime/greedy_generation.h"
+#include "pipeline/runtime/transformer.h"
 #include "pipeline/stages/eval_stage.h"
 #include "pipeline/stages/workspace.h"
 #include "pipeline/tasks/task_kind.h"
@@ -93,6 +96,21 @@ ResolvedTask resolve_task(ResultsDb* db, const LoadedModel& model, const TaskPar
 /// One sample of a resolved task, as measure and record see it (for showing a prompt without running it).
 TaskSample make_resolved_task_sample(const ResolvedTask& r, const LoadedModel& model, int length, double depth,
                                      int index);
+
+/// One prompt of a batch answered under a method: the greedy answer, the method's density over its passes (1 for
+/// dense) and the speed columns every sample row stores.
+struct AnsweredPrompt {
+    GreedyResult answer;
+    double density = 1;
+    std::optional<double> prefill_tokens_per_s;
+    std::optional<double> decode_tokens_per_s;  ///< none when the answer took one token (no decode step)
+};
+
+/// Answers the prompts together (generate_greedy_batch), each under its own policy of the resolved method, the prompt
+/// prefilled through it or densely: the measurement of the task and dataset stages.
+std::vector<AnsweredPrompt> answer_prompts(const Transformer& runtime, const LoadedModel& model,
+                                           const ResolvedEval& method, TaskPrefill prefill,
+                                           std::span<const std::vector<int32_t>> prompts, const GreedyOptions& options);
 
 /// Mean score per length over the requested grid, and overall.
 struct TaskSummary {
