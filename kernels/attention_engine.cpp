@@ -14,43 +14,36 @@ namespace {
 
 constexpr int kRowBlock = 6;  ///< rows per micro-kernel: 6 x 2 vectors = 12 accumulators, 2 loads, 1 broadcast
 
-// s[r][c0 .. c0+16) = sum_p k[r][p] * qt[p][c0 .. c0+16) for r < R.
+// s[r][c0 .. c0+16) = sum_p k[r][p] * qt[p][c0 .. c0+16) for r < R, in the widest registers (one or two per panel).
 template <int R>
 inline void score_kernel(const float* k, int d, const float* qt, int n_pad, int c0, float* s) {
-#if KASCADE_SIMD_AVX512
-    static_assert(kPanel == kLanes16);
-    vf16 acc[R];
+    using O = Vec<kWideLanes>;
+    using V = O::type;
+    constexpr int NP = kPanel / O::lanes;
+    static_assert(NP * O::lanes == kPanel);
+    V acc[R][NP];
     KASCADE_UNROLL
-    for (int r = 0; r < R; ++r) acc[r] = v16_zero();
-    const float* qp = qt + c0;
-    for (int p = 0; p < d; ++p, qp += n_pad) {
-        const vf16 b = v16_load(qp);
+    for (int r = 0; r < R; ++r) {
         KASCADE_UNROLL
-        for (int r = 0; r < R; ++r) acc[r] = v16_fma(v16_set1(k[r * d + p]), b, acc[r]);
+        for (int n = 0; n < NP; ++n) acc[r][n] = O::zero();
     }
-    KASCADE_UNROLL
-    for (int r = 0; r < R; ++r) v16_store(s + r * n_pad + c0, acc[r]);
-#else
-    vf acc0[R], acc1[R];
-    KASCADE_UNROLL
-    for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = v_zero();
     const float* qp = qt + c0;
     for (int p = 0; p < d; ++p, qp += n_pad) {
-        const vf b0 = v_load(qp);
-        const vf b1 = v_load(qp + kLanes);
+        V b[NP];
+        KASCADE_UNROLL
+        for (int n = 0; n < NP; ++n) b[n] = O::load(qp + n * O::lanes);
         KASCADE_UNROLL
         for (int r = 0; r < R; ++r) {
-            const vf a = v_bcast(k + r * d + p);
-            acc0[r] = v_fma(a, b0, acc0[r]);
-            acc1[r] = v_fma(a, b1, acc1[r]);
+            const V a = O::set1(k[r * d + p]);
+            KASCADE_UNROLL
+            for (int n = 0; n < NP; ++n) acc[r][n] = O::fma(a, b[n], acc[r][n]);
         }
     }
     KASCADE_UNROLL
     for (int r = 0; r < R; ++r) {
-        v_store(s + r * n_pad + c0, acc0[r]);
-        v_store(s + r * n_pad + c0 + kLanes, acc1[r]);
+        KASCADE_UNROLL
+        for (int n = 0; n < NP; ++n) O::store(s + r * n_pad + c0 + n * O::lanes, acc[r][n]);
     }
-#endif
 }
 
 template <int R>
@@ -58,64 +51,47 @@ void score_rows(const float* k, int d, const float* qt, int n_pad, float* s) {
     for (int c0 = 0; c0 < n_pad; c0 += kPanel) score_kernel<R>(k, d, qt, n_pad, c0, s);
 }
 
-// o[c0+r][j0 .. j0+8*NV) = o * alpha[c0+r] + sum_kk p[kk][c0+r] * v[kk][j0 ..] for r < R.
-template <int R, int NV>
-inline void value_kernel(const float* p, int n_pad, int c0, const float* v, int d, int j0, int n_keys, float* o,
-                         const float* alpha) {
-#if KASCADE_SIMD_AVX512
-    if constexpr (NV % 2 == 0) {  // the same per lane in 16-lane registers
-        constexpr int NW = NV / 2;
-        vf16 acc[R][NW];
-        KASCADE_UNROLL
-        for (int r = 0; r < R; ++r) {
-            const vf16 a = v16_set1(alpha[c0 + r]);
-            KASCADE_UNROLL
-            for (int n = 0; n < NW; ++n) acc[r][n] = v16_mul(v16_load(o + (c0 + r) * d + j0 + n * kLanes16), a);
-        }
-        for (int kk = 0; kk < n_keys; ++kk) {
-            vf16 vv[NW];
-            KASCADE_UNROLL
-            for (int n = 0; n < NW; ++n) vv[n] = v16_load(v + kk * d + j0 + n * kLanes16);
-            const float* pk = p + kk * n_pad + c0;
-            KASCADE_UNROLL
-            for (int r = 0; r < R; ++r) {
-                const vf16 a = v16_set1(pk[r]);
-                KASCADE_UNROLL
-                for (int n = 0; n < NW; ++n) acc[r][n] = v16_fma(a, vv[n], acc[r][n]);
-            }
-        }
-        KASCADE_UNROLL
-        for (int r = 0; r < R; ++r) {
-            KASCADE_UNROLL
-            for (int n = 0; n < NW; ++n) v16_store(o + (c0 + r) * d + j0 + n * kLanes16, acc[r][n]);
-        }
-        return;
-    }
-#endif
-    vf acc[R][NV];
+// o[c0+r][j0 .. j0+NW*L) = o * alpha[c0+r] + sum_kk p[kk][c0+r] * v[kk][j0 ..] for r < R, NW registers of L lanes.
+template <int L, int R, int NW>
+inline void value_kernel_in(const float* p, int n_pad, int c0, const float* v, int d, int j0, int n_keys, float* o,
+                            const float* alpha) {
+    using O = Vec<L>;
+    using V = typename O::type;
+    V acc[R][NW];
     KASCADE_UNROLL
     for (int r = 0; r < R; ++r) {
-        const vf a = v_bcast(alpha + c0 + r);
+        const V a = O::set1(alpha[c0 + r]);
         KASCADE_UNROLL
-        for (int n = 0; n < NV; ++n) acc[r][n] = v_mul(v_load(o + (c0 + r) * d + j0 + n * kLanes), a);
+        for (int n = 0; n < NW; ++n) acc[r][n] = O::mul(O::load(o + (c0 + r) * d + j0 + n * O::lanes), a);
     }
     for (int kk = 0; kk < n_keys; ++kk) {
-        vf vv[NV];
+        V vv[NW];
         KASCADE_UNROLL
-        for (int n = 0; n < NV; ++n) vv[n] = v_load(v + kk * d + j0 + n * kLanes);
+        for (int n = 0; n < NW; ++n) vv[n] = O::load(v + kk * d + j0 + n * O::lanes);
         const float* pk = p + kk * n_pad + c0;
         KASCADE_UNROLL
         for (int r = 0; r < R; ++r) {
-            const vf a = v_bcast(pk + r);
+            const V a = O::set1(pk[r]);
             KASCADE_UNROLL
-            for (int n = 0; n < NV; ++n) acc[r][n] = v_fma(a, vv[n], acc[r][n]);
+            for (int n = 0; n < NW; ++n) acc[r][n] = O::fma(a, vv[n], acc[r][n]);
         }
     }
     KASCADE_UNROLL
     for (int r = 0; r < R; ++r) {
         KASCADE_UNROLL
-        for (int n = 0; n < NV; ++n) v_store(o + (c0 + r) * d + j0 + n * kLanes, acc[r][n]);
+        for (int n = 0; n < NW; ++n) O::store(o + (c0 + r) * d + j0 + n * O::lanes, acc[r][n]);
     }
+}
+
+// The same for NV 8-lane vectors of columns: in the widest registers where they hold them whole.
+template <int R, int NV>
+inline void value_kernel(const float* p, int n_pad, int c0, const float* v, int d, int j0, int n_keys, float* o,
+                         const float* alpha) {
+    constexpr int kRatio = kWideLanes / kLanes;
+    if constexpr (NV % kRatio == 0)
+        value_kernel_in<kWideLanes, R, NV / kRatio>(p, n_pad, c0, v, d, j0, n_keys, o, alpha);
+    else
+        value_kernel_in<kLanes, R, NV>(p, n_pad, c0, v, d, j0, n_keys, o, alpha);
 }
 
 template <int NV>

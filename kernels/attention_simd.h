@@ -236,49 +236,59 @@ inline vf v_hsum8(const vf* a) {
 
 #endif
 
-// Sixteen-lane twins of the helpers the hottest micro-kernels use, where the CPU has AVX-512 (x86-64-v4, Zen 4/5,
-// Xeons since Skylake-SP): one 16-float register per pair of 8-lane vectors, chosen at compile time. The prefill
-// kernels and the decode value kernels do per lane the same multiply-adds in the same order as their 8-lane forms
-// (bit-identical results, half the instructions); the decode dot products sum 16 partial sums folded into 8, an order
-// of additions of their own (within the kernels' tested tolerance of the reference, like any summation order).
+// The operations the width-generic kernels use, by lanes per register: a kernel body written once over `Vec<L>` runs
+// with 8-lane registers (vf) and, where the CPU has AVX-512 (x86-64-v4, Zen 4/5, Xeons since Skylake-SP), with 16-lane
+// ones (vf16), chosen at compile time. A kernel that keeps one accumulator per lane does per lane the same
+// multiply-adds in the same order at either width, so both give bit-identical results; the decode dot products fold
+// a 16-lane sum into 8 lanes (`fold`), an order of additions of their own, within the kernels' tested tolerance.
+template <int L>
+struct Vec;
+
+template <>
+struct Vec<kLanes> {
+    using type = vf;
+    static constexpr int lanes = kLanes;
+    static vf zero() { return v_zero(); }
+    static vf set1(float x) { return v_set1(x); }
+    static vf load(const float* p) { return v_load(p); }
+    static vf load(const uint16_t* p) { return v_load(p); }
+    static void store(float* p, vf a) { v_store(p, a); }
+    static vf fma(vf a, vf b, vf c) { return v_fma(a, b, c); }
+    static vf mul(vf a, vf b) { return v_mul(a, b); }
+    static vf fold(vf a) { return a; }
+};
+
 #if defined(__AVX512F__) && KASCADE_SIMD_AVX2
-#define KASCADE_SIMD_AVX512 1
 using vf16 = __m512;
-constexpr int kLanes16 = 16;
-inline vf16 v16_zero() {
-    return _mm512_setzero_ps();
-}
-inline vf16 v16_set1(float x) {
-    return _mm512_set1_ps(x);
-}
-inline vf16 v16_load(const float* p) {
-    return _mm512_loadu_ps(p);
-}
-/// Sixteen BF16 values widened to floats (as v_load(const uint16_t*) does eight). The zero-masking forms with every
-/// lane selected are the plain instructions; GCC 12 warns about the undefined pass-through of the unmasked ones.
-inline vf16 v16_load(const uint16_t* p) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    constexpr __mmask16 kAll = 0xFFFF;
-    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, h), 16));
-}
-inline void v16_store(float* p, vf16 a) {
-    _mm512_storeu_ps(p, a);
-}
-inline vf16 v16_fma(vf16 a, vf16 b, vf16 c) {
-    return _mm512_fmadd_ps(a, b, c);
-}
-inline vf16 v16_mul(vf16 a, vf16 b) {
-    return _mm512_mul_ps(a, b);
-}
-/// Lane j of the result = lane j + lane j + 8 of a: a 16-lane partial sum folded into an 8-lane one (zero-masking
-/// extract with every lane selected, for the same GCC 12 warning as above).
-inline vf v16_fold(vf16 a) {
-    const __m512d d = _mm512_castps_pd(a);
-    return _mm256_add_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 0)),
-                         _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 1)));
-}
+
+template <>
+struct Vec<16> {
+    using type = vf16;
+    static constexpr int lanes = 16;
+    static vf16 zero() { return _mm512_setzero_ps(); }
+    static vf16 set1(float x) { return _mm512_set1_ps(x); }
+    static vf16 load(const float* p) { return _mm512_loadu_ps(p); }
+    /// Sixteen BF16 values widened to floats. The zero-masking forms with every lane selected are the plain
+    /// instructions; GCC 12 warns about the undefined pass-through of the unmasked ones (and of the 512-to-256 cast).
+    static vf16 load(const uint16_t* p) {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        constexpr __mmask16 kAll = 0xFFFF;
+        return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, h), 16));
+    }
+    static void store(float* p, vf16 a) { _mm512_storeu_ps(p, a); }
+    static vf16 fma(vf16 a, vf16 b, vf16 c) { return _mm512_fmadd_ps(a, b, c); }
+    static vf16 mul(vf16 a, vf16 b) { return _mm512_mul_ps(a, b); }
+    /// Lane j of the result = lane j + lane j + 8 of a: a 16-lane partial sum folded into an 8-lane one.
+    static vf fold(vf16 a) {
+        const __m512d d = _mm512_castps_pd(a);
+        return _mm256_add_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 0)),
+                             _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 1)));
+    }
+};
+
+constexpr int kWideLanes = 16;  ///< lanes of the widest register the build has
 #else
-#define KASCADE_SIMD_AVX512 0
+constexpr int kWideLanes = kLanes;
 #endif
 
 }  // namespace kascade::detail

@@ -76,63 +76,51 @@ void for_each_part(const DecodePiece& piece, const KeyRange* ranges, F&& f) {
     }
 }
 
-/// o[j0 .. j0 + 8*NV) = sum over the piece's keys of p[idx] * v[key][j0 ..] (T: float, or uint16_t for BF16 rows).
+/// o[j0 .. j0 + NW*L) = the sum, over the (row, weight) pairs for_each_key(f) hands to f, of weight * row[j0 ..]:
+/// NW registers of L lanes (T: float, or uint16_t for BF16 rows).
+template <int L, int NW, typename T, class ForEachKey>
+void weighted_rows_in(ForEachKey for_each_key, int j0, float* o) {
+    using O = Vec<L>;
+    using V = typename O::type;
+    V acc[NW];
+    for (V& a : acc) a = O::zero();
+    for_each_key([&](const T* row, float weight) {
+        const V w = O::set1(weight);
+        for (int n = 0; n < NW; ++n) acc[n] = O::fma(w, O::load(row + j0 + n * O::lanes), acc[n]);
+    });
+    for (int n = 0; n < NW; ++n) O::store(o + j0 + n * O::lanes, acc[n]);
+}
+
+/// The same for NV 8-lane vectors of columns: in the widest registers where they hold them whole.
+template <int NV, typename T, class ForEachKey>
+void weighted_rows(ForEachKey for_each_key, int j0, float* o) {
+    constexpr int kRatio = kWideLanes / kLanes;
+    if constexpr (NV % kRatio == 0)
+        weighted_rows_in<kWideLanes, NV / kRatio, T>(for_each_key, j0, o);
+    else
+        weighted_rows_in<kLanes, NV, T>(for_each_key, j0, o);
+}
+
+/// o[j0 .. j0 + 8*NV) = sum over the piece's keys of p[idx] * v[key][j0 ..].
 template <int NV, typename T>
 void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float* p, const T* v, int d, int j0,
                    float* o) {
-#if KASCADE_SIMD_AVX512
-    if constexpr (NV % 2 == 0) {  // the same per lane in 16-lane registers
-        constexpr int NW = NV / 2;
-        vf16 acc[NW];
-        for (vf16& a : acc) a = v16_zero();
+    const auto for_each_key = [&](const auto& f) {
         for_each_part(piece, ranges, [&](int start, int len, int idx) {
-            const T* vr = v + static_cast<int64_t>(start) * d + j0;
-            for (int kk = 0; kk < len; ++kk, vr += d) {
-                const vf16 pb = v16_set1(p[idx + kk]);
-                for (int n = 0; n < NW; ++n) acc[n] = v16_fma(pb, v16_load(vr + n * kLanes16), acc[n]);
-            }
+            const T* vr = v + static_cast<int64_t>(start) * d;
+            for (int kk = 0; kk < len; ++kk, vr += d) f(vr, p[idx + kk]);
         });
-        for (int n = 0; n < NW; ++n) v16_store(o + j0 + n * kLanes16, acc[n]);
-        return;
-    }
-#endif
-    vf acc[NV];
-    for (vf& a : acc) a = v_zero();
-    for_each_part(piece, ranges, [&](int start, int len, int idx) {
-        const T* vr = v + static_cast<int64_t>(start) * d + j0;
-        for (int kk = 0; kk < len; ++kk, vr += d) {
-            const vf pb = v_bcast(p + idx + kk);
-            for (int n = 0; n < NV; ++n) acc[n] = v_fma(pb, v_load(vr + n * kLanes), acc[n]);
-        }
-    });
-    for (int n = 0; n < NV; ++n) v_store(o + j0 + n * kLanes, acc[n]);
+    };
+    weighted_rows<NV, T>(for_each_key, j0, o);
 }
 
 /// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[keys[kk]][j0 ..].
 template <int NV, typename T>
 void decode_values_gathered(const int32_t* keys, int n, const float* p, const T* v, int d, int j0, float* o) {
-#if KASCADE_SIMD_AVX512
-    if constexpr (NV % 2 == 0) {  // the same per lane in 16-lane registers
-        constexpr int NW = NV / 2;
-        vf16 acc[NW];
-        for (vf16& a : acc) a = v16_zero();
-        for (int kk = 0; kk < n; ++kk) {
-            const T* vr = v + static_cast<int64_t>(keys[kk]) * d + j0;
-            const vf16 pb = v16_set1(p[kk]);
-            for (int x = 0; x < NW; ++x) acc[x] = v16_fma(pb, v16_load(vr + x * kLanes16), acc[x]);
-        }
-        for (int x = 0; x < NW; ++x) v16_store(o + j0 + x * kLanes16, acc[x]);
-        return;
-    }
-#endif
-    vf acc[NV];
-    for (vf& a : acc) a = v_zero();
-    for (int kk = 0; kk < n; ++kk) {
-        const T* vr = v + static_cast<int64_t>(keys[kk]) * d + j0;
-        const vf pb = v_bcast(p + kk);
-        for (int x = 0; x < NV; ++x) acc[x] = v_fma(pb, v_load(vr + x * kLanes), acc[x]);
-    }
-    for (int x = 0; x < NV; ++x) v_store(o + j0 + x * kLanes, acc[x]);
+    const auto for_each_key = [&](const auto& f) {
+        for (int kk = 0; kk < n; ++kk) f(v + static_cast<int64_t>(keys[kk]) * d, p[kk]);
+    };
+    weighted_rows<NV, T>(for_each_key, j0, o);
 }
 
 /// Calls values(std::integral_constant<int, NV>{}, j0) over the columns of a head_dim-d row in chunks of up to four
@@ -160,59 +148,44 @@ void for_each_value_chunk(int d, ValueChunk values) {
 // take GC query heads against NK keys (GC * NK <= 8 accumulators): each key vector loaded is used by GC heads and each
 // query vector by NK keys, and one transposing reduction finishes the GC * NK dot products. row_of returns a float or
 // a BF16 (uint16_t) row; v_load widens the latter.
-template <int GC, int NK, typename RowOf>
-inline void score_block(const float* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
+template <int L, int GC, int NK, typename RowOf>
+inline void score_block_in(const float* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
     static_assert(GC * NK <= kLanes);
-#if KASCADE_SIMD_AVX512
-    if (d % kLanes16 == 0) {  // 16 elements per multiply-add; each sum folded to 8 lanes for the same reduction
-        vf16 acc16[GC * NK];
-        KASCADE_UNROLL
-        for (int a = 0; a < GC * NK; ++a) acc16[a] = v16_zero();
-        decltype(row_of(0)) rows[NK];
-        KASCADE_UNROLL
-        for (int j = 0; j < NK; ++j) rows[j] = row_of(kk + j);
-        for (int p = 0; p < d; p += kLanes16) {
-            vf16 kv[NK];
-            KASCADE_UNROLL
-            for (int j = 0; j < NK; ++j) kv[j] = v16_load(rows[j] + p);
-            KASCADE_UNROLL
-            for (int g = 0; g < GC; ++g) {
-                const vf16 qv = v16_load(qs + g * d + p);
-                KASCADE_UNROLL
-                for (int j = 0; j < NK; ++j) acc16[j * GC + g] = v16_fma(qv, kv[j], acc16[j * GC + g]);
-            }
-        }
-        vf acc[kLanes];
-        KASCADE_UNROLL
-        for (int a = 0; a < kLanes; ++a) acc[a] = a < GC * NK ? v16_fold(acc16[a]) : v_zero();
-        alignas(32) float dots[kLanes];
-        v_store(dots, v_hsum8(acc));
-        for (int j = 0; j < NK; ++j)
-            for (int g = 0; g < GC; ++g) sc[g * ld + kk + j] = dots[j * GC + g];
-        return;
-    }
-#endif
-    vf acc[kLanes];
+    using O = Vec<L>;
+    using V = typename O::type;
+    V acc[GC * NK];
     KASCADE_UNROLL
-    for (int a = 0; a < kLanes; ++a) acc[a] = v_zero();
+    for (int a = 0; a < GC * NK; ++a) acc[a] = O::zero();
     decltype(row_of(0)) rows[NK];
     KASCADE_UNROLL
     for (int j = 0; j < NK; ++j) rows[j] = row_of(kk + j);
-    for (int p = 0; p < d; p += kLanes) {
-        vf kv[NK];
+    for (int p = 0; p < d; p += O::lanes) {
+        V kv[NK];
         KASCADE_UNROLL
-        for (int j = 0; j < NK; ++j) kv[j] = v_load(rows[j] + p);
+        for (int j = 0; j < NK; ++j) kv[j] = O::load(rows[j] + p);
         KASCADE_UNROLL
         for (int g = 0; g < GC; ++g) {
-            const vf qv = v_load(qs + g * d + p);
+            const V qv = O::load(qs + g * d + p);
             KASCADE_UNROLL
-            for (int j = 0; j < NK; ++j) acc[j * GC + g] = v_fma(qv, kv[j], acc[j * GC + g]);
+            for (int j = 0; j < NK; ++j) acc[j * GC + g] = O::fma(qv, kv[j], acc[j * GC + g]);
         }
     }
+    vf sums[kLanes];  // each dot product's partial sums in 8 lanes, for one transposing reduction
+    KASCADE_UNROLL
+    for (int a = 0; a < kLanes; ++a) sums[a] = a < GC * NK ? O::fold(acc[a]) : v_zero();
     alignas(32) float dots[kLanes];
-    v_store(dots, v_hsum8(acc));
+    v_store(dots, v_hsum8(sums));
     for (int j = 0; j < NK; ++j)
         for (int g = 0; g < GC; ++g) sc[g * ld + kk + j] = dots[j * GC + g];
+}
+
+/// In the widest registers where head_dim is a whole number of them.
+template <int GC, int NK, typename RowOf>
+inline void score_block(const float* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
+    if (d % kWideLanes == 0)
+        score_block_in<kWideLanes, GC, NK>(qs, d, row_of, kk, sc, ld);
+    else
+        score_block_in<kLanes, GC, NK>(qs, d, row_of, kk, sc, ld);
 }
 
 template <typename RowOf>
