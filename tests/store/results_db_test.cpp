@@ -403,6 +403,21 @@ TEST(ResultsDb, Version10ReadsEveryRunOfAVersion9DatabaseBackUnchangedAndExact) 
     EXPECT_EQ(raw.execAndGet("SELECT matmul FROM task_samples_flat WHERE task_run_id = 3").getString(), "exact");
 }
 
+/// A task sample of task run 3 (density `task_density`) and a dataset sample of dataset run 4 (both runs inserted
+/// before), in the columns the
+/// sample tables had from version 8 to version 11.
+void insert_sample_rows(SQLite::Database& raw, const std::string& task_density) {
+    raw.exec(
+        "INSERT INTO task_samples (task_run_id, length, depth_pct, sample_index, needle_depth, expected_json, "
+        "generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, threads, "
+        "finished_at) VALUES (3, 1024, 50, 0, 0.5, '[\"12345\"]', '12345', 1, 3, " +
+        task_density + ", 100, 10, 2, 'f')");
+    raw.exec(
+        "INSERT INTO dataset_samples (task_run_id, sample_index, sample_id, prompt_tokens, full_tokens, cut_at, "
+        "answers_json, generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, "
+        "threads, finished_at) VALUES (4, 0, 'q0', 800, 1024, 400, '[\"yes\"]', 'yes', 1, 1, 1, 100, 10, 2, 'f')");
+}
+
 TEST(ResultsDb, Version11ReadsEveryRunOfAVersion10DatabaseBackUnchangedWithAnF32Cache) {
     // A results folder of schema version 10 with a bf16-matmul sparse run and its metrics, a task run with a sample and
     // a dataset run with a sample: after the migration every column each of the three views showed reads back the
@@ -434,18 +449,10 @@ TEST(ResultsDb, Version11ReadsEveryRunOfAVersion10DatabaseBackUnchangedWithAnF32
             "(3, 'b', 1, 'passkey', 'number_match', 1, 8, 'sparse', 'streaming', 16, 25, 32, 'sequence', 0, 'token', "
             "'post_softmax', 'g', 'm', 'c')");
         raw.exec(
-            "INSERT INTO task_samples (task_run_id, length, depth_pct, sample_index, needle_depth, expected_json, "
-            "generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, threads, "
-            "finished_at) VALUES (3, 1024, 50, 0, 0.5, '[\"12345\"]', '12345', 1, 3, 0.5, 100, 10, 2, 'f')");
-        raw.exec(
             "INSERT INTO task_runs (id, key, model_id, text_id, task, metric, seed, max_new_tokens, prefill, method, "
             "git_commit, machine, created_at, dataset_name, max_length, chat_template, matmul) VALUES (4, 'c', 1, 2, "
             "'dataset', 'qa_f1_score', 0, 128, 'dense', 'dense', 'g', 'm', 'c', 'qasper', 31500, 'llama3.1', 'bf16')");
-        raw.exec(
-            "INSERT INTO dataset_samples (task_run_id, sample_index, sample_id, prompt_tokens, full_tokens, cut_at, "
-            "answers_json, generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, "
-            "threads, finished_at) VALUES (4, 0, 'q0', 800, 1024, 400, '[\"yes\"]', 'yes', 1, 1, 1, 100, 10, 2, "
-            "'f')");
+        insert_sample_rows(raw, "0.5");
         runs_before = text_rows(raw, "SELECT * FROM runs_flat");
         tasks_before = text_rows(raw, "SELECT * FROM task_samples_flat");
         datasets_before = text_rows(raw, "SELECT * FROM dataset_samples_flat");
@@ -506,18 +513,10 @@ TEST(ResultsDb, Version12ReadsEveryTaskSampleOfAVersion11DatabaseBackUnchangedAs
             "git_commit, machine, created_at, kv_dtype) VALUES (3, 'b', 1, 'passkey', 'number_match', 1, 8, 'dense', "
             "'dense', 'g', 'm', 'c', 'bf16')");
         raw.exec(
-            "INSERT INTO task_samples (task_run_id, length, depth_pct, sample_index, needle_depth, expected_json, "
-            "generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, threads, "
-            "finished_at) VALUES (3, 1024, 50, 0, 0.5, '[\"12345\"]', '12345', 1, 3, 1, 100, 10, 2, 'f')");
-        raw.exec(
             "INSERT INTO task_runs (id, key, model_id, text_id, task, metric, seed, max_new_tokens, prefill, method, "
             "git_commit, machine, created_at, dataset_name, max_length, chat_template) VALUES (4, 'c', 1, 2, "
             "'dataset', 'qa_f1_score', 0, 128, 'dense', 'dense', 'g', 'm', 'c', 'qasper', 31500, 'llama3.1')");
-        raw.exec(
-            "INSERT INTO dataset_samples (task_run_id, sample_index, sample_id, prompt_tokens, full_tokens, cut_at, "
-            "answers_json, generated, score, generated_tokens, density, prefill_tokens_per_s, decode_tokens_per_s, "
-            "threads, finished_at) VALUES (4, 0, 'q0', 800, 1024, 400, '[\"yes\"]', 'yes', 1, 1, 1, 100, 10, 2, "
-            "'f')");
+        insert_sample_rows(raw, "1");
         tasks_before = text_rows(raw, "SELECT * FROM task_samples_flat");
         datasets_before = text_rows(raw, "SELECT * FROM dataset_samples_flat");
     }
