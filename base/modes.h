@@ -186,7 +186,8 @@ struct EnumNameTable<WeightsDType> {
 };
 
 /// How a matrix product treats its activations (kernels/matmul.h): exactly in fp32, or rounded to BF16 for BF16
-/// weights (--matmul).
+/// weights (--matmul). Bf16 also rounds decode attention's query and softmax weights over a BF16 KV cache
+/// (kernels/decode_bf16_dot.h).
 enum class MatmulPrecision { Exact, Bf16 };
 template <>
 struct EnumNameTable<MatmulPrecision> {
@@ -194,8 +195,9 @@ struct EnumNameTable<MatmulPrecision> {
         {{MatmulPrecision::Exact, "exact"}, {MatmulPrecision::Bf16, "bf16"}}};
 };
 
-/// The element type of the KV cache (--kv-dtype): fp32, or BF16 (half the bytes a long-context decode reads; every
-/// kernel widens the rows to fp32 as it loads them, so only the stored keys and values are rounded).
+/// The element type of the KV cache (--kv-dtype): fp32, or BF16 (half the bytes a long-context decode reads; the
+/// kernels widen the rows to fp32 as they load them, so only the stored keys and values are rounded, unless
+/// MatmulPrecision::Bf16 asks for BF16 decode products).
 enum class KvDType { F32, BF16 };
 template <>
 struct EnumNameTable<KvDType> {

@@ -36,6 +36,9 @@ struct AttnShape {
     int kv_stride = 0;  ///< rows per head in k and v (>= n_k)
     float scale = 0;    ///< softmax scale, usually 1/sqrt(head_dim)
     int window = 0;     ///< sliding window in keys (query at p sees p - window < j <= p); 0 = no window
+    /// Decode products with a BF16 cache (--matmul): Exact widens the stored rows to fp32; Bf16 rounds the query and
+    /// the softmax weights to BF16 and takes BF16 dot products where the CPU has them (kernels/decode_bf16_dot.h).
+    MatmulPrecision products = MatmulPrecision::Exact;
 
     /// The window that can cut anything: 0 when there is none or it covers every key (window >= n_k).
     int effective_window() const { return window > 0 && window < n_k ? window : 0; }

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
+#include "kernels/decode_bf16_dot.h"
 #include "kernels/topk_tiles.h"
 
 namespace kascade {
@@ -78,8 +79,13 @@ DecodeScores score_keys(const AttnShape& shape, const float* q, KvPtr k, KvPtr v
     const size_t state_floats = static_cast<size_t>(n_kv) * r.n_pieces * group * 2;
     // Each thread's prescaled queries sit after the scores.
     const size_t query_floats = static_cast<size_t>(group) * d;
+    // BF16 products (kernels/decode_bf16_dot.h): the queries rounded to BF16, and packed for the dot-product kernel.
+    const bool bf16_products = shape.products == MatmulPrecision::Bf16;
+    const bool dot16 = KASCADE_DECODE_BF16_DOT && bf16_products && k.dtype() == KvDType::BF16 && d % 64 == 0;
     if (scratch->scores.size() < score_floats + query_floats * omp_get_max_threads())
         scratch->scores.resize(score_floats + query_floats * omp_get_max_threads());
+    if (dot16 && scratch->queries.size() < query_floats * omp_get_max_threads())
+        scratch->queries.resize(query_floats * omp_get_max_threads());
     if (scratch->state.size() < state_floats) scratch->state.resize(state_floats);
     if (v != nullptr && scratch->output.size() < state_floats / 2 * d) scratch->output.resize(state_floats / 2 * d);
     float* scores = scratch->scores.data();
@@ -96,6 +102,7 @@ DecodeScores score_keys(const AttnShape& shape, const float* q, KvPtr k, KvPtr v
 #pragma omp parallel
     {
         float* qs = scores + score_floats + query_floats * omp_get_thread_num();
+        uint16_t* qs16 = dot16 ? scratch->queries.data() + query_floats * omp_get_thread_num() : nullptr;
         int loaded_head = -1;
 #pragma omp for schedule(dynamic, 1)
         for (int item = 0; item < n_items; ++item) {
@@ -105,13 +112,17 @@ DecodeScores score_keys(const AttnShape& shape, const float* q, KvPtr k, KvPtr v
                     const float* qh = q + static_cast<int64_t>(h * group + g) * d;
                     for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
                 }
+                if (bf16_products) detail::round_to_bf16(qs, group * d);
+#if KASCADE_DECODE_BF16_DOT
+                if (dot16) detail::pack_bf16(qs, group * d, qs16);
+#endif
                 loaded_head = h;
             }
             const int off = piece * kScorePiece;
             const int n = std::min(kScorePiece, n_keys - off);
             float* sh = scores + static_cast<int64_t>(h) * group * ld;
             const KvPtr kh = k + (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
-            detail::decode_scores(qs, group, d, kh, n, sh + off, ld);
+            detail::decode_scores(qs, group, d, kh, n, sh + off, ld, qs16);
             if (!post_softmax) continue;
             for (int g = 0; g < group; ++g) {
                 float* s = sh + static_cast<int64_t>(g) * ld + off;
@@ -310,8 +321,8 @@ void select_head_tokens(const float* row, int h, int first, int n_cand, int budg
 
 /// Pass 1 (score_keys), the dense output if v is given, then per KV head the pooling and, if rule is given, the
 /// head's top-k: one parallel region after the scores.
-void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
-                     Pooling pooling, DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
+void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out, Pooling pooling,
+                     DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
                      TokenSelection* selection = nullptr) {
     KASCADE_ASSERT(tile > 0 && mass != nullptr);
     const bool post = pooling == Pooling::PostSoftmax;
@@ -341,8 +352,8 @@ void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, 
     }
 }
 
-void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
-                    Pooling pooling, DecodeScoringScratch* scratch, TileMass* mass) {
+void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out, Pooling pooling,
+                    DecodeScoringScratch* scratch, TileMass* mass) {
     KASCADE_ASSERT(tile > 0 && mass != nullptr);
     const bool post = pooling == Pooling::PostSoftmax;
     const DecodeScores r = score_keys(shape, q, k, v, post, scratch);
@@ -406,14 +417,14 @@ void decode_token_mass_topk(const AttnShape& shape, int tile, const float* q, Kv
     token_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass, &rule, selection);
 }
 
-void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
-                                       float* out, DecodeScoringScratch* scratch, TokenMass* mass) {
+void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
+                                       DecodeScoringScratch* scratch, TokenMass* mass) {
     KASCADE_ASSERT(v != nullptr && out != nullptr);
     token_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass);
 }
 
-void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
-                                      float* out, DecodeScoringScratch* scratch, TileMass* mass) {
+void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
+                                      DecodeScoringScratch* scratch, TileMass* mass) {
     KASCADE_ASSERT(v != nullptr && out != nullptr);
     tile_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass);
 }

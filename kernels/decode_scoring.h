@@ -35,10 +35,11 @@ int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window = 0);
 /// Buffers the decode scoring and selection reuse from step to step (so a decode step allocates nothing once they
 /// have grown to the longest context).
 struct DecodeScoringScratch {
-    std::vector<float> scores;     ///< [n_kv_heads][group][padded keys] scores, then exp2(score - piece max)
-    std::vector<float> state;      ///< per (KV head, key piece, query head): running max and sum
-    std::vector<float> output;     ///< dense output per (KV head, key piece, query head) before the merge
-    std::vector<uint32_t> values;  ///< top-k: candidate rank keys per KV head
+    std::vector<float> scores;      ///< [n_kv_heads][group][padded keys] scores, then exp2(score - piece max)
+    std::vector<float> state;       ///< per (KV head, key piece, query head): running max and sum
+    std::vector<float> output;      ///< dense output per (KV head, key piece, query head) before the merge
+    std::vector<uint32_t> values;   ///< top-k: candidate rank keys per KV head
+    std::vector<uint16_t> queries;  ///< BF16 products: each thread's prescaled queries as BF16
 };
 
 /// The anchor signal of one decode query, per (KV head, candidate key): with Pooling::PostSoftmax the post-softmax
@@ -57,11 +58,11 @@ void decode_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k,
 /// Dense decode (as attn_dense_decode: out [n_q_heads][head_dim]) and the post-softmax decode mass of
 /// decode_token_mass in one pass over K and V, for a dense layer whose selection reuse layers read: the scores and
 /// probabilities are computed once for both.
-void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
-                                       float* out, DecodeScoringScratch* scratch, TokenMass* mass);
+void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
+                                       DecodeScoringScratch* scratch, TokenMass* mass);
 /// The same with the per-tile mass of decode_tile_mass.
-void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
-                                      float* out, DecodeScoringScratch* scratch, TileMass* mass);
+void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
+                                      DecodeScoringScratch* scratch, TileMass* mass);
 
 /// decode_token_mass followed by select_decode_tokens, the pooling and the top-k of each KV head done together (one
 /// parallel region fewer: a decode anchor step is short, and every region costs a barrier).

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
+#include "kernels/decode_bf16_dot.h"
 
 namespace kascade {
 namespace detail {
@@ -76,83 +77,106 @@ void for_each_part(const DecodePiece& piece, const KeyRange* ranges, F&& f) {
     }
 }
 
-/// o[j0 .. j0 + NW*L) = the sum, over the (row, weight) pairs for_each_key(f) hands to f, of weight * row[j0 ..]:
-/// NW registers of L lanes (T: float, or uint16_t for BF16 rows).
-template <int L, int NW, typename T, class ForEachKey>
-void weighted_rows_in(ForEachKey for_each_key, int j0, float* o) {
+/// o[j0 .. j0 + NW*L) = the sum over kk < n of p[kk] * row_of(kk)[j0 ..] (added to o's contents when `add`), in NW
+/// registers of L lanes; row_of returns a float or a BF16 (uint16_t) row. Two keys per step into two sets of
+/// accumulators: with one set each key's multiply-adds wait on the previous key's.
+template <int L, int NW, typename RowOf>
+void weighted_rows_in(const RowOf& row_of, const float* p, int n, int j0, bool add, float* o) {
     using O = Vec<L>;
     using V = typename O::type;
-    V acc[NW];
-    for (V& a : acc) a = O::zero();
-    for_each_key([&](const T* row, float weight) {
-        const V w = O::set1(weight);
-        for (int n = 0; n < NW; ++n) acc[n] = O::fma(w, O::load(row + j0 + n * O::lanes), acc[n]);
-    });
-    for (int n = 0; n < NW; ++n) O::store(o + j0 + n * O::lanes, acc[n]);
+    V even[NW], odd[NW];
+    KASCADE_UNROLL
+    for (int c = 0; c < NW; ++c) even[c] = odd[c] = O::zero();
+    int kk = 0;
+    constexpr int kChunkBytes = NW * L * sizeof(*row_of(0));
+    for (; kk + 2 <= n; kk += 2) {
+        const auto* r0 = row_of(kk) + j0;
+        const auto* r1 = row_of(kk + 1) + j0;
+        prefetch_bytes(row_of(std::min(kk + kPrefetchRows, n - 1)) + j0, kChunkBytes);
+        prefetch_bytes(row_of(std::min(kk + 1 + kPrefetchRows, n - 1)) + j0, kChunkBytes);
+        const V w0 = O::set1(p[kk]), w1 = O::set1(p[kk + 1]);
+        KASCADE_UNROLL
+        for (int c = 0; c < NW; ++c) {
+            even[c] = O::fma(w0, O::load(r0 + c * L), even[c]);
+            odd[c] = O::fma(w1, O::load(r1 + c * L), odd[c]);
+        }
+    }
+    if (kk < n) {
+        const auto* r0 = row_of(kk) + j0;
+        const V w0 = O::set1(p[kk]);
+        KASCADE_UNROLL
+        for (int c = 0; c < NW; ++c) even[c] = O::fma(w0, O::load(r0 + c * L), even[c]);
+    }
+    KASCADE_UNROLL
+    for (int c = 0; c < NW; ++c) {
+        const V sum = O::add(even[c], odd[c]);
+        O::store(o + j0 + c * L, add ? O::add(O::load(o + j0 + c * L), sum) : sum);
+    }
 }
 
-/// The same for NV 8-lane vectors of columns: in the widest registers where they hold them whole.
-template <int NV, typename T, class ForEachKey>
-void weighted_rows(ForEachKey for_each_key, int j0, float* o) {
-    constexpr int kRatio = kWideLanes / kLanes;
-    if constexpr (NV % kRatio == 0)
-        weighted_rows_in<kWideLanes, NV / kRatio, T>(for_each_key, j0, o);
-    else
-        weighted_rows_in<kLanes, NV, T>(for_each_key, j0, o);
-}
-
-/// o[j0 .. j0 + 8*NV) = sum over the piece's keys of p[idx] * v[key][j0 ..].
-template <int NV, typename T>
-void decode_values(const DecodePiece& piece, const KeyRange* ranges, const float* p, const T* v, int d, int j0,
-                   float* o) {
-    const auto for_each_key = [&](const auto& f) {
-        for_each_part(piece, ranges, [&](int start, int len, int idx) {
-            const T* vr = v + static_cast<int64_t>(start) * d;
-            for (int kk = 0; kk < len; ++kk, vr += d) f(vr, p[idx + kk]);
-        });
-    };
-    weighted_rows<NV, T>(for_each_key, j0, o);
-}
-
-/// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[keys[kk]][j0 ..].
-template <int NV, typename T>
-void decode_values_gathered(const int32_t* keys, int n, const float* p, const T* v, int d, int j0, float* o) {
-    const auto for_each_key = [&](const auto& f) {
-        for (int kk = 0; kk < n; ++kk) f(v + static_cast<int64_t>(keys[kk]) * d, p[kk]);
-    };
-    weighted_rows<NV, T>(for_each_key, j0, o);
-}
-
-/// Calls values(std::integral_constant<int, NV>{}, j0) over the columns of a head_dim-d row in chunks of up to four
-/// vectors (the value kernels' accumulators).
+/// Calls values(std::integral_constant<int, L>{}, std::integral_constant<int, NW>{}, j0) over the columns of a
+/// head_dim-d row in chunks of NW registers of L lanes: four of the widest registers at a time (the value kernel's
+/// two sets of accumulators then take 8 of them), the rest in 8-lane ones.
 template <typename ValueChunk>
 void for_each_value_chunk(int d, ValueChunk values) {
+    using Wide = std::integral_constant<int, kWideLanes>;
+    using Narrow = std::integral_constant<int, kLanes>;
     int j0 = 0;
-    for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) values(std::integral_constant<int, 4>{}, j0);
+    for (; j0 + 4 * kWideLanes <= d; j0 += 4 * kWideLanes) values(Wide{}, std::integral_constant<int, 4>{}, j0);
+    for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) values(Narrow{}, std::integral_constant<int, 4>{}, j0);
     switch ((d - j0) / kLanes) {
         case 3:
-            values(std::integral_constant<int, 3>{}, j0);
+            values(Narrow{}, std::integral_constant<int, 3>{}, j0);
             break;
         case 2:
-            values(std::integral_constant<int, 2>{}, j0);
+            values(Narrow{}, std::integral_constant<int, 2>{}, j0);
             break;
         case 1:
-            values(std::integral_constant<int, 1>{}, j0);
+            values(Narrow{}, std::integral_constant<int, 1>{}, j0);
             break;
         default:
             break;
     }
 }
 
+/// o[0 .. d) = the sum over kk < n of p[kk] * row_of(kk) (added to o's contents when `add`).
+template <typename RowOf>
+void weighted_rows(const RowOf& row_of, const float* p, int n, int d, bool add, float* o) {
+    for_each_value_chunk(d, [&](auto lanes, auto nw, int j0) {
+        weighted_rows_in<decltype(lanes)::value, decltype(nw)::value>(row_of, p, n, j0, add, o);
+    });
+}
+
+/// The value rows of a decode piece as runs: the returned runs(f) calls f(row_of, idx, len) for each run of len
+/// consecutive keys of the piece from its idx-th on, row_of(kk) being the row of its (idx + kk)-th key.
+template <typename T>
+auto piece_runs(const DecodePiece& piece, const KeyRange* ranges, const T* v, int d) {
+    return [&piece, ranges, v, d](const auto& f) {
+        for_each_part(piece, ranges, [&](int start, int len, int idx) {
+            const T* vr = v + static_cast<int64_t>(start) * d;
+            f([vr, d](int kk) { return vr + static_cast<int64_t>(kk) * d; }, idx, len);
+        });
+    };
+}
+
+/// The same for a piece of n gathered keys: one run, row_of(kk) = v[keys[kk]].
+template <typename T>
+auto gathered_runs(const int32_t* keys, int n, const T* v, int d) {
+    return [keys, n, v, d](const auto& f) {
+        f([keys, v, d](int kk) { return v + static_cast<int64_t>(keys[kk]) * d; }, 0, n);
+    };
+}
+
 // Decode scores: sc[g * ld + kk] = qs[g] . row_of(kk) for the group's query heads g and keys kk < n. Micro-kernels
 // take GC query heads against NK keys (GC * NK <= 8 accumulators): each key vector loaded is used by GC heads and each
-// query vector by NK keys, and one transposing reduction finishes the GC * NK dot products. row_of returns a float or
-// a BF16 (uint16_t) row; v_load widens the latter.
-template <int L, int GC, int NK, typename RowOf>
-inline void score_block_in(const float* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
+// query vector by NK keys, and one transposing reduction finishes the GC * NK dot products. O is the register type:
+// Vec<L> on float queries (row_of returns a float or a BF16 row; Vec::load widens the latter), or Bf16Pairs on BF16
+// queries against BF16 rows.
+template <class O, int GC, int NK, typename Q, typename RowOf>
+inline void score_block_in(const Q* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
     static_assert(GC * NK <= kLanes);
-    using O = Vec<L>;
     using V = typename O::type;
+    using Operand = typename O::operand;
     V acc[GC * NK];
     KASCADE_UNROLL
     for (int a = 0; a < GC * NK; ++a) acc[a] = O::zero();
@@ -160,12 +184,12 @@ inline void score_block_in(const float* qs, int d, const RowOf& row_of, int kk, 
     KASCADE_UNROLL
     for (int j = 0; j < NK; ++j) rows[j] = row_of(kk + j);
     for (int p = 0; p < d; p += O::lanes) {
-        V kv[NK];
+        Operand kv[NK];
         KASCADE_UNROLL
         for (int j = 0; j < NK; ++j) kv[j] = O::load(rows[j] + p);
         KASCADE_UNROLL
         for (int g = 0; g < GC; ++g) {
-            const V qv = O::load(qs + g * d + p);
+            const Operand qv = O::load(qs + g * d + p);
             KASCADE_UNROLL
             for (int j = 0; j < NK; ++j) acc[j * GC + g] = O::fma(qv, kv[j], acc[j * GC + g]);
         }
@@ -179,44 +203,67 @@ inline void score_block_in(const float* qs, int d, const RowOf& row_of, int kk, 
         for (int g = 0; g < GC; ++g) sc[g * ld + kk + j] = dots[j * GC + g];
 }
 
-/// In the widest registers where head_dim is a whole number of them.
-template <int GC, int NK, typename RowOf>
-inline void score_block(const float* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
-    if (d % kWideLanes == 0)
-        score_block_in<kWideLanes, GC, NK>(qs, d, row_of, kk, sc, ld);
-    else
-        score_block_in<kLanes, GC, NK>(qs, d, row_of, kk, sc, ld);
+/// In the widest registers where head_dim is a whole number of them; BF16 queries (uint16_t) take BF16 dot products.
+template <int GC, int NK, typename Q, typename RowOf>
+inline void score_block(const Q* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
+#if KASCADE_DECODE_BF16_DOT
+    if constexpr (std::is_same_v<Q, uint16_t>) {
+        score_block_in<Bf16Pairs, GC, NK>(qs, d, row_of, kk, sc, ld);
+        return;
+    } else
+#endif
+    {
+        if (d % kWideLanes == 0)
+            score_block_in<Vec<kWideLanes>, GC, NK>(qs, d, row_of, kk, sc, ld);
+        else
+            score_block_in<Vec<kLanes>, GC, NK>(qs, d, row_of, kk, sc, ld);
+    }
 }
 
+/// Requests the nk rows kPrefetchRows ahead of row kk (the last of the n rows where that passes the end).
 template <typename RowOf>
-void decode_scores_of(const float* qs, int group, int d, const RowOf& row_of, int n, float* sc, int ld) {
-    // Query heads in chunks of up to four: 4 x 2, 3 x 2, 2 x 4 or 1 x 8 (heads x keys) per micro-kernel.
+inline void prefetch_rows_ahead(const RowOf& row_of, int kk, int nk, int n, int d) {
+    const int row_bytes = d * static_cast<int>(sizeof(*row_of(0)));
+    for (int j = 0; j < nk; ++j) prefetch_bytes(row_of(std::min(kk + j + kPrefetchRows, n - 1)), row_bytes);
+}
+
+template <typename Q, typename RowOf>
+void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n, float* sc, int ld) {
+    // Query heads in chunks of up to four: 4 x 2, 3 x 2, 2 x 4 or 1 x 8 (heads x keys) per micro-kernel, the keys
+    // left over one at a time.
     for (int g0 = 0; g0 < group; g0 += 4) {
-        const int gc = std::min(4, group - g0);
-        const float* q0 = qs + static_cast<int64_t>(g0) * d;
+        const Q* q0 = qs + static_cast<int64_t>(g0) * d;
         float* s0 = sc + static_cast<int64_t>(g0) * ld;
         int kk = 0;
-        switch (gc) {
+        switch (std::min(4, group - g0)) {
             case 4:
-                for (; kk + 2 <= n; kk += 2) score_block<4, 2>(q0, d, row_of, kk, s0, ld);
+                for (; kk + 2 <= n; kk += 2) {
+                    if (g0 == 0) prefetch_rows_ahead(row_of, kk, 2, n, d);
+                    score_block<4, 2>(q0, d, row_of, kk, s0, ld);
+                }
+                for (; kk < n; ++kk) score_block<4, 1>(q0, d, row_of, kk, s0, ld);
                 break;
             case 3:
-                for (; kk + 2 <= n; kk += 2) score_block<3, 2>(q0, d, row_of, kk, s0, ld);
+                for (; kk + 2 <= n; kk += 2) {
+                    if (g0 == 0) prefetch_rows_ahead(row_of, kk, 2, n, d);
+                    score_block<3, 2>(q0, d, row_of, kk, s0, ld);
+                }
+                for (; kk < n; ++kk) score_block<3, 1>(q0, d, row_of, kk, s0, ld);
                 break;
             case 2:
-                for (; kk + 4 <= n; kk += 4) score_block<2, 4>(q0, d, row_of, kk, s0, ld);
+                for (; kk + 4 <= n; kk += 4) {
+                    if (g0 == 0) prefetch_rows_ahead(row_of, kk, 4, n, d);
+                    score_block<2, 4>(q0, d, row_of, kk, s0, ld);
+                }
+                for (; kk < n; ++kk) score_block<2, 1>(q0, d, row_of, kk, s0, ld);
                 break;
             default:
-                for (; kk + 8 <= n; kk += 8) score_block<1, 8>(q0, d, row_of, kk, s0, ld);
+                for (; kk + 8 <= n; kk += 8) {
+                    if (g0 == 0) prefetch_rows_ahead(row_of, kk, 8, n, d);
+                    score_block<1, 8>(q0, d, row_of, kk, s0, ld);
+                }
+                for (; kk < n; ++kk) score_block<1, 1>(q0, d, row_of, kk, s0, ld);
                 break;
-        }
-        for (; kk < n; ++kk) {
-            const auto* row = row_of(kk);
-            for (int g = 0; g < gc; ++g) {
-                vf acc = v_zero();
-                for (int p = 0; p < d; p += kLanes) acc = v_fma(v_load(q0 + g * d + p), v_load(row + p), acc);
-                s0[g * ld + kk] = v_hsum(acc);
-            }
         }
     }
 }
@@ -224,34 +271,32 @@ void decode_scores_of(const float* qs, int group, int d, const RowOf& row_of, in
 /// decode_scores over gathered rows of one KV head, the rows k[keys[kk]]: eight rows per block for each query head
 /// (the rows stay in L1 across the group's heads, and eight scattered rows keep eight cache misses in flight: measured
 /// faster here than the head-blocked kernels of decode_scores_of).
-template <typename T>
-void decode_scores_gathered(const float* qs, int group, int d, const T* k, const int32_t* keys, int n, float* sc,
-                            int ld) {
+template <typename Q, typename T>
+void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const int32_t* keys, int n, float* sc, int ld) {
     const auto row_of = [k, keys, d](int kk) { return k + static_cast<int64_t>(keys[kk]) * d; };
     int kk = 0;
-    for (; kk + kLanes <= n; kk += kLanes)
+    for (; kk + kLanes <= n; kk += kLanes) {
+        prefetch_rows_ahead(row_of, kk, kLanes, n, d);
         for (int g = 0; g < group; ++g) score_block<1, kLanes>(qs + g * d, d, row_of, kk, sc + g * ld, ld);
-    for (; kk < n; ++kk) {
-        for (int g = 0; g < group; ++g) {
-            vf acc = v_zero();
-            for (int p = 0; p < d; p += kLanes) acc = v_fma(v_load(qs + g * d + p), v_load(row_of(kk) + p), acc);
-            sc[g * ld + kk] = v_hsum(acc);
-        }
     }
+    for (; kk < n; ++kk)
+        for (int g = 0; g < group; ++g) score_block<1, 1>(qs + g * d, d, row_of, kk, sc + g * ld, ld);
 }
 
-/// Softmax state of one piece for one query head from its scores s[0 .. n) (padded with -inf to a multiple of 8 in
-/// place): s <- exp2(s - m), returns m and the sum.
-void piece_softmax(float* s, int n, float* m_out, float* l_out) {
-    const int n8 = round_up(n, kLanes);
-    std::fill(s + n, s + n8, kNegInf);
+/// Softmax state of one piece for one query head from its scores s[0 .. n) (padded with -inf to a multiple of 16 in
+/// place): s <- exp2(s - m), rounded to BF16 values when `round` (BF16 products; the sum is then of the rounded
+/// weights, so the output stays a weighted mean), returns m and the sum.
+void piece_softmax(float* s, int n, bool round, float* m_out, float* l_out) {
+    const int n16 = round_up(n, 2 * kLanes);
+    std::fill(s + n, s + n16, kNegInf);
     vf mx = v_set1(kNegInf);
-    for (int j = 0; j < n8; j += kLanes) mx = v_max(mx, v_load(s + j));
+    for (int j = 0; j < n16; j += kLanes) mx = v_max(mx, v_load(s + j));
     const float m = v_hmax(mx);
     const vf mv = v_set1(m);
     vf sum = v_zero();
-    for (int j = 0; j < n8; j += kLanes) {
-        const vf e = v_exp2(v_sub(v_load(s + j), mv));
+    for (int j = 0; j < n16; j += kLanes) {
+        vf e = v_exp2(v_sub(v_load(s + j), mv));
+        if (round) e = v_round_bf16(e);
         v_store(s + j, e);
         sum = v_add(sum, e);
     }
@@ -284,44 +329,77 @@ void merge_decode_head(const AttnShape& shape, int h, const std::vector<int>& pi
 }
 
 /// The work of both decode passes over their pieces (each a run of at most kDecodePiece keys of one KV head):
-/// score(piece, qs, head_off, sc, ld) writes the pre-scaled scores of the group's query heads, sc[g * ld + i];
-/// values(piece, p, v_head, o) writes o[0 .. head_dim) = the value rows weighted by one query head's probabilities
-/// p[i]. A query head at a time: a variant that took every head of the group per loaded row read the rows in strided
-/// passes and measured 29 % slower on an fp32 cache at 32K keys (16-core Xeon), no faster on a BF16 one. Each piece
-/// keeps its own softmax state; the pieces are merged per head in order, so the result does not depend on the thread
-/// count. T: the value rows' element type (float, or uint16_t for BF16).
-template <typename T, class ScoreFn, class ValueFn>
+/// score(piece, qs, qs16, head_off, sc, ld) writes the pre-scaled scores of the group's query heads, sc[g * ld + i]
+/// (qs16: the same queries as BF16 for BF16 dot products, or null); runs_of(piece, v_head) returns the piece's value
+/// rows as runs (piece_runs, gathered_runs). Each piece keeps its own softmax state; the pieces are merged per head in
+/// order, so the result does not depend on the thread count. T: the value rows' element type (float, or uint16_t for
+/// BF16). The fp32 value kernel takes a query head at a time: a variant that took every head of the group per loaded
+/// row read the rows in strided passes and measured 29 % slower on an fp32 cache at 32K keys (16-core Xeon); the BF16
+/// dot-product kernel takes the whole group per interleaved pair of rows.
+template <typename T, class ScoreFn, class RunsOf>
 void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const std::vector<DecodePiece>& pieces,
-                       const std::vector<int>& piece_begin, ScoreFn score, ValueFn values, float* out) {
+                       const std::vector<int>& piece_begin, ScoreFn score, RunsOf runs_of, float* out) {
     const int group = shape.group_size();
     const int d = shape.head_dim;
     const int n_pieces = static_cast<int>(pieces.size());
+    const bool bf16_products = shape.products == MatmulPrecision::Bf16;
+    const bool dot16 = KASCADE_DECODE_BF16_DOT && std::is_same_v<T, uint16_t> && bf16_products && d % 64 == 0;
     // Uninitialised: every piece writes its whole state (head_dim is a multiple of the vector width); zeroing the
     // output states is a serial pass over a megabyte per call at 32K keys.
     const size_t n_states = static_cast<size_t>(n_pieces) * group;
     const auto state_m = std::make_unique_for_overwrite<float[]>(n_states);
     const auto state_l = std::make_unique_for_overwrite<float[]>(n_states);
     const auto state_o = std::make_unique_for_overwrite<float[]>(n_states * d);
-    const int ld = kDecodePiece + kLanes;
-    const size_t per_thread = static_cast<size_t>(group) * (d + ld);
-    const auto scratch = std::make_unique_for_overwrite<float[]>(per_thread * omp_get_max_threads());
+    const int ld = kDecodePiece + 2 * kLanes;
+    // Per thread: the prescaled queries and the scores, and their BF16 copies for the dot-product kernels.
+    const size_t query_floats = static_cast<size_t>(group) * d, score_floats = static_cast<size_t>(group) * ld;
+    const size_t per_thread = query_floats + score_floats;
+    const int threads = omp_get_max_threads();
+    const auto scratch = std::make_unique_for_overwrite<float[]>(per_thread * threads);
+    const auto scratch16 = std::make_unique_for_overwrite<uint16_t[]>(dot16 ? per_thread * threads : 0);
     const float prescale = shape.scale * kLog2e;
 
     // One piece: its scores, online softmax and values into its own state (so the merge does not depend on which
     // thread ran it).
-    const auto run_piece = [&](int pi, float* qs, float* sc) {
+    const auto run_piece = [&](int pi, int thread) {
+        float* qs = scratch.get() + per_thread * thread;
+        float* sc = qs + query_floats;
+        uint16_t* qs16 = dot16 ? scratch16.get() + per_thread * thread : nullptr;
+        uint16_t* p16 = dot16 ? qs16 + query_floats : nullptr;
         const DecodePiece& piece = pieces[pi];
         const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
         for (int g = 0; g < group; ++g) {
             const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
             for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
         }
-        score(piece, qs, head_off, sc, ld);
+        if (bf16_products) round_to_bf16(qs, group * d);
+        float* o = state_o.get() + static_cast<int64_t>(pi) * group * d;
+        const auto runs = runs_of(piece, v + head_off);
+#if KASCADE_DECODE_BF16_DOT
+        if constexpr (std::is_same_v<T, uint16_t>) {
+            if (dot16) {
+                pack_bf16(qs, group * d, qs16);
+                score(piece, qs, qs16, head_off, sc, ld);
+                for (int g = 0; g < group; ++g) {
+                    const int64_t st = static_cast<int64_t>(pi) * group + g;
+                    piece_softmax(sc + g * ld, piece.n_keys, true, &state_m[st], &state_l[st]);
+                    pack_bf16(sc + g * ld, round_up(piece.n_keys, 2 * kLanes), p16 + g * ld);
+                }
+                runs([&](const auto& row_of, int idx, int len) {
+                    weighted_rows_bf16_group(row_of, p16 + idx, ld, group, len, d, idx > 0, o);
+                });
+                return;
+            }
+        }
+#endif
+        score(piece, qs, nullptr, head_off, sc, ld);
         for (int g = 0; g < group; ++g) {
-            float* s = sc + g * ld;
+            float* p = sc + g * ld;
             const int64_t st = static_cast<int64_t>(pi) * group + g;
-            piece_softmax(s, piece.n_keys, &state_m[st], &state_l[st]);
-            values(piece, s, v + head_off, state_o.get() + st * d);
+            piece_softmax(p, piece.n_keys, bf16_products, &state_m[st], &state_l[st]);
+            runs([&](const auto& row_of, int idx, int len) {
+                weighted_rows(row_of, p + idx, len, d, idx > 0, o + g * d);
+            });
         }
     };
     // Pieces are handed out kPiecesPerChunk at a time; with no more than that (a short context) one thread would
@@ -331,7 +409,7 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
         merge_decode_head(shape, h, piece_begin, state_m.get(), state_l.get(), state_o.get(), out);
     };
     if (n_pieces <= kPiecesPerChunk) {
-        for (int pi = 0; pi < n_pieces; ++pi) run_piece(pi, scratch.get(), scratch.get() + group * d);
+        for (int pi = 0; pi < n_pieces; ++pi) run_piece(pi, 0);
         for (int h = 0; h < shape.n_q_heads; ++h) merge(h);
     } else {
         // The merge is split over the threads too, behind the pieces loop's own barrier. With the states left
@@ -339,10 +417,9 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
         // shape, BF16 cache, 16-core Xeon, interleaved A/B runs; bench/README.md).
 #pragma omp parallel
         {
-            float* qs = scratch.get() + per_thread * omp_get_thread_num();
-            float* sc = qs + group * d;
+            const int thread = omp_get_thread_num();
 #pragma omp for schedule(dynamic, kPiecesPerChunk)
-            for (int pi = 0; pi < n_pieces; ++pi) run_piece(pi, qs, sc);
+            for (int pi = 0; pi < n_pieces; ++pi) run_piece(pi, thread);
 #pragma omp for schedule(static) nowait
             for (int h = 0; h < shape.n_q_heads; ++h) merge(h);
         }
@@ -352,10 +429,15 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
 }  // namespace
 
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n: eight keys at a time, finished by one transposing reduction.
-void decode_scores(const float* qs, int group, int d, KvPtr k, int n, float* sc, int ld) {
+void decode_scores(const float* qs, int group, int d, KvPtr k, int n, float* sc, int ld, const uint16_t* qs16) {
     k.visit([&](const auto* rows) {
-        decode_scores_of(
-            qs, group, d, [rows, d](int kk) { return rows + static_cast<int64_t>(kk) * d; }, n, sc, ld);
+        const auto row_of = [rows, d](int kk) { return rows + static_cast<int64_t>(kk) * d; };
+#if KASCADE_DECODE_BF16_DOT
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*rows)>, uint16_t>) {
+            if (qs16 != nullptr) return decode_scores_of(qs16, group, d, row_of, n, sc, ld);
+        }
+#endif
+        decode_scores_of(qs, group, d, row_of, n, sc, ld);
     });
 }
 
@@ -470,16 +552,14 @@ void decode_pass(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const
     }
     piece_begin[n_kv] = static_cast<int>(pieces.size());
 
-    const auto score = [&](const DecodePiece& piece, const float* qs, int64_t head_off, float* sc, int ld) {
+    const auto score = [&](const DecodePiece& piece, const float* qs, const uint16_t* qs16, int64_t head_off, float* sc,
+                           int ld) {
         for_each_part(piece, ranges, [&](int start, int len, int idx) {
-            decode_scores(qs, group, d, k + head_off + static_cast<int64_t>(start) * d, len, sc + idx, ld);
+            decode_scores(qs, group, d, k + head_off + static_cast<int64_t>(start) * d, len, sc + idx, ld, qs16);
         });
     };
-    const auto values = [&](const DecodePiece& piece, const float* p, const auto* vh, float* o) {
-        for_each_value_chunk(
-            d, [&](auto nv, int j0) { decode_values<decltype(nv)::value>(piece, ranges, p, vh, d, j0, o); });
-    };
-    v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, values, out); });
+    const auto runs_of = [&](const DecodePiece& piece, const auto* vh) { return piece_runs(piece, ranges, vh, d); };
+    v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, runs_of, out); });
 }
 
 void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
@@ -503,17 +583,22 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
     }
     piece_begin[n_kv] = static_cast<int>(pieces.size());
 
-    const auto score = [&](const DecodePiece& piece, const float* qs, int64_t head_off, float* sc, int ld) {
+    const auto score = [&](const DecodePiece& piece, const float* qs, const uint16_t* qs16, int64_t head_off, float* sc,
+                           int ld) {
         (k + head_off).visit([&](const auto* k_rows) {
+#if KASCADE_DECODE_BF16_DOT
+            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*k_rows)>, uint16_t>) {
+                if (qs16 != nullptr)
+                    return decode_scores_gathered(qs16, group, d, k_rows, keys + piece.range, piece.n_keys, sc, ld);
+            }
+#endif
             decode_scores_gathered(qs, group, d, k_rows, keys + piece.range, piece.n_keys, sc, ld);
         });
     };
-    const auto values = [&](const DecodePiece& piece, const float* p, const auto* vh, float* o) {
-        for_each_value_chunk(d, [&](auto nv, int j0) {
-            decode_values_gathered<decltype(nv)::value>(keys + piece.range, piece.n_keys, p, vh, d, j0, o);
-        });
+    const auto runs_of = [&](const DecodePiece& piece, const auto* vh) {
+        return gathered_runs(keys + piece.range, piece.n_keys, vh, d);
     };
-    v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, values, out); });
+    v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, runs_of, out); });
 }
 
 }  // namespace detail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz (clang, ASan + UBSan, -O1, in build-fuzz/) and runs each for SECONDS
-# (default 60), NPROC of them at a time. CI (scripts/test.sh) runs 20 s each; run it longer by hand:
+# (default 60), NPROC of them at a time. CI (scripts/test.sh) runs 10 s each; run it longer by hand:
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 3600 tokenizer_json sweep_toml
 # Targets: safetensors hf_config tokenizer_json tokenizer_bin tokenizer_tiktoken gguf llama2c_checkpoint torch_pickle
 # zip_archive sweep_toml h5_artifact merge_shard chat_messages chat_template.

@@ -163,6 +163,7 @@ void Transformer::forward(std::span<const ForwardSequence> sequences, float* hid
             call.shape.kv_stride = cache.capacity();
             call.shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
             call.shape.window = c.window(l);
+            call.shape.products = precision_;
             call.q = q;
             call.k = cache.keys(l);
             call.v = cache.values(l);

@@ -230,6 +230,75 @@ TEST(Bf16Kv, DecodeKernelsMatchTheRoundedReference) {
     }
 }
 
+/// The queries a BF16-products decode multiplies: each prescaled query element (scale * log2 e, as the kernels
+/// prescale) rounded to BF16, then scaled back for the reference.
+std::vector<float> bf16_rounded_queries(const AttnShape& s, const std::vector<float>& q) {
+    const double prescale = static_cast<double>(s.scale * 1.4426950408889634f);
+    std::vector<float> r(q.size());
+    for (size_t i = 0; i < q.size(); ++i)
+        r[i] = static_cast<float>(float_from_bf16(bf16_from_float(static_cast<float>(q[i] * prescale))) / prescale);
+    return r;
+}
+
+// --matmul bf16 over a BF16 cache: the decode kernels round the prescaled query and the softmax weights to BF16 (BF16
+// dot products where the CPU has AVX512-BF16). Against the reference on the rounded queries, the scores (and so the
+// anchor's mass) differ only by fp32 sums: products of two BF16 values are exact in fp32. The outputs also carry
+// the weights' rounding, at most 2^-9 of each weight, and sum to a weighted mean of rows in [-1, 1].
+TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
+    constexpr double kRoundedWeightsTolerance = 4e-3;
+    constexpr Case kCases[] = {{1, 4, 128, 1500, 0}, {2, 2, 64, 2100, 700}, {1, 3, 64, 301, 0}, {1, 7, 64, 257, 0}};
+    DecodeScoringScratch scratch;
+    for (const Case& c : kCases) {
+        SCOPED_TRACE(c.name());
+        const int tile = 32;
+        Bf16Inputs x = bf16_inputs(c.n_kv_heads * c.group, c.n_kv_heads, c.head_dim, 1, c.n, c.window, 17);
+        x.in.shape.products = MatmulPrecision::Bf16;
+        const AttnShape& s = x.in.shape;
+        const float* q = x.in.q.data();
+        const std::vector<float> q_rounded = bf16_rounded_queries(s, x.in.q);
+        const float* k = x.in.k.data();
+        const float* v = x.in.v.data();
+        std::vector<float> out(x.in.q.size());
+
+        const std::vector<double> ref_dense = reference::dense_attention(s, q_rounded.data(), k, v);
+        attn_dense_decode(s, q, x.k(), x.v(), out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_dense.data(), out.size()), kRoundedWeightsTolerance);
+        // Not the exact products' result: the rounding happened (the widest rounding error of a query is 2^-9 of it).
+        EXPECT_GT(reference::max_abs_diff(out.data(), reference::dense_attention(s, q, k, v).data(), out.size()),
+                  kAttentionTolerance);
+
+        const int qt = (c.n - 1) / tile;
+        const TileSelection tiles = every_other_tile(c.n_kv_heads, c.n, tile);
+        std::vector<int32_t> tile_list, tile_count_of;
+        for (int h = 0; h < c.n_kv_heads; ++h) {
+            tile_count_of.push_back(tiles.size(h, qt));
+            tile_list.insert(tile_list.end(), tiles.list(h, qt), tiles.list(h, qt) + tiles.max_k);
+        }
+        const std::vector<double> ref_tiles = reference::sparse_decode(
+            s, tile, q_rounded.data(), k, v, tile_list.data(), tile_count_of.data(), tiles.max_k, nullptr);
+        attn_sparse_decode(s, tile, q, x.k(), x.v(), tile_list.data(), tile_count_of.data(), tiles.max_k, nullptr,
+                           out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kRoundedWeightsTolerance);
+
+        const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
+        std::vector<int32_t> key_list, key_count_of;
+        for (int h = 0; h < c.n_kv_heads; ++h) {
+            key_count_of.push_back(keys.size(h, qt));
+            key_list.insert(key_list.end(), keys.list(h, qt), keys.list(h, qt) + keys.max_k);
+        }
+        const std::vector<double> ref_keys = reference::token_sparse_decode(
+            s, tile, q_rounded.data(), k, v, key_list.data(), key_count_of.data(), keys.max_k, nullptr);
+        attn_token_sparse_decode(s, tile, q, x.k(), x.v(), key_list.data(), key_count_of.data(), keys.max_k, nullptr,
+                                 out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kRoundedWeightsTolerance);
+
+        TokenMass mass;
+        decode_token_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &mass);
+        const std::vector<double> ref_mass = reference::decode_token_mass(s, tile, q_rounded.data(), k, false);
+        EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
+    }
+}
+
 TEST(Bf16Kv, QuestPageBoundsAreThoseOfTheRoundedKeys) {
     const Bf16Inputs x = bf16_inputs(4, 2, 64, 1, 100, 0, 13);
     const int page = 16;
