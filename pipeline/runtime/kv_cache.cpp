@@ -17,11 +17,11 @@ KvCache::KvCache(const ModelConfig& config, int capacity, int page_size, KvDType
     KASCADE_ASSERT(page_size >= 0);
     const size_t per_layer = static_cast<size_t>(n_kv_heads_) * capacity_ * head_dim_;
     if (dtype_ == KvDType::F32) {
-        k_f32_.assign(config.n_layers, std::vector<float>(per_layer));
-        v_f32_.assign(config.n_layers, std::vector<float>(per_layer));
+        k_f32_.assign(config.n_layers, CacheAlignedVector<float>(per_layer));
+        v_f32_.assign(config.n_layers, CacheAlignedVector<float>(per_layer));
     } else {
-        k_bf16_.assign(config.n_layers, std::vector<uint16_t>(per_layer));
-        v_bf16_.assign(config.n_layers, std::vector<uint16_t>(per_layer));
+        k_bf16_.assign(config.n_layers, CacheAlignedVector<uint16_t>(per_layer));
+        v_bf16_.assign(config.n_layers, CacheAlignedVector<uint16_t>(per_layer));
     }
     if (page_size_ > 0) {
         page_stride_ = (capacity_ + page_size_ - 1) / page_size_;

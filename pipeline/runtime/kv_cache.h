@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/cache_aligned.h"
 #include "io/weights/model_config.h"
 #include "kernels/quest.h"
 
@@ -46,9 +47,10 @@ class KvCache {
     int capacity_;
     int length_ = 0;
     KvDType dtype_;
-    /// [layer][n_kv_heads][capacity][head_dim]: the pair of dtype_ is filled, the other is empty.
-    std::vector<std::vector<float>> k_f32_, v_f32_;
-    std::vector<std::vector<uint16_t>> k_bf16_, v_bf16_;
+    /// [layer][n_kv_heads][capacity][head_dim]: the pair of dtype_ is filled, the other is empty. Every row starts on a
+    /// cache line where head_dim times the element size is a multiple of 64 bytes (the Llama, Qwen and Mistral shapes).
+    std::vector<CacheAlignedVector<float>> k_f32_, v_f32_;
+    std::vector<CacheAlignedVector<uint16_t>> k_bf16_, v_bf16_;
     int page_size_ = 0;
     int page_stride_ = 0;                                  ///< pages of room per KV head
     std::vector<std::vector<float>> page_min_, page_max_;  ///< [layer][n_kv_heads][page_stride][head_dim]
