@@ -364,8 +364,6 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
     const auto run_piece = [&](int pi, int thread) {
         float* qs = scratch.get() + per_thread * thread;
         float* sc = qs + query_floats;
-        uint16_t* qs16 = dot16 ? scratch16.get() + per_thread * thread : nullptr;
-        uint16_t* p16 = dot16 ? qs16 + query_floats : nullptr;
         const DecodePiece& piece = pieces[pi];
         const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
         for (int g = 0; g < group; ++g) {
@@ -378,6 +376,8 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
 #if KASCADE_DECODE_BF16_DOT
         if constexpr (std::is_same_v<T, uint16_t>) {
             if (dot16) {
+                uint16_t* qs16 = scratch16.get() + per_thread * thread;
+                uint16_t* p16 = qs16 + query_floats;
                 pack_bf16(qs, group * d, qs16);
                 score(piece, qs, qs16, head_off, sc, ld);
                 for (int g = 0; g < group; ++g) {
@@ -429,7 +429,8 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
 }  // namespace
 
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n: eight keys at a time, finished by one transposing reduction.
-void decode_scores(const float* qs, int group, int d, KvPtr k, int n, float* sc, int ld, const uint16_t* qs16) {
+void decode_scores(const float* qs, int group, int d, KvPtr k, int n, float* sc, int ld,
+                   [[maybe_unused]] const uint16_t* qs16) {
     k.visit([&](const auto* rows) {
         const auto row_of = [rows, d](int kk) { return rows + static_cast<int64_t>(kk) * d; };
 #if KASCADE_DECODE_BF16_DOT
@@ -583,8 +584,8 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
     }
     piece_begin[n_kv] = static_cast<int>(pieces.size());
 
-    const auto score = [&](const DecodePiece& piece, const float* qs, const uint16_t* qs16, int64_t head_off, float* sc,
-                           int ld) {
+    const auto score = [&](const DecodePiece& piece, const float* qs, [[maybe_unused]] const uint16_t* qs16,
+                           int64_t head_off, float* sc, int ld) {
         (k + head_off).visit([&](const auto* k_rows) {
 #if KASCADE_DECODE_BF16_DOT
             if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*k_rows)>, uint16_t>) {
