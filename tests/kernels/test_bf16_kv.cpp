@@ -82,6 +82,23 @@ TokenSelection every_third_key(int n_kv_heads, int n_q, int tile) {
     return sel;
 }
 
+/// The decode selection of query tile qt: per KV head its list (max_k entries each) and count, as the decode kernels
+/// take them.
+struct DecodeLists {
+    std::vector<int32_t> list, count;
+    int max_k = 0;
+};
+template <typename Selection>
+DecodeLists decode_lists(const Selection& sel, int n_kv_heads, int qt) {
+    DecodeLists r;
+    r.max_k = sel.max_k;
+    for (int h = 0; h < n_kv_heads; ++h) {
+        r.count.push_back(sel.size(h, qt));
+        r.list.insert(r.list.end(), sel.list(h, qt), sel.list(h, qt) + sel.max_k);
+    }
+    return r;
+}
+
 struct Case {
     int n_kv_heads, group, head_dim, n, window;
     std::string name() const {
@@ -173,27 +190,19 @@ TEST(Bf16Kv, DecodeKernelsMatchTheRoundedReference) {
         // The decode selection: the query tile's row of a prefill selection, per KV head.
         const TileSelection tiles = every_other_tile(c.n_kv_heads, c.n, tile);
         const int qt = (c.n - 1) / tile;
-        std::vector<int32_t> tile_list, tile_count_of;
-        for (int h = 0; h < c.n_kv_heads; ++h) {
-            tile_count_of.push_back(tiles.size(h, qt));
-            tile_list.insert(tile_list.end(), tiles.list(h, qt), tiles.list(h, qt) + tiles.max_k);
-        }
-        const std::vector<double> ref_tiles =
-            reference::sparse_decode(s, tile, q, k, v, tile_list.data(), tile_count_of.data(), tiles.max_k, nullptr);
-        attn_sparse_decode(s, tile, q, x.k(), x.v(), tile_list.data(), tile_count_of.data(), tiles.max_k, nullptr,
-                           out.data());
+        const DecodeLists tile_lists = decode_lists(tiles, c.n_kv_heads, qt);
+        const std::vector<double> ref_tiles = reference::sparse_decode(
+            s, tile, q, k, v, tile_lists.list.data(), tile_lists.count.data(), tile_lists.max_k, nullptr);
+        attn_sparse_decode(s, tile, q, x.k(), x.v(), tile_lists.list.data(), tile_lists.count.data(), tile_lists.max_k,
+                           nullptr, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kAttentionTolerance);
 
         const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
-        std::vector<int32_t> key_list, key_count_of;
-        for (int h = 0; h < c.n_kv_heads; ++h) {
-            key_count_of.push_back(keys.size(h, qt));
-            key_list.insert(key_list.end(), keys.list(h, qt), keys.list(h, qt) + keys.max_k);
-        }
-        const std::vector<double> ref_keys =
-            reference::token_sparse_decode(s, tile, q, k, v, key_list.data(), key_count_of.data(), keys.max_k, nullptr);
-        attn_token_sparse_decode(s, tile, q, x.k(), x.v(), key_list.data(), key_count_of.data(), keys.max_k, nullptr,
-                                 out.data());
+        const DecodeLists key_lists = decode_lists(keys, c.n_kv_heads, qt);
+        const std::vector<double> ref_keys = reference::token_sparse_decode(
+            s, tile, q, k, v, key_lists.list.data(), key_lists.count.data(), key_lists.max_k, nullptr);
+        attn_token_sparse_decode(s, tile, q, x.k(), x.v(), key_lists.list.data(), key_lists.count.data(),
+                                 key_lists.max_k, nullptr, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kAttentionTolerance);
 
         // The anchor signal and the fused dense decode + mass of a decode anchor layer.
@@ -269,27 +278,20 @@ TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
 
         const int qt = (c.n - 1) / tile;
         const TileSelection tiles = every_other_tile(c.n_kv_heads, c.n, tile);
-        std::vector<int32_t> tile_list, tile_count_of;
-        for (int h = 0; h < c.n_kv_heads; ++h) {
-            tile_count_of.push_back(tiles.size(h, qt));
-            tile_list.insert(tile_list.end(), tiles.list(h, qt), tiles.list(h, qt) + tiles.max_k);
-        }
-        const std::vector<double> ref_tiles = reference::sparse_decode(
-            s, tile, q_rounded.data(), k, v, tile_list.data(), tile_count_of.data(), tiles.max_k, nullptr);
-        attn_sparse_decode(s, tile, q, x.k(), x.v(), tile_list.data(), tile_count_of.data(), tiles.max_k, nullptr,
-                           out.data());
+        const DecodeLists tile_lists = decode_lists(tiles, c.n_kv_heads, qt);
+        const std::vector<double> ref_tiles =
+            reference::sparse_decode(s, tile, q_rounded.data(), k, v, tile_lists.list.data(), tile_lists.count.data(),
+                                     tile_lists.max_k, nullptr);
+        attn_sparse_decode(s, tile, q, x.k(), x.v(), tile_lists.list.data(), tile_lists.count.data(), tile_lists.max_k,
+                           nullptr, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kRoundedWeightsTolerance);
 
         const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
-        std::vector<int32_t> key_list, key_count_of;
-        for (int h = 0; h < c.n_kv_heads; ++h) {
-            key_count_of.push_back(keys.size(h, qt));
-            key_list.insert(key_list.end(), keys.list(h, qt), keys.list(h, qt) + keys.max_k);
-        }
+        const DecodeLists key_lists = decode_lists(keys, c.n_kv_heads, qt);
         const std::vector<double> ref_keys = reference::token_sparse_decode(
-            s, tile, q_rounded.data(), k, v, key_list.data(), key_count_of.data(), keys.max_k, nullptr);
-        attn_token_sparse_decode(s, tile, q, x.k(), x.v(), key_list.data(), key_count_of.data(), keys.max_k, nullptr,
-                                 out.data());
+            s, tile, q_rounded.data(), k, v, key_lists.list.data(), key_lists.count.data(), key_lists.max_k, nullptr);
+        attn_token_sparse_decode(s, tile, q, x.k(), x.v(), key_lists.list.data(), key_lists.count.data(),
+                                 key_lists.max_k, nullptr, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kRoundedWeightsTolerance);
 
         TokenMass mass;
