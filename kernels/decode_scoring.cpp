@@ -4,16 +4,15 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 
 #include "base/error.h"
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
 #include "kernels/decode_bf16_dot.h"
+#include "kernels/radix_select.h"
 #include "kernels/topk_tiles.h"
 
 namespace kascade {
@@ -234,50 +233,6 @@ size_t weight_floats(const DecodeScores& r, int group) {
     return static_cast<size_t>(r.n_pieces) * group;
 }
 
-/// Order-preserving map of a float to an unsigned key: a < b as floats (NaN and -0 excluded) iff key(a) < key(b).
-uint32_t order_key(float x) {
-    const uint32_t bits = std::bit_cast<uint32_t>(x);
-    return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
-}
-
-// Top-`budget` of keys[0 .. n) (order_key values), ties to the lower index; writes the chosen indices plus `base`
-// ascending to ids and returns how many. A radix select: a histogram of the top kRadixBits bits finds the bucket that
-// holds the budget-th largest key, an nth_element over that bucket alone finds the key itself, and one scan in index
-// order takes every key above it and the first of the keys equal to it. buf: n uint32 of scratch.
-constexpr int kRadixBits = 12;
-
-int select_top(const uint32_t* keys, int n, int budget, int base, uint32_t* buf, int32_t* ids) {
-    if (budget >= n) {
-        for (int i = 0; i < n; ++i) ids[i] = base + i;
-        return n;
-    }
-    if (budget <= 0) return 0;
-    int histogram[1 << kRadixBits] = {};
-    constexpr int kShift = 32 - kRadixBits;
-    for (int i = 0; i < n; ++i) ++histogram[keys[i] >> kShift];
-    int bucket = (1 << kRadixBits) - 1, above = 0;  // keys in buckets above `bucket`
-    while (above + histogram[bucket] < budget) above += histogram[bucket--];
-    int in_bucket = 0;
-    for (int i = 0; i < n; ++i)
-        if (static_cast<int>(keys[i] >> kShift) == bucket) buf[in_bucket++] = keys[i];
-    const int rank = budget - above;  // the threshold is the rank-th largest key of the bucket
-    std::nth_element(buf, buf + rank - 1, buf + in_bucket, std::greater<uint32_t>());
-    const uint32_t threshold = buf[rank - 1];
-    int n_above = 0;
-    for (int i = 0; i < n; ++i) n_above += keys[i] > threshold;
-    int ties = budget - n_above, taken = 0;
-    for (int i = 0; i < n && taken < budget; ++i) {
-        if (keys[i] > threshold || (keys[i] == threshold && ties-- > 0)) ids[taken++] = base + i;
-    }
-    return taken;
-}
-
-/// The key a score ranks by: NaN ranks as -inf (never chosen over a real score) and -0 as +0 (they compare equal).
-uint32_t rank_key(float x) {
-    if (std::isnan(x)) return order_key(kNegInf);
-    return order_key(x == 0.0f ? 0.0f : x);
-}
-
 }  // namespace
 
 int decode_token_budget(const TopKRule& rule, int tile, int n_k, int window) {
@@ -314,9 +269,8 @@ size_t prepare_token_selection(int n_kv_heads, int tile, int budget, int n_cand,
 /// The top-k of head h's decode mass row (candidates first .. first + n_cand - 1) into the selection.
 void select_head_tokens(const float* row, int h, int first, int n_cand, int budget, size_t per_head,
                         DecodeScoringScratch* scratch, TokenSelection* selection) {
-    uint32_t* keys = scratch->values.data() + per_head * h;
-    for (int i = 0; i < n_cand; ++i) keys[i] = rank_key(row[first + i]);
-    selection->count[h] = select_top(keys, n_cand, budget, first, keys + n_cand, selection->list(h, 0));
+    selection->count[h] = select_largest(row + first, n_cand, budget, first, scratch->values.data() + per_head * h,
+                                         selection->list(h, 0));
 }
 
 /// Pass 1 (score_keys), the dense output if v is given, then per KV head the pooling and, if rule is given, the
@@ -460,10 +414,8 @@ void select_decode_tiles(const TileMass& mass, const TopKRule& rule, DecodeScori
     const size_t per_head = 2 * static_cast<size_t>(std::max(1, n_cand));
     if (scratch->values.size() < per_head * mass.n_kv_heads) scratch->values.resize(per_head * mass.n_kv_heads);
     for (int h = 0; h < mass.n_kv_heads; ++h) {
-        uint32_t* keys = scratch->values.data() + per_head * h;
-        const float* row = mass.row(h, 0) + first;
-        for (int i = 0; i < n_cand; ++i) keys[i] = rank_key(row[i]);
-        selection->count[h] = select_top(keys, n_cand, budget, first, keys + n_cand, selection->list(h, 0));
+        selection->count[h] = select_largest(mass.row(h, 0) + first, n_cand, budget, first,
+                                             scratch->values.data() + per_head * h, selection->list(h, 0));
     }
 }
 

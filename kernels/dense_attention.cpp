@@ -220,13 +220,8 @@ inline void score_block(const Q* qs, int d, const RowOf& row_of, int kk, float* 
     }
 }
 
-/// Requests the nk rows kPrefetchRows ahead of row kk (the last of the n rows where that passes the end).
-template <typename RowOf>
-inline void prefetch_rows_ahead(const RowOf& row_of, int kk, int nk, int n, int d) {
-    const int row_bytes = d * static_cast<int>(sizeof(*row_of(0)));
-    for (int j = 0; j < nk; ++j) prefetch_bytes(row_of(std::min(kk + j + kPrefetchRows, n - 1)), row_bytes);
-}
-
+/// decode_scores over consecutive rows. It requests no rows ahead: the hardware prefetchers follow a run of rows, and
+/// the requests it made were compiled away (see prefetch_line) in every measurement of it, on both CPUs.
 template <typename Q, typename RowOf>
 void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n, float* sc, int ld) {
     // Query heads in chunks of up to four: 4 x 2, 3 x 2, 2 x 4 or 1 x 8 (heads x keys) per micro-kernel, the keys
@@ -237,48 +232,49 @@ void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n,
         int kk = 0;
         switch (std::min(4, group - g0)) {
             case 4:
-                for (; kk + 2 <= n; kk += 2) {
-                    if (g0 == 0) prefetch_rows_ahead(row_of, kk, 2, n, d);
-                    score_block<4, 2>(q0, d, row_of, kk, s0, ld);
-                }
+                for (; kk + 2 <= n; kk += 2) score_block<4, 2>(q0, d, row_of, kk, s0, ld);
                 for (; kk < n; ++kk) score_block<4, 1>(q0, d, row_of, kk, s0, ld);
                 break;
             case 3:
-                for (; kk + 2 <= n; kk += 2) {
-                    if (g0 == 0) prefetch_rows_ahead(row_of, kk, 2, n, d);
-                    score_block<3, 2>(q0, d, row_of, kk, s0, ld);
-                }
+                for (; kk + 2 <= n; kk += 2) score_block<3, 2>(q0, d, row_of, kk, s0, ld);
                 for (; kk < n; ++kk) score_block<3, 1>(q0, d, row_of, kk, s0, ld);
                 break;
             case 2:
-                for (; kk + 4 <= n; kk += 4) {
-                    if (g0 == 0) prefetch_rows_ahead(row_of, kk, 4, n, d);
-                    score_block<2, 4>(q0, d, row_of, kk, s0, ld);
-                }
+                for (; kk + 4 <= n; kk += 4) score_block<2, 4>(q0, d, row_of, kk, s0, ld);
                 for (; kk < n; ++kk) score_block<2, 1>(q0, d, row_of, kk, s0, ld);
                 break;
             default:
-                for (; kk + 8 <= n; kk += 8) {
-                    if (g0 == 0) prefetch_rows_ahead(row_of, kk, 8, n, d);
-                    score_block<1, 8>(q0, d, row_of, kk, s0, ld);
-                }
+                for (; kk + 8 <= n; kk += 8) score_block<1, 8>(q0, d, row_of, kk, s0, ld);
                 for (; kk < n; ++kk) score_block<1, 1>(q0, d, row_of, kk, s0, ld);
                 break;
         }
     }
 }
 
-/// decode_scores over gathered rows of one KV head, the rows k[keys[kk]]: eight rows per block for each query head
-/// (the rows stay in L1 across the group's heads, and eight scattered rows keep eight cache misses in flight: measured
-/// faster here than the head-blocked kernels of decode_scores_of).
+/// decode_scores over gathered rows of one KV head, the rows k[keys[kk]] for kk < n: eight rows per block for each
+/// query head (the rows stay in L1 across the group's heads, and eight scattered rows keep eight cache misses in
+/// flight: measured faster here than the head-blocked kernels of decode_scores_of). Each block also requests the K and
+/// V rows (v: the head's value rows) of the entries kGatherAheadRows on into L2, for the value pass and the next
+/// blocks; n_listed >= n entries from keys on belong to the head, so the requests run on into its next piece.
 template <typename Q, typename T>
-void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const int32_t* keys, int n, float* sc, int ld) {
+void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const T* v, const int32_t* keys, int n,
+                            int n_listed, float* sc, int ld) {
     const auto row_of = [k, keys, d](int kk) { return k + static_cast<int64_t>(keys[kk]) * d; };
+    const int row_bytes = d * static_cast<int>(sizeof(T));
+    const auto request_ahead = [&](int kk) {
+        const int last = std::min(kk + kLanes, n_listed - kGatherAheadRows);
+        for (int j = kk; j < last; ++j) {
+            const int64_t row = static_cast<int64_t>(keys[j + kGatherAheadRows]) * d;
+            prefetch_bytes_l2(k + row, row_bytes);
+            prefetch_bytes_l2(v + row, row_bytes);
+        }
+    };
     int kk = 0;
     for (; kk + kLanes <= n; kk += kLanes) {
-        prefetch_rows_ahead(row_of, kk, kLanes, n, d);
+        request_ahead(kk);
         for (int g = 0; g < group; ++g) score_block<1, kLanes>(qs + g * d, d, row_of, kk, sc + g * ld, ld);
     }
+    request_ahead(kk);
     for (; kk < n; ++kk)
         for (int g = 0; g < group; ++g) score_block<1, 1>(qs + g * d, d, row_of, kk, sc + g * ld, ld);
 }
@@ -578,7 +574,9 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
     for (int h = 0; h < n_kv; ++h) {
         piece_begin[h] = static_cast<int>(pieces.size());
         KASCADE_ASSERT(key_begin[h + 1] > key_begin[h]);  // every head attends to a key
-        for (int i = key_begin[h]; i < key_begin[h + 1]; ++i) KASCADE_ASSERT(keys[i] >= 0 && keys[i] < shape.n_k);
+        bool in_range = true;                             // one check after the loop, so the loop vectorises
+        for (int i = key_begin[h]; i < key_begin[h + 1]; ++i) in_range &= keys[i] >= 0 && keys[i] < shape.n_k;
+        KASCADE_ASSERT(in_range);
         for (int i = key_begin[h]; i < key_begin[h + 1]; i += kDecodePiece)
             pieces.push_back({h, i, 0, std::min(kDecodePiece, key_begin[h + 1] - i)});
     }
@@ -586,14 +584,24 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
 
     const auto score = [&](const DecodePiece& piece, const float* qs, [[maybe_unused]] const uint16_t* qs16,
                            int64_t head_off, float* sc, int ld) {
+        const int32_t* listed = keys + piece.range;
+        const int n_listed = key_begin[piece.kv_head + 1] - piece.range;
         (k + head_off).visit([&](const auto* k_rows) {
+            using T = std::remove_cvref_t<decltype(*k_rows)>;
+            const T* v_rows = nullptr;  // K and V share the cache's dtype (f32() / bf16() check it)
+            if constexpr (std::is_same_v<T, float>) {
+                v_rows = (v + head_off).f32();
+            } else {
+                v_rows = (v + head_off).bf16();
+            }
 #if KASCADE_DECODE_BF16_DOT
-            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*k_rows)>, uint16_t>) {
+            if constexpr (std::is_same_v<T, uint16_t>) {
                 if (qs16 != nullptr)
-                    return decode_scores_gathered(qs16, group, d, k_rows, keys + piece.range, piece.n_keys, sc, ld);
+                    return decode_scores_gathered(qs16, group, d, k_rows, v_rows, listed, piece.n_keys, n_listed, sc,
+                                                  ld);
             }
 #endif
-            decode_scores_gathered(qs, group, d, k_rows, keys + piece.range, piece.n_keys, sc, ld);
+            decode_scores_gathered(qs, group, d, k_rows, v_rows, listed, piece.n_keys, n_listed, sc, ld);
         });
     };
     const auto runs_of = [&](const DecodePiece& piece, const auto* vh) {
