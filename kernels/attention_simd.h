@@ -44,30 +44,28 @@ constexpr int kPrefetchRows = 16;
 /// extra L1 request 16 rows ahead made it slower (0.20-0.23).
 constexpr int kGatherAheadRows = 32;
 
-/// Requests the line holding p into L1 (prefetcht0) or, with to_l2, into L2 (prefetcht1). On x86 an asm statement:
-/// GCC deletes a loop whose body is only __builtin_prefetch calls (it has no side effects), and a row of a runtime
-/// size takes such a loop; the score passes' requests were compiled away that way until this was found.
-template <bool to_l2 = false>
-inline void prefetch_line(const char* p) {
-#if defined(__x86_64__) || defined(__i386__)
-    if constexpr (to_l2) {
-        asm volatile("prefetcht1 %0" : : "m"(*p));
-    } else {
-        asm volatile("prefetcht0 %0" : : "m"(*p));
-    }
-#else
-    __builtin_prefetch(p, 0, to_l2 ? 2 : 3);
-#endif
-}
+/// The cache level a row is requested into: L1 for rows in use shortly, L2 for rows requested far ahead, which would
+/// crowd L1 before their use.
+enum class CacheLevel { L1, L2 };
 
-/// Requests the `bytes` bytes at p into L1 (a hint: the lines are not read).
+/// Requests the `bytes` bytes at p into `level` (a hint: the lines are not read). On x86 an asm statement per line
+/// (prefetcht0 / prefetcht1): GCC deletes a loop whose body is only __builtin_prefetch calls (they have no side
+/// effects), and a row of a runtime size takes such a loop; the score passes' requests were compiled away that way
+/// until this was found.
+template <CacheLevel level = CacheLevel::L1>
 inline void prefetch_bytes(const void* p, int bytes) {
-    for (int b = 0; b < bytes; b += 64) prefetch_line(static_cast<const char*>(p) + b);
-}
-
-/// The same into L2: for rows requested far ahead, which would crowd L1 before their use.
-inline void prefetch_bytes_l2(const void* p, int bytes) {
-    for (int b = 0; b < bytes; b += 64) prefetch_line<true>(static_cast<const char*>(p) + b);
+    for (int b = 0; b < bytes; b += 64) {
+        const char* line = static_cast<const char*>(p) + b;
+#if defined(__x86_64__) || defined(__i386__)
+        if constexpr (level == CacheLevel::L2) {
+            asm volatile("prefetcht1 %0" : : "m"(*line));
+        } else {
+            asm volatile("prefetcht0 %0" : : "m"(*line));
+        }
+#else
+        __builtin_prefetch(line, 0, level == CacheLevel::L2 ? 2 : 3);
+#endif
+    }
 }
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;

@@ -221,7 +221,7 @@ inline void score_block(const Q* qs, int d, const RowOf& row_of, int kk, float* 
 }
 
 /// decode_scores over consecutive rows. It requests no rows ahead: the hardware prefetchers follow a run of rows, and
-/// the requests it made were compiled away (see prefetch_line) in every measurement of it, on both CPUs.
+/// the requests it made were compiled away (see prefetch_bytes) in every measurement of it, on both CPUs.
 template <typename Q, typename RowOf>
 void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n, float* sc, int ld) {
     // Query heads in chunks of up to four: 4 x 2, 3 x 2, 2 x 4 or 1 x 8 (heads x keys) per micro-kernel, the keys
@@ -265,8 +265,8 @@ void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const T* 
         const int last = std::min(kk + kLanes, n_listed - kGatherAheadRows);
         for (int j = kk; j < last; ++j) {
             const int64_t row = static_cast<int64_t>(keys[j + kGatherAheadRows]) * d;
-            prefetch_bytes_l2(k + row, row_bytes);
-            prefetch_bytes_l2(v + row, row_bytes);
+            prefetch_bytes<CacheLevel::L2>(k + row, row_bytes);
+            prefetch_bytes<CacheLevel::L2>(v + row, row_bytes);
         }
     };
     int kk = 0;

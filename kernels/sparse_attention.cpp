@@ -18,6 +18,9 @@ namespace kascade {
 namespace {
 
 constexpr int kMaxRunKeys = 64;  ///< adjacent selected tiles are merged into key blocks of up to this many keys
+/// A token-sparse decode builds its key lists in parallel from this many keys on; a short context's few hundred keys
+/// copy in less time than a parallel region takes to start.
+constexpr size_t kParallelListKeys = 4096;
 
 void check_head_map(const int32_t* head_map, int n_kv_heads, int n_selection_heads) {
     if (head_map == nullptr) {
@@ -213,7 +216,7 @@ void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, 
         list_begin[h + 1] = list_begin[h] + (n - skip[h]) + (shape.n_k - own_first);
     }
     std::vector<int32_t> list(list_begin[shape.n_kv_heads]);
-#pragma omp parallel for schedule(static) if (list.size() > 4096)
+#pragma omp parallel for schedule(static) if (list.size() > kParallelListKeys)
     for (int h = 0; h < shape.n_kv_heads; ++h) {
         const int32_t* selected = selected_of(h);
         const int n = count_of(h);
