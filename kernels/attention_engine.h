@@ -23,7 +23,7 @@ constexpr int kPanel = 16;            ///< query columns per score micro-kernel 
 constexpr int kPosPadding = 1 << 30;  ///< position given to padding columns (never stored; a window masks them)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();  ///< the score of a masked key
 
-inline int round_up(int x, int m) {
+constexpr int round_up(int x, int m) {
     return (x + m - 1) / m * m;
 }
 

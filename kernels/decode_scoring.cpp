@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "base/error.h"
 #include "kernels/attention_engine.h"
@@ -14,6 +15,7 @@
 #include "kernels/decode_bf16_dot.h"
 #include "kernels/radix_select.h"
 #include "kernels/topk_tiles.h"
+#include "kernels/weighted_rows.h"
 
 namespace kascade {
 namespace {
@@ -36,6 +38,10 @@ using detail::vf;
 
 constexpr int kScorePiece = 1024;  ///< keys per work piece (fixed: results do not depend on the thread count)
 
+/// Floats of a piece's softmax state per query head: the running max, the sum of the exact weights (the mass's
+/// normaliser) and the sum of the weights the values were taken with (the BF16-rounded ones under BF16 products).
+constexpr int kStateFloats = 3;
+
 /// The scores of every key the query sees, laid out in scratch, and the pieces they were computed in.
 struct DecodeScores {
     int key_begin = 0;  ///< first key the query sees (the window's start)
@@ -43,27 +49,74 @@ struct DecodeScores {
     int ld = 0;         ///< floats per query head row of scores
     int n_pieces = 0;
     const float* s = nullptr;      ///< [n_kv_heads][group][ld]
-    const float* state = nullptr;  ///< [n_kv_heads][n_pieces][group][2]: piece max and sum (post-softmax)
+    const float* state = nullptr;  ///< [n_kv_heads][n_pieces][group][kStateFloats] (post-softmax)
+
+    const float* state_of(int h, int piece, int group, int g) const {
+        return state + ((static_cast<int64_t>(h) * n_pieces + piece) * group + g) * kStateFloats;
+    }
 };
 
-/// o[j0 .. j0 + 8*NV) = sum over kk < n of p[kk] * v[kk][j0 ..] (v: n consecutive value rows, float or BF16).
-template <int NV, typename T>
-void accumulate_values(const float* p, int n, const T* v, int d, int j0, float* o) {
-    vf acc[NV];
-    for (vf& a : acc) a = v_zero();
-    for (int kk = 0; kk < n; ++kk) {
-        const vf pb = v_set1(p[kk]);
-        const T* vr = v + static_cast<int64_t>(kk) * d + j0;
-        for (int x = 0; x < NV; ++x) acc[x] = v_fma(pb, v_load(vr + x * kLanes), acc[x]);
+/// Floats of the piece weights score_heads rounds per query head (a multiple of 32: pack_bf16 and the BF16 value
+/// kernel's zero after an odd count).
+constexpr int kPieceWeights = detail::round_up(kScorePiece, 32);
+
+/// The unnormalised outputs o[g][0 .. d) = sum over j < n of w_g[j] v[j] of one piece for the group's query heads,
+/// w_g = s + g * ld its exp2(s - m) weights, as attn_dense_decode takes them: under BF16 products rounded to BF16
+/// (into w, and packed into w16 for the BF16 dot-product kernel when dot16), their sum then put in the piece's states
+/// (st: [group][kStateFloats]) in place of the exact one.
+void piece_values(const float* s, int ld, int group, int n, KvPtr v, int d, bool bf16_products, bool dot16, float* w,
+                  [[maybe_unused]] uint16_t* w16, float* st, float* o) {
+    const int n_pad = detail::round_up(n, 32);
+    const float* weights = s;
+    int w_ld = ld;
+    if (bf16_products) {
+        for (int g = 0; g < group; ++g) {
+            const float* sg = s + static_cast<int64_t>(g) * ld;
+            float* wg = w + static_cast<int64_t>(g) * kPieceWeights;
+            std::copy(sg, sg + n, wg);
+            std::fill(wg + n, wg + n_pad, 0.0f);
+            vf sum = v_zero();
+            for (int j = 0; j < n_pad; j += kLanes) {
+                const vf x = detail::v_round_bf16(v_load(wg + j));
+                v_store(wg + j, x);
+                sum = v_add(sum, x);
+            }
+            st[g * kStateFloats + 2] = v_hsum(sum);
+        }
+        weights = w;
+        w_ld = kPieceWeights;
     }
-    for (int x = 0; x < NV; ++x) v_store(o + j0 + x * kLanes, acc[x]);
+    v.visit([&](const auto* rows) {
+        const auto row_of = [rows, d](int kk) { return rows + static_cast<int64_t>(kk) * d; };
+#if KASCADE_DECODE_BF16_DOT
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*rows)>, uint16_t>) {
+            if (dot16) {
+                for (int g = 0; g < group; ++g)
+                    detail::pack_bf16(w + static_cast<int64_t>(g) * kPieceWeights, n_pad, w16 + g * kPieceWeights);
+                detail::weighted_rows_bf16_group(row_of, w16, kPieceWeights, group, n, d, false, o);
+                return;
+            }
+        }
+#endif
+        for (int g = 0; g < group; ++g)
+            detail::weighted_rows(row_of, weights + static_cast<int64_t>(g) * w_ld, n, d, false, o + g * d);
+    });
 }
 
 /// Pass 1: per (KV head, piece) the scaled scores of the group's query heads; for post-softmax also exp2(s - piece
-/// max) in place and the piece's sum, and (v not null) the piece's unnormalised output sum_j exp2(s_j - m) v_j into
-/// scratch->output ([n_kv_heads][n_pieces][group][head_dim]).
-DecodeScores score_keys(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool post_softmax,
-                        DecodeScoringScratch* scratch) {
+/// max) in place and the piece's state, and (v not null) the piece's unnormalised output (piece_values) into
+/// scratch->output ([n_kv_heads][n_pieces][group][head_dim]). after_head(r, h) runs once every piece of KV head h is
+/// scored, inside the parallel region:
+///  - when the threads divide the KV heads evenly, each thread scores whole heads, piece after piece, and runs
+///    after_head right after each, while the head's scores (half a megabyte for 4 query heads at 32K keys) are still
+///    in its caches: a 32K anchor pass (1B shape, 2-core Zen 5) took 1.43-1.44 ms this way against 1.48-1.54 ms with
+///    every head's scores written before any was pooled;
+///  - otherwise (more threads than KV heads, or an uneven split) the (head, piece) items go to all threads, and
+///    after_head runs over the heads behind the items' barrier.
+/// Either way every piece is scored alike and after_head sees the same scores: the results do not depend on it.
+template <typename AfterHead>
+void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool post_softmax,
+                 DecodeScoringScratch* scratch, AfterHead after_head) {
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1 && q != nullptr && k != nullptr && scratch != nullptr);
     const int group = shape.group_size();
@@ -75,104 +128,126 @@ DecodeScores score_keys(const AttnShape& shape, const float* q, KvPtr k, KvPtr v
     r.ld = detail::round_up(r.n_keys, kLanes);
     r.n_pieces = tile_count(r.n_keys, kScorePiece);
     const size_t score_floats = static_cast<size_t>(n_kv) * group * r.ld;
-    const size_t state_floats = static_cast<size_t>(n_kv) * r.n_pieces * group * 2;
-    // Each thread's prescaled queries sit after the scores.
+    const size_t n_states = static_cast<size_t>(n_kv) * r.n_pieces * group;
+    // Each thread's prescaled queries and rounded piece weights sit after the scores.
     const size_t query_floats = static_cast<size_t>(group) * d;
-    // BF16 products (kernels/decode_bf16_dot.h): the queries rounded to BF16, and packed for the dot-product kernel.
+    const size_t per_thread = query_floats + static_cast<size_t>(group) * kPieceWeights;
+    // BF16 products (kernels/decode_bf16_dot.h): the queries and the weights rounded to BF16, and packed for the
+    // dot-product kernels.
     const bool bf16_products = shape.products == MatmulPrecision::Bf16;
     const bool dot16 = KASCADE_DECODE_BF16_DOT && bf16_products && k.dtype() == KvDType::BF16 && d % 64 == 0;
-    if (scratch->scores.size() < score_floats + query_floats * omp_get_max_threads())
-        scratch->scores.resize(score_floats + query_floats * omp_get_max_threads());
-    if (dot16 && scratch->queries.size() < query_floats * omp_get_max_threads())
-        scratch->queries.resize(query_floats * omp_get_max_threads());
-    if (scratch->state.size() < state_floats) scratch->state.resize(state_floats);
-    if (v != nullptr && scratch->output.size() < state_floats / 2 * d) scratch->output.resize(state_floats / 2 * d);
+    const int threads = omp_get_max_threads();
+    if (scratch->scores.size() < score_floats + per_thread * threads)
+        scratch->scores.resize(score_floats + per_thread * threads);
+    if (dot16 && scratch->queries.size() < per_thread * threads) scratch->queries.resize(per_thread * threads);
+    if (scratch->state.size() < n_states * kStateFloats) scratch->state.resize(n_states * kStateFloats);
+    if (v != nullptr && scratch->output.size() < n_states * d) scratch->output.resize(n_states * d);
     float* scores = scratch->scores.data();
     float* state = scratch->state.data();
     float* output = scratch->output.data();
+    r.s = scores;
+    r.state = state;
     // Post-softmax works in log2 units (exp2); pre-softmax keeps the scaled score itself.
     const float prescale = post_softmax ? shape.scale * detail::kLog2e : shape.scale;
-    const int n_items = n_kv * r.n_pieces;
     const int n_pieces = r.n_pieces;
     const int ld = r.ld;
     const int key_begin = r.key_begin;
     const int n_keys = r.n_keys;
 
+    // One thread's buffers, and the KV head whose queries they hold.
+    struct ThreadScratch {
+        float* qs;
+        float* w;
+        uint16_t* qs16;
+        uint16_t* w16;
+        int loaded_head = -1;
+    };
+    const auto thread_scratch = [&](int thread) {
+        float* qs = scores + score_floats + per_thread * thread;
+        uint16_t* qs16 = dot16 ? scratch->queries.data() + per_thread * thread : nullptr;
+        return ThreadScratch{qs, qs + query_floats, qs16, dot16 ? qs16 + query_floats : nullptr};
+    };
+    const auto score_piece = [&](int h, int piece, ThreadScratch& t) {
+        if (h != t.loaded_head) {
+            for (int g = 0; g < group; ++g) {
+                const float* qh = q + static_cast<int64_t>(h * group + g) * d;
+                for (int p = 0; p < d; ++p) t.qs[g * d + p] = qh[p] * prescale;
+            }
+            if (bf16_products) detail::round_to_bf16(t.qs, group * d);
+#if KASCADE_DECODE_BF16_DOT
+            if (dot16) detail::pack_bf16(t.qs, group * d, t.qs16);
+#endif
+            t.loaded_head = h;
+        }
+        const int off = piece * kScorePiece;
+        const int n = std::min(kScorePiece, n_keys - off);
+        float* sh = scores + static_cast<int64_t>(h) * group * ld;
+        const int64_t first_row = (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
+        detail::decode_scores(t.qs, group, d, k + first_row, n, sh + off, ld, t.qs16);
+        if (!post_softmax) return;
+        const int64_t at = (static_cast<int64_t>(h) * n_pieces + piece) * group;
+        for (int g = 0; g < group; ++g) {
+            float* s = sh + static_cast<int64_t>(g) * ld + off;
+            const int n8 = n / kLanes * kLanes;
+            vf mx = v_set1(kNegInf);
+            for (int j = 0; j < n8; j += kLanes) mx = v_max(mx, v_load(s + j));
+            float m = v_hmax(mx);
+            for (int j = n8; j < n; ++j) m = std::max(m, s[j]);
+            const vf mv = v_set1(m);
+            vf sum = v_zero();
+            for (int j = 0; j < n8; j += kLanes) {
+                const vf e = v_exp2(v_sub(v_load(s + j), mv));
+                v_store(s + j, e);
+                sum = v_add(sum, e);
+            }
+            float l = v_hsum(sum);
+            for (int j = n8; j < n; ++j) l += s[j] = std::exp2(s[j] - m);
+            float* st = state + (at + g) * kStateFloats;
+            st[0] = m;
+            st[1] = st[2] = l;
+        }
+        if (v != nullptr)
+            piece_values(sh + off, ld, group, n, v + first_row, d, bf16_products, dot16, t.w, t.w16,
+                         state + at * kStateFloats, output + at * d);
+    };
+
+    if (n_kv % threads == 0) {
+#pragma omp parallel for schedule(static)
+        for (int h = 0; h < n_kv; ++h) {
+            ThreadScratch t = thread_scratch(omp_get_thread_num());
+            for (int piece = 0; piece < n_pieces; ++piece) score_piece(h, piece, t);
+            after_head(r, h);
+        }
+        return;
+    }
+    const int n_items = n_kv * n_pieces;
 #pragma omp parallel
     {
-        float* qs = scores + score_floats + query_floats * omp_get_thread_num();
-        uint16_t* qs16 = dot16 ? scratch->queries.data() + query_floats * omp_get_thread_num() : nullptr;
-        int loaded_head = -1;
+        ThreadScratch t = thread_scratch(omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1)
-        for (int item = 0; item < n_items; ++item) {
-            const int h = item / n_pieces, piece = item % n_pieces;
-            if (h != loaded_head) {
-                for (int g = 0; g < group; ++g) {
-                    const float* qh = q + static_cast<int64_t>(h * group + g) * d;
-                    for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
-                }
-                if (bf16_products) detail::round_to_bf16(qs, group * d);
-#if KASCADE_DECODE_BF16_DOT
-                if (dot16) detail::pack_bf16(qs, group * d, qs16);
-#endif
-                loaded_head = h;
-            }
-            const int off = piece * kScorePiece;
-            const int n = std::min(kScorePiece, n_keys - off);
-            float* sh = scores + static_cast<int64_t>(h) * group * ld;
-            const KvPtr kh = k + (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
-            detail::decode_scores(qs, group, d, kh, n, sh + off, ld, qs16);
-            if (!post_softmax) continue;
-            for (int g = 0; g < group; ++g) {
-                float* s = sh + static_cast<int64_t>(g) * ld + off;
-                const int n8 = n / kLanes * kLanes;
-                vf mx = v_set1(kNegInf);
-                for (int j = 0; j < n8; j += kLanes) mx = v_max(mx, v_load(s + j));
-                float m = v_hmax(mx);
-                for (int j = n8; j < n; ++j) m = std::max(m, s[j]);
-                const vf mv = v_set1(m);
-                vf sum = v_zero();
-                for (int j = 0; j < n8; j += kLanes) {
-                    const vf e = v_exp2(v_sub(v_load(s + j), mv));
-                    v_store(s + j, e);
-                    sum = v_add(sum, e);
-                }
-                float l = v_hsum(sum);
-                for (int j = n8; j < n; ++j) l += s[j] = std::exp2(s[j] - m);
-                const int64_t at = (static_cast<int64_t>(h) * n_pieces + piece) * group + g;
-                state[at * 2] = m;
-                state[at * 2 + 1] = l;
-                if (v == nullptr) continue;
-                float* o = output + at * d;
-                (v + (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d).visit([&](const auto* vh) {
-                    int j0 = 0;
-                    for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) accumulate_values<4>(s, n, vh, d, j0, o);
-                    for (; j0 < d; j0 += kLanes) accumulate_values<1>(s, n, vh, d, j0, o);
-                });
-            }
-        }
+        for (int item = 0; item < n_items; ++item) score_piece(item / n_pieces, item % n_pieces, t);
+#pragma omp for schedule(static)
+        for (int h = 0; h < n_kv; ++h) after_head(r, h);
     }
-    r.s = scores;
-    r.state = state;
-    return r;
 }
 
-/// The dense output from pass 1's per-piece states: per query head the pieces merged in order (as decode_pass does).
-void merge_output(const AttnShape& shape, const DecodeScores& r, const DecodeScoringScratch& scratch, float* out) {
+/// The dense output of KV head h's query heads from pass 1's per-piece states: per query head the pieces merged in
+/// order (as decode_pass does), normalised by the sum of the weights the values were taken with.
+void merge_head_output(const AttnShape& shape, const DecodeScores& r, const DecodeScoringScratch& scratch, int h,
+                       float* out) {
     const int group = shape.group_size();
     const int d = shape.head_dim;
-    for (int qh = 0; qh < shape.n_q_heads; ++qh) {
-        const int h = qh / group, g = qh % group;
+    for (int g = 0; g < group; ++g) {
         float m = kNegInf;
-        for (int p = 0; p < r.n_pieces; ++p) m = std::max(m, r.state[((h * r.n_pieces + p) * group + g) * 2]);
-        float* orow = out + static_cast<int64_t>(qh) * d;
+        for (int p = 0; p < r.n_pieces; ++p) m = std::max(m, r.state_of(h, p, group, g)[0]);
+        float* orow = out + static_cast<int64_t>(h * group + g) * d;
         std::fill(orow, orow + d, 0.0f);
         float l = 0;
         for (int p = 0; p < r.n_pieces; ++p) {
-            const int64_t at = (static_cast<int64_t>(h) * r.n_pieces + p) * group + g;
-            const float a = std::exp2(r.state[at * 2] - m);
-            l += r.state[at * 2 + 1] * a;
-            const float* o = scratch.output.data() + at * d;
+            const float* st = r.state_of(h, p, group, g);
+            const float a = std::exp2(st[0] - m);
+            l += st[2] * a;
+            const float* o = scratch.output.data() + ((static_cast<int64_t>(h) * r.n_pieces + p) * group + g) * d;
             for (int j = 0; j < d; ++j) orow[j] += o[j] * a;
         }
         const float inv = 1.0f / l;
@@ -189,14 +264,13 @@ void pool_head(const DecodeScores& r, int h, int group, bool post_softmax, int f
         // Each piece's exp2(s - m_piece) times exp2(m_piece - M) / L is the exact probability.
         for (int g = 0; g < group; ++g) {
             float m = kNegInf;
-            for (int p = 0; p < r.n_pieces; ++p) m = std::max(m, r.state[((h * r.n_pieces + p) * group + g) * 2]);
+            for (int p = 0; p < r.n_pieces; ++p) m = std::max(m, r.state_of(h, p, group, g)[0]);
             float l = 0;
             for (int p = 0; p < r.n_pieces; ++p) {
-                const float* st = r.state + ((h * r.n_pieces + p) * group + g) * 2;
+                const float* st = r.state_of(h, p, group, g);
                 l += st[1] * std::exp2(st[0] - m);
             }
-            for (int p = 0; p < r.n_pieces; ++p)
-                w[p * group + g] = std::exp2(r.state[((h * r.n_pieces + p) * group + g) * 2] - m) / l;
+            for (int p = 0; p < r.n_pieces; ++p) w[p * group + g] = std::exp2(r.state_of(h, p, group, g)[0] - m) / l;
         }
     }
     for (int j0 = first; j0 < end;) {
@@ -228,9 +302,10 @@ void pool_head(const DecodeScores& r, int h, int group, bool post_softmax, int f
     }
 }
 
-/// Floats of pool_head's weights per thread: [n_pieces][group].
-size_t weight_floats(const DecodeScores& r, int group) {
-    return static_cast<size_t>(r.n_pieces) * group;
+/// Floats of pool_head's weights per thread: [n_pieces][group] of a decode call of this shape.
+size_t weight_floats(const AttnShape& shape) {
+    const int n_keys = shape.n_k - decode_first_key(shape.n_k, shape.effective_window());
+    return static_cast<size_t>(tile_count(n_keys, kScorePiece)) * shape.group_size();
 }
 
 }  // namespace
@@ -273,15 +348,13 @@ void select_head_tokens(const float* row, int h, int first, int n_cand, int budg
                                          selection->list(h, 0));
 }
 
-/// Pass 1 (score_keys), the dense output if v is given, then per KV head the pooling and, if rule is given, the
-/// head's top-k: one parallel region after the scores.
+/// Pass 1 (score_heads), then per KV head the dense output if v is given, the pooling and, if rule is given, the
+/// head's top-k.
 void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out, Pooling pooling,
                      DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
                      TokenSelection* selection = nullptr) {
     KASCADE_ASSERT(tile > 0 && mass != nullptr);
     const bool post = pooling == Pooling::PostSoftmax;
-    const DecodeScores r = score_keys(shape, q, k, v, post, scratch);
-    if (v != nullptr) merge_output(shape, r, *scratch, out);
     const int group = shape.group_size();
     mass->n_kv_heads = shape.n_kv_heads;
     mass->n_q_tiles = 1;
@@ -290,28 +363,26 @@ void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, 
     mass->window = shape.effective_window();
     mass->mass.resize(static_cast<size_t>(shape.n_kv_heads) * shape.n_k);
     const int end = (shape.n_k - 1) / tile * tile;  // candidates end before the query's tile
-    const int first = std::min(r.key_begin, end);
-    std::vector<float> weights(weight_floats(r, group) * omp_get_max_threads());
+    const int first = std::min(decode_first_key(shape.n_k, mass->window), end);
     const int budget = rule != nullptr ? decode_token_budget(*rule, tile, shape.n_k, mass->window) : 0;
     const size_t per_head =
         rule != nullptr ? prepare_token_selection(shape.n_kv_heads, tile, budget, end - first, scratch, selection) : 0;
-#pragma omp parallel for schedule(static)
-    for (int h = 0; h < shape.n_kv_heads; ++h) {
+    std::vector<float> weights(weight_floats(shape) * omp_get_max_threads());
+    score_heads(shape, q, k, v, post, scratch, [&](const DecodeScores& r, int h) {
+        if (v != nullptr) merge_head_output(shape, r, *scratch, h, out);
         float* row = mass->row(h, 0);
         std::fill(row, row + first, 0.0f);
         std::fill(row + end, row + shape.n_k, 0.0f);
-        float* w = weights.data() + weight_floats(r, group) * omp_get_thread_num();
+        float* w = weights.data() + weight_floats(shape) * omp_get_thread_num();
         pool_head(r, h, group, post, first, end, w, [row](int j, float x) { row[j] = x; });
         if (rule != nullptr) select_head_tokens(row, h, first, end - first, budget, per_head, scratch, selection);
-    }
+    });
 }
 
 void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out, Pooling pooling,
                     DecodeScoringScratch* scratch, TileMass* mass) {
     KASCADE_ASSERT(tile > 0 && mass != nullptr);
     const bool post = pooling == Pooling::PostSoftmax;
-    const DecodeScores r = score_keys(shape, q, k, v, post, scratch);
-    if (v != nullptr) merge_output(shape, r, *scratch, out);
     const int group = shape.group_size();
     const int q_tile = (shape.n_k - 1) / tile;
     mass->n_kv_heads = shape.n_kv_heads;
@@ -322,13 +393,13 @@ void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, K
     mass->n_keys = shape.n_k;
     mass->mass.resize(static_cast<size_t>(shape.n_kv_heads) * mass->n_k_tiles);
     const int end = q_tile * tile;
-    const int first = std::min(r.key_begin, end);
-    std::vector<float> weights(weight_floats(r, group) * omp_get_max_threads());
-#pragma omp parallel for schedule(static)
-    for (int h = 0; h < shape.n_kv_heads; ++h) {
+    const int first = std::min(decode_first_key(shape.n_k, mass->window), end);
+    std::vector<float> weights(weight_floats(shape) * omp_get_max_threads());
+    score_heads(shape, q, k, v, post, scratch, [&](const DecodeScores& r, int h) {
+        if (v != nullptr) merge_head_output(shape, r, *scratch, h, out);
         float* row = mass->row(h, 0);
         std::fill(row, row + mass->n_k_tiles, post ? 0.0f : kNegInf);
-        float* w = weights.data() + weight_floats(r, group) * omp_get_thread_num();
+        float* w = weights.data() + weight_floats(shape) * omp_get_thread_num();
         if (post) {
             // Sum per tile in double, as the prefill pooling does, so a tile's mass does not depend on the piece cut.
             double acc = 0;
@@ -349,7 +420,7 @@ void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, K
         // Non-candidate tiles are 0, as in the prefill masses.
         for (int t = 0; t < mass->n_k_tiles; ++t)
             if (t < first / tile || t >= q_tile || first >= end) row[t] = 0.0f;
-    }
+    });
 }
 
 }  // namespace

@@ -57,7 +57,9 @@ void decode_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k,
 
 /// Dense decode (as attn_dense_decode: out [n_q_heads][head_dim]) and the post-softmax decode mass of
 /// decode_token_mass in one pass over K and V, for a dense layer whose selection reuse layers read: the scores and
-/// probabilities are computed once for both.
+/// probabilities are computed once for both. Under BF16 products the output takes BF16-rounded weights, as
+/// attn_dense_decode does (per piece of its own length, so the two agree to the weights' rounding), the mass the exact
+/// ones.
 void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
                                        DecodeScoringScratch* scratch, TokenMass* mass);
 /// The same with the per-tile mass of decode_tile_mass.

@@ -15,6 +15,7 @@
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
 #include "kernels/decode_bf16_dot.h"
+#include "kernels/weighted_rows.h"
 
 namespace kascade {
 namespace detail {
@@ -75,76 +76,6 @@ void for_each_part(const DecodePiece& piece, const KeyRange* ranges, F&& f) {
         ++r;
         off = 0;
     }
-}
-
-/// o[j0 .. j0 + NW*L) = the sum over kk < n of p[kk] * row_of(kk)[j0 ..] (added to o's contents when `add`), in NW
-/// registers of L lanes; row_of returns a float or a BF16 (uint16_t) row. Two keys per step into two sets of
-/// accumulators: with one set each key's multiply-adds wait on the previous key's.
-template <int L, int NW, typename RowOf>
-void weighted_rows_in(const RowOf& row_of, const float* p, int n, int j0, bool add, float* o) {
-    using O = Vec<L>;
-    using V = typename O::type;
-    V even[NW], odd[NW];
-    KASCADE_UNROLL
-    for (int c = 0; c < NW; ++c) even[c] = odd[c] = O::zero();
-    int kk = 0;
-    constexpr int kChunkBytes = NW * L * sizeof(*row_of(0));
-    for (; kk + 2 <= n; kk += 2) {
-        const auto* r0 = row_of(kk) + j0;
-        const auto* r1 = row_of(kk + 1) + j0;
-        prefetch_bytes(row_of(std::min(kk + kPrefetchRows, n - 1)) + j0, kChunkBytes);
-        prefetch_bytes(row_of(std::min(kk + 1 + kPrefetchRows, n - 1)) + j0, kChunkBytes);
-        const V w0 = O::set1(p[kk]), w1 = O::set1(p[kk + 1]);
-        KASCADE_UNROLL
-        for (int c = 0; c < NW; ++c) {
-            even[c] = O::fma(w0, O::load(r0 + c * L), even[c]);
-            odd[c] = O::fma(w1, O::load(r1 + c * L), odd[c]);
-        }
-    }
-    if (kk < n) {
-        const auto* r0 = row_of(kk) + j0;
-        const V w0 = O::set1(p[kk]);
-        KASCADE_UNROLL
-        for (int c = 0; c < NW; ++c) even[c] = O::fma(w0, O::load(r0 + c * L), even[c]);
-    }
-    KASCADE_UNROLL
-    for (int c = 0; c < NW; ++c) {
-        const V sum = O::add(even[c], odd[c]);
-        O::store(o + j0 + c * L, add ? O::add(O::load(o + j0 + c * L), sum) : sum);
-    }
-}
-
-/// Calls values(std::integral_constant<int, L>{}, std::integral_constant<int, NW>{}, j0) over the columns of a
-/// head_dim-d row in chunks of NW registers of L lanes: four of the widest registers at a time (the value kernel's
-/// two sets of accumulators then take 8 of them), the rest in 8-lane ones.
-template <typename ValueChunk>
-void for_each_value_chunk(int d, ValueChunk values) {
-    using Wide = std::integral_constant<int, kWideLanes>;
-    using Narrow = std::integral_constant<int, kLanes>;
-    int j0 = 0;
-    for (; j0 + 4 * kWideLanes <= d; j0 += 4 * kWideLanes) values(Wide{}, std::integral_constant<int, 4>{}, j0);
-    for (; j0 + 4 * kLanes <= d; j0 += 4 * kLanes) values(Narrow{}, std::integral_constant<int, 4>{}, j0);
-    switch ((d - j0) / kLanes) {
-        case 3:
-            values(Narrow{}, std::integral_constant<int, 3>{}, j0);
-            break;
-        case 2:
-            values(Narrow{}, std::integral_constant<int, 2>{}, j0);
-            break;
-        case 1:
-            values(Narrow{}, std::integral_constant<int, 1>{}, j0);
-            break;
-        default:
-            break;
-    }
-}
-
-/// o[0 .. d) = the sum over kk < n of p[kk] * row_of(kk) (added to o's contents when `add`).
-template <typename RowOf>
-void weighted_rows(const RowOf& row_of, const float* p, int n, int d, bool add, float* o) {
-    for_each_value_chunk(d, [&](auto lanes, auto nw, int j0) {
-        weighted_rows_in<decltype(lanes)::value, decltype(nw)::value>(row_of, p, n, j0, add, o);
-    });
 }
 
 /// The value rows of a decode piece as runs: the returned runs(f) calls f(row_of, idx, len) for each run of len

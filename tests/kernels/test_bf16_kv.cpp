@@ -298,6 +298,17 @@ TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
         decode_token_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &mass);
         const std::vector<double> ref_mass = reference::decode_token_mass(s, tile, q_rounded.data(), k, false);
         EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
+
+        // The fused dense decode + mass of a layer that feeds reuse layers: its mass from the exact weights, its
+        // output from the rounded ones (as attn_dense_decode's, though rounded per piece of its own length).
+        TokenMass fused_mass;
+        attn_dense_decode_with_token_mass(s, tile, q, x.k(), x.v(), out.data(), &scratch, &fused_mass);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_dense.data(), out.size()), kRoundedWeightsTolerance);
+        EXPECT_LT(reference::max_abs_diff(fused_mass.mass.data(), ref_mass.data(), ref_mass.size()),
+                  kAttentionTolerance);
+        TileMass fused_tiles;
+        attn_dense_decode_with_tile_mass(s, tile, q, x.k(), x.v(), out.data(), &scratch, &fused_tiles);
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_dense.data(), out.size()), kRoundedWeightsTolerance);
     }
 }
 

@@ -148,18 +148,44 @@ TEST(DecodeScoring, DenseDecodeWithMassMatchesReference) {
     }
 }
 
+// One thread, two (each scores whole KV heads) and three (the (head, piece) items shared out: three threads do not
+// divide the two KV heads): the same masses, selections and fused dense outputs, bit for bit.
 TEST(DecodeScoring, MassDoesNotDependOnThreadCount) {
     const DecodeCase c{2, 4, 64, 3000, 16, 0};
     const auto in = c.inputs(12);
-    DecodeScoringScratch scratch;
-    TokenMass one, many;
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-    decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PostSoftmax, &scratch, &one);
-    omp_set_num_threads(std::max(2, threads));
-    decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PostSoftmax, &scratch, &many);
-    omp_set_num_threads(threads);
-    EXPECT_EQ(one.mass, many.mass);
+    TopKRule rule;
+    rule.pct = 10;
+    struct Results {
+        TokenMass mass, fused_mass;
+        TokenSelection selection;
+        TileMass tiles;
+        std::vector<float> out;
+    };
+    const auto run = [&](int threads) {
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        DecodeScoringScratch scratch;
+        Results r;
+        decode_token_mass_topk(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PostSoftmax, rule, &scratch,
+                               &r.mass, &r.selection);
+        r.out.resize(in.q.size());
+        attn_dense_decode_with_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), r.out.data(),
+                                          &scratch, &r.fused_mass);
+        decode_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PreSoftmax, &scratch, &r.tiles);
+        omp_set_num_threads(saved);
+        return r;
+    };
+    const Results one = run(1);
+    for (int threads : {2, 3}) {
+        SCOPED_TRACE(threads);
+        const Results r = run(threads);
+        EXPECT_EQ(one.mass.mass, r.mass.mass);
+        EXPECT_EQ(one.selection.keys, r.selection.keys);
+        EXPECT_EQ(one.selection.count, r.selection.count);
+        EXPECT_EQ(one.fused_mass.mass, r.fused_mass.mass);
+        EXPECT_EQ(one.out, r.out);
+        EXPECT_EQ(one.tiles.mass, r.tiles.mass);
+    }
 }
 
 /// A decode mass of small integers (many ties), with a NaN among the candidates.
