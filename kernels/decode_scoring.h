@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/cache_aligned.h"
 #include "kernels/attention_types.h"
 
 namespace kascade {
@@ -35,11 +36,11 @@ int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window = 0);
 /// Buffers the decode scoring and selection reuse from step to step (so a decode step allocates nothing once they
 /// have grown to the longest context).
 struct DecodeScoringScratch {
-    std::vector<float> scores;      ///< [n_kv_heads][group][padded keys] scores, then exp2(score - piece max)
-    std::vector<float> state;       ///< per (KV head, key piece, query head): running max and sum
-    std::vector<float> output;      ///< dense output per (KV head, key piece, query head) before the merge
-    std::vector<uint32_t> values;   ///< top-k: candidate rank keys per KV head
-    std::vector<uint16_t> queries;  ///< BF16 products: each thread's prescaled queries as BF16
+    CacheAlignedVector<float> scores;      ///< [n_kv_heads][group][padded keys] scores, then exp2(score - piece max)
+    CacheAlignedVector<float> state;       ///< per (KV head, key piece, query head): running max and sums
+    CacheAlignedVector<float> output;      ///< dense output per (KV head, key piece, query head) before the merge
+    CacheAlignedVector<uint32_t> values;   ///< top-k: candidate rank keys per KV head
+    CacheAlignedVector<uint16_t> queries;  ///< BF16 products: each thread's prescaled queries as BF16
 };
 
 /// The anchor signal of one decode query, per (KV head, candidate key): with Pooling::PostSoftmax the post-softmax
