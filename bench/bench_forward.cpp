@@ -36,6 +36,8 @@
 //                         registers, machine_limits::arithmetic_peak_gflops), where the build has one
 //   speedup               dense time / own time in the same (model, ctx or T, numerics, kv) group, measured in this run
 //   attn_speedup          the same for the attention time alone
+//   <role>_layer_ms       decode: the attention time of one layer of that role per step, averaged over the method's
+//                         layers of the role (dense_layer_ms; Kascade adds anchor_layer_ms and reuse_layer_ms)
 //   kv_speedup            decode, kv:bf16 rows: the same method's kv:f32 time / own time, measured in this run
 //   kv_bound              its byte bound: the bytes a dense step reads with an f32 cache / with a bf16 cache
 //   batch_speedup         decode, B > 1 rows: tokens/s / tokens/s of the same row at B = 1, measured in this run
@@ -323,6 +325,20 @@ void report_speedup(benchmark::State& state, const std::string& group, EvalMetho
     }
 }
 
+/// Decode: the mean attention time of one layer of each role the method gives its layers, per step (`<role>_layer_ms`,
+/// e.g. Kascade's dense layer 0, its anchors and its reuse layers), so a row's attention_ms can be read layer by layer
+/// against the dense row's dense_layer_ms.
+void report_layer_roles(benchmark::State& state, const ForwardStats& stats, const AttentionPolicy& policy, double n) {
+    std::map<RunLayerRole, std::pair<double, int>> by_role;  // summed ms, layers
+    for (size_t l = 0; l < stats.layer_attention_ms.size(); ++l) {
+        auto& [ms, layers] = by_role[policy.layer_role(static_cast<int>(l))];
+        ms += stats.layer_attention_ms[l];
+        ++layers;
+    }
+    for (const auto& [role, sum] : by_role)
+        state.counters[std::string(mode_name(role)) + "_layer_ms"] = sum.first / sum.second / n;
+}
+
 void report_split(benchmark::State& state, const ForwardStats& stats, double seconds, double scoring_ms, double n) {
     const double total_ms = seconds * 1e3;
     state.counters["matmul_ms"] = stats.matmul_ms / n;
@@ -460,6 +476,7 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
     const double adjacent_gbps = (gbps_before + machine_limits::memory_read_gbps()) / 2;
     const double n = static_cast<double>(state.iterations());
     report_split(state, stats, seconds, 0, n);
+    report_layer_roles(state, stats, *policies[0], n);
     const double tokens_per_s = batch * n / seconds;
     state.counters["tokens_per_s"] = tokens_per_s;
     const double gbps = decode_bytes(weights, positions + 1, kv, batch) * n / seconds * 1e-9;
