@@ -448,6 +448,13 @@ void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const f
     token_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass);
 }
 
+void attn_dense_decode_with_token_mass_topk(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
+                                            float* out, const TopKRule& rule, DecodeScoringScratch* scratch,
+                                            TokenMass* mass, TokenSelection* selection) {
+    KASCADE_ASSERT(v != nullptr && out != nullptr && selection != nullptr);
+    token_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass, &rule, selection);
+}
+
 void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
                                       DecodeScoringScratch* scratch, TileMass* mass) {
     KASCADE_ASSERT(v != nullptr && out != nullptr);

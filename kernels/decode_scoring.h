@@ -63,6 +63,11 @@ void decode_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k,
 /// ones.
 void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
                                        DecodeScoringScratch* scratch, TokenMass* mass);
+/// attn_dense_decode_with_token_mass followed by select_decode_tokens, each KV head's top-k made right after its
+/// pooling (as decode_token_mass_topk).
+void attn_dense_decode_with_token_mass_topk(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
+                                            float* out, const TopKRule& rule, DecodeScoringScratch* scratch,
+                                            TokenMass* mass, TokenSelection* selection);
 /// The same with the per-tile mass of decode_tile_mass.
 void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
                                       DecodeScoringScratch* scratch, TileMass* mass);

@@ -238,15 +238,23 @@ void KascadeAttention::attend_decode(const AttentionCall& call, const LayerPlan&
     switch (plan.role) {
         case LayerRole::Dense:
             if (feeds_reuse_[l] && options_.pooling == Pooling::PostSoftmax) {
-                // The dense output and the mass from one pass over K and V.
-                if (options_.granularity == KeyGranularity::Tile) {
-                    attn_dense_decode_with_tile_mass(shape, tile, call.q, call.k, call.v, call.out, &scratch_.decode,
-                                                     &scratch_.tile_mass);
+                // The dense output and the mass from one pass over K and V (and the top-k of each KV head right
+                // after its pooling, where the selection is made per head).
+                if (options_.granularity == KeyGranularity::Token && !options_.pooled_heads) {
+                    selections_[l].granularity = KeyGranularity::Token;
+                    attn_dense_decode_with_token_mass_topk(shape, tile, call.q, call.k, call.v, call.out, options_.topk,
+                                                           &scratch_.decode, &scratch_.token_mass,
+                                                           &selections_[l].tokens);
                 } else {
-                    attn_dense_decode_with_token_mass(shape, tile, call.q, call.k, call.v, call.out, &scratch_.decode,
-                                                      &scratch_.token_mass);
+                    if (options_.granularity == KeyGranularity::Tile) {
+                        attn_dense_decode_with_tile_mass(shape, tile, call.q, call.k, call.v, call.out,
+                                                         &scratch_.decode, &scratch_.tile_mass);
+                    } else {
+                        attn_dense_decode_with_token_mass(shape, tile, call.q, call.k, call.v, call.out,
+                                                          &scratch_.decode, &scratch_.token_mass);
+                    }
+                    select_from_decode_mass(options_, &scratch_, &selections_[l]);
                 }
-                select_from_decode_mass(options_, &scratch_, &selections_[l]);
             } else {
                 attn_dense_decode(shape, call.q, call.k, call.v, call.out);
                 if (feeds_reuse_[l]) select_decode_keys(shape, call.q, call.k, options_, &scratch_, &selections_[l]);

@@ -137,6 +137,18 @@ TEST(DecodeScoring, DenseDecodeWithMassMatchesReference) {
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_out.data(), out.size()), kAttentionTolerance);
         const std::vector<double> ref = reference::decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), false);
         EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref.data(), ref.size()), kAttentionTolerance);
+        // With each head's top-k made in the same pass: the same output and mass, and the top-k of that mass.
+        const TopKRule rule{.tiles = 0, .pct = 20, .k_min_tokens = 16};
+        std::vector<float> fused_out(out.size());
+        TokenMass fused_mass;
+        TokenSelection fused, separate;
+        attn_dense_decode_with_token_mass_topk(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(),
+                                               fused_out.data(), rule, &scratch, &fused_mass, &fused);
+        EXPECT_EQ(fused_out, out);
+        EXPECT_EQ(fused_mass.mass, mass.mass);
+        select_decode_tokens(mass, rule, &scratch, &separate);
+        EXPECT_EQ(fused.count, separate.count);
+        EXPECT_EQ(fused.keys, separate.keys);
         TileMass tiles;
         std::fill(out.begin(), out.end(), 0.0f);
         attn_dense_decode_with_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), out.data(), &scratch,
