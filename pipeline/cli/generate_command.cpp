@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "pipeline/cli/commands.h"
 #include "pipeline/cli/method_options.h"
 #include "pipeline/cli/model_args.h"
+#include "pipeline/runtime/batched_decode.h"
 #include "pipeline/runtime/sampler.h"
 #include "pipeline/runtime/sequence_start.h"
 #include "pipeline/runtime/transformer.h"
@@ -54,7 +56,6 @@ struct Generation {
     MethodPolicy decode;
     Sampler sampler;
     std::vector<float> logits;
-    bool done = false;
     std::string text;  ///< what was generated (printed at the end when several sequences run)
 };
 
@@ -122,11 +123,9 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
                         std::move(decode),
                         Sampler(own),
                         std::vector<float>(c.vocab_size),
-                        false,
                         {}});
     }
-    // Rows of the longest prompt's prefill, or of one batched step.
-    std::vector<float> hidden(std::max<size_t>(longest, runs.size()) * c.dim);
+    std::vector<float> hidden(longest * c.dim);  // the rows of the longest prompt's prefill
 
     if (!batched) {
         const std::vector<int32_t>& s = runs[0].tokens;
@@ -145,47 +144,28 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
     }
     const double prefill_seconds = omp_get_wtime() - prefill_start;
     const double decode_start = omp_get_wtime();
-    int generated = 0, decoded = 0;
-    std::vector<int32_t> next(runs.size());
-    std::vector<ForwardSequence> step;
-    std::vector<Generation*> stepping;
-    std::vector<float> logits;
-    while (true) {
-        step.clear();
-        stepping.clear();
-        for (size_t i = 0; i < runs.size(); ++i) {
-            Generation& g = runs[i];
-            if (g.done) continue;
-            next[i] = g.sampler.sample(g.logits.data(), c.vocab_size);
-            // llama2.c models emit BOS between stories
-            if (next[i] == c.eos_token_id || next[i] == c.bos_token_id) {
-                g.done = true;
-                continue;
-            }
-            const std::string piece = tokenizer->decode_piece(g.tokens.back(), next[i]);
-            if (batched) {
-                g.text += piece;
-            } else {
-                std::fputs(piece.c_str(), stdout);
-                std::fflush(stdout);
-            }
-            g.tokens.push_back(next[i]);
-            ++generated;
-            if (g.tokens.size() - g.prompt_tokens == static_cast<size_t>(args.steps)) {
-                g.done = true;
-                continue;
-            }
-            step.push_back({std::span(&next[i], 1), g.cache.get(), g.decode.policy.get()});
-            stepping.push_back(&g);
+    int generated = 0;
+    std::vector<DecodingSequence> decoding;
+    for (Generation& g : runs) decoding.push_back({g.cache.get(), g.decode.policy.get(), g.logits.data()});
+    const std::vector<DecodeTally> tallies = decode_batched(model, decoding, [&](size_t i) -> std::optional<int32_t> {
+        Generation& g = runs[i];
+        const int32_t next = g.sampler.sample(g.logits.data(), c.vocab_size);
+        // llama2.c models emit BOS between stories
+        if (next == c.eos_token_id || next == c.bos_token_id) return std::nullopt;
+        const std::string piece = tokenizer->decode_piece(g.tokens.back(), next);
+        if (batched) {
+            g.text += piece;
+        } else {
+            std::fputs(piece.c_str(), stdout);
+            std::fflush(stdout);
         }
-        if (step.empty()) break;
-        model.forward(step, hidden.data());
-        logits.resize(step.size() * static_cast<size_t>(c.vocab_size));
-        model.lm_head(hidden.data(), static_cast<int>(step.size()), logits.data());
-        for (size_t j = 0; j < stepping.size(); ++j)
-            std::copy_n(logits.data() + j * c.vocab_size, c.vocab_size, stepping[j]->logits.data());
-        decoded += static_cast<int>(step.size());
-    }
+        g.tokens.push_back(next);
+        ++generated;
+        if (g.tokens.size() - g.prompt_tokens == static_cast<size_t>(args.steps)) return std::nullopt;
+        return next;
+    });
+    int decoded = 0;
+    for (const DecodeTally& t : tallies) decoded += t.steps;
     const double seconds = omp_get_wtime() - decode_start;
     if (batched) {
         for (size_t i = 0; i < runs.size(); ++i) {

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "base/error.h"
+#include "pipeline/runtime/batched_decode.h"
 #include "pipeline/runtime/kv_cache.h"
 
 namespace kascade {
@@ -24,7 +26,6 @@ struct Answering {
     std::vector<float> logits;
     int32_t prev = 0;
     int32_t next = 0;
-    bool done = false;
 };
 
 /// Takes a's next token (the argmax of its logits) into r, or ends a at a stop token, a newline or the token limit.
@@ -65,7 +66,7 @@ std::vector<GreedyResult> generate_greedy_batch(const Transformer& model, const 
         longest = std::max(longest, q.prompt.size());
     }
     const size_t vocab = static_cast<size_t>(c.vocab_size);
-    std::vector<float> hidden(std::max(longest, requests.size()) * static_cast<size_t>(c.dim));
+    std::vector<float> hidden(longest * static_cast<size_t>(c.dim));  // the rows of the longest prompt's prefill
     std::vector<GreedyResult> results(requests.size());
     std::vector<Answering> seqs(requests.size());
 
@@ -84,33 +85,17 @@ std::vector<GreedyResult> generate_greedy_batch(const Transformer& model, const 
         results[i].prefill_s = omp_get_wtime() - t0;
     }
 
-    std::vector<ForwardSequence> step;
-    std::vector<size_t> stepping;
-    std::vector<float> logits;
-    while (true) {
-        step.clear();
-        stepping.clear();
-        for (size_t i = 0; i < seqs.size(); ++i) {
-            Answering& a = seqs[i];
-            if (a.done) continue;
-            if (!take_next_token(c, tokenizer, options, a, results[i])) {
-                a.done = true;
-                continue;
-            }
-            step.push_back({std::span<const int32_t>(&a.next, 1), a.cache.get(), requests[i].decode});
-            stepping.push_back(i);
-        }
-        if (step.empty()) break;
-        const double t0 = omp_get_wtime();
-        model.forward(step, hidden.data());
-        logits.resize(step.size() * vocab);
-        model.lm_head(hidden.data(), static_cast<int>(step.size()), logits.data());
-        const double seconds = omp_get_wtime() - t0;
-        for (size_t j = 0; j < stepping.size(); ++j) {
-            std::copy_n(logits.data() + j * vocab, vocab, seqs[stepping[j]].logits.data());
-            results[stepping[j]].decode_s += seconds;
-            ++results[stepping[j]].decode_steps;
-        }
+    std::vector<DecodingSequence> decoding;
+    for (size_t i = 0; i < seqs.size(); ++i)
+        decoding.push_back({seqs[i].cache.get(), requests[i].decode, seqs[i].logits.data()});
+    const std::vector<DecodeTally> tallies = decode_batched(model, decoding, [&](size_t i) -> std::optional<int32_t> {
+        Answering& a = seqs[i];
+        if (!take_next_token(c, tokenizer, options, a, results[i])) return std::nullopt;
+        return a.next;
+    });
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        results[i].decode_s = tallies[i].seconds;
+        results[i].decode_steps = tallies[i].steps;
     }
     return results;
 }
