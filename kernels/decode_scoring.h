@@ -36,11 +36,13 @@ int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window = 0);
 /// Buffers the decode scoring and selection reuse from step to step (so a decode step allocates nothing once they
 /// have grown to the longest context).
 struct DecodeScoringScratch {
-    CacheAlignedVector<float> scores;      ///< [n_kv_heads][group][padded keys] scores, then exp2(score - piece max)
+    /// [n_kv_heads][group][padded keys] scores, then exp2(score - piece max); after them each thread's prescaled
+    /// queries and rounded piece weights
+    CacheAlignedVector<float> scores;
     CacheAlignedVector<float> state;       ///< per (KV head, key piece, query head): running max and sums
     CacheAlignedVector<float> output;      ///< dense output per (KV head, key piece, query head) before the merge
     CacheAlignedVector<uint32_t> values;   ///< top-k: candidate rank keys per KV head
-    CacheAlignedVector<uint16_t> queries;  ///< BF16 products: each thread's prescaled queries as BF16
+    CacheAlignedVector<uint16_t> queries;  ///< BF16 products: each thread's prescaled queries and weights as BF16
 };
 
 /// The anchor signal of one decode query, per (KV head, candidate key): with Pooling::PostSoftmax the post-softmax
