@@ -4,7 +4,8 @@
 // tests pass plain arrays) and is made from BF16 bits with KvPtr::bf16(). Offsets are in elements, as with a plain
 // pointer (`k + row * head_dim`). A kernel either widens rows to fp32 as it loads them (decode: the rows are read once,
 // so the narrower type halves the bytes) or widens a block of rows into scratch and runs its fp32 micro-kernels
-// (prefill: each row is reused by many queries). Either way only the stored K/V are rounded; products and sums stay fp32.
+// (prefill: each row is reused by many queries). Either way only the stored K/V are rounded; products and sums stay
+// fp32.
 #pragma once
 
 #include <cstddef>

@@ -26,15 +26,14 @@ void attn_token_sparse_prefill(const AttnShape& shape, int tile, const float* q,
 /// Decode (shape.n_q == 1, position n_k - 1): per KV head h, attend to the key tiles
 /// tiles[h*max_k .. h*max_k + count[h]) (all strictly before the query's tile) plus the query's own, possibly
 /// partial, tile. head_map as above.
-void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
-                        const int32_t* tiles, const int32_t* count, int max_k, const int32_t* head_map, float* out);
+void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, const int32_t* tiles,
+                        const int32_t* count, int max_k, const int32_t* head_map, float* out);
 
 /// Token-level decode (shape.n_q == 1, position n_k - 1): per KV head h, attend to the keys
 /// keys[src*max_k .. src*max_k + count[src]) (src = head_map[h], or h; ascending, strictly before the query's tile)
 /// that lie inside the query's window, plus the query's own, possibly partial, tile. The listed K/V rows are read in
 /// place (detail::decode_pass_gathered).
-void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
-                              const int32_t* keys, const int32_t* count, int max_k, const int32_t* head_map,
-                              float* out);
+void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
+                              const int32_t* count, int max_k, const int32_t* head_map, float* out);
 
 }  // namespace kascade

@@ -13,8 +13,8 @@ void tile_mass_post_softmax(const AttnShape& shape, int tile, const float* q, Kv
                             TileMass* mass);
 
 /// Dense output and post-softmax mass in one pass (the row statistics are finished per query tile before pooling).
-void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
-                                  float* out, TileMass* mass);
+void attn_dense_prefill_with_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
+                                  TileMass* mass);
 
 /// Log-sum-exp of each row only (no V), e.g. as the first pass before tile_mass_post_softmax when no dense output is
 /// needed (attn_tile_mass does both in one pass and is what anchor layers run).
@@ -25,8 +25,7 @@ void attn_row_lse(const AttnShape& shape, const float* q, KvPtr k, float* lse);
 /// reference to the same tolerance as the two-pass tile_mass_post_softmax (tests/kernels/test_tile_mass.cpp). Each
 /// query block keeps, per key tile, the partial sum of exp2(score - running max) together with that running max, and
 /// rescales them once the row statistics are final. lse (optional) as in attn_dense_prefill.
-void attn_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, TileMass* mass,
-                    float* lse = nullptr);
+void attn_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, TileMass* mass, float* lse = nullptr);
 
 /// Pre-softmax ablation: max over the group's query heads and the tile's rows of the raw scaled score per key tile.
 void tile_max_score(const AttnShape& shape, int tile, const float* q, KvPtr k, TileMass* scores);
@@ -35,8 +34,7 @@ void tile_max_score(const AttnShape& shape, int tile, const float* q, KvPtr k, T
 /// summed over the group's query heads and the tile's rows, [n_kv_heads][n_q_tiles][n_k]. Two passes over Q.K and no V
 /// work: the row log-sum-exp (attn_row_lse), then the exact probabilities pooled per key. lse (optional) as in
 /// attn_dense_prefill.
-void attn_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, TokenMass* mass,
-                     float* lse = nullptr);
+void attn_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, TokenMass* mass, float* lse = nullptr);
 
 /// The pooling pass of attn_token_mass alone, from a known row log-sum-exp `lse` ([n_q_heads][n_q]).
 void token_mass_post_softmax(const AttnShape& shape, int tile, const float* q, KvPtr k, const float* lse,
