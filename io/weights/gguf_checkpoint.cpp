@@ -254,6 +254,11 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     c.max_seq_len = required_int(f, key("context_length"));
     c.dim = required_int(f, key("embedding_length"));
     c.n_layers = required_int(f, key("block_count"));
+    // Each block holds nine tensors: a count the file cannot hold is refused before anything is sized by it.
+    constexpr size_t kTensorsPerBlock = 9;
+    KASCADE_CHECK(static_cast<size_t>(c.n_layers) <= f.tensors().size() / kTensorsPerBlock,
+                  "{}: {} = {} blocks, but the file holds {} tensors ({} per block expected)", name, key("block_count"),
+                  c.n_layers, f.tensors().size(), kTensorsPerBlock);
     c.hidden_dim = required_int(f, key("feed_forward_length"));
     c.n_heads = required_int(f, key("attention.head_count"));
     const std::string kv_key = key("attention.head_count_kv");

@@ -340,5 +340,21 @@ TEST_F(GgufBadFile, MissingHyperParameterIsNamed) {
     EXPECT_NE(m.find("required metadata key \"llama.embedding_length\" is missing"), std::string::npos) << m;
 }
 
+// A block count the file's tensors cannot hold (a fuzzed header asked for 2^31 - 1 blocks, and the loader ran out of
+// memory sizing them) is refused with the key, the value and the tensor count.
+TEST_F(GgufBadFile, MoreBlocksThanTheFileHasTensorsFor) {
+    GgufBuilder b;
+    b.kv_string("general.architecture", "llama");
+    b.kv_u32("llama.context_length", 128);
+    b.kv_u32("llama.embedding_length", 64);
+    b.kv_u32("llama.block_count", 2147483647);
+    b.tensor("token_embd.weight", {64, 8}, 0, 0);
+    const fs::path path = dir_.path() / "blocks.gguf";
+    test::write_bytes(path, b.finish(64 * 8 * 4));
+    const std::string m = error_message([&] { load_model(path); });
+    EXPECT_NE(m.find("llama.block_count = 2147483647 blocks, but the file holds 1 tensors"), std::string::npos) << m;
+    EXPECT_NE(m.find(path.string()), std::string::npos) << m;
+}
+
 }  // namespace
 }  // namespace kascade
