@@ -367,13 +367,15 @@ void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, 
     const int budget = rule != nullptr ? decode_token_budget(*rule, tile, shape.n_k, mass->window) : 0;
     const size_t per_head =
         rule != nullptr ? prepare_token_selection(shape.n_kv_heads, tile, budget, end - first, scratch, selection) : 0;
-    std::vector<float> weights(weight_floats(shape) * omp_get_max_threads());
+    const size_t weights_floats = weight_floats(shape) * omp_get_max_threads();
+    if (scratch->pool_weights.size() < weights_floats) scratch->pool_weights.resize(weights_floats);
+    float* const weights = scratch->pool_weights.data();
     score_heads(shape, q, k, v, post, scratch, [&](const DecodeScores& r, int h) {
         if (v != nullptr) merge_head_output(shape, r, *scratch, h, out);
         float* row = mass->row(h, 0);
         std::fill(row, row + first, 0.0f);
         std::fill(row + end, row + shape.n_k, 0.0f);
-        float* w = weights.data() + weight_floats(shape) * omp_get_thread_num();
+        float* w = weights + weight_floats(shape) * omp_get_thread_num();
         pool_head(r, h, group, post, first, end, w, [row](int j, float x) { row[j] = x; });
         if (rule != nullptr) select_head_tokens(row, h, first, end - first, budget, per_head, scratch, selection);
     });
@@ -394,12 +396,14 @@ void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, K
     mass->mass.resize(static_cast<size_t>(shape.n_kv_heads) * mass->n_k_tiles);
     const int end = q_tile * tile;
     const int first = std::min(decode_first_key(shape.n_k, mass->window), end);
-    std::vector<float> weights(weight_floats(shape) * omp_get_max_threads());
+    const size_t weights_floats = weight_floats(shape) * omp_get_max_threads();
+    if (scratch->pool_weights.size() < weights_floats) scratch->pool_weights.resize(weights_floats);
+    float* const weights = scratch->pool_weights.data();
     score_heads(shape, q, k, v, post, scratch, [&](const DecodeScores& r, int h) {
         if (v != nullptr) merge_head_output(shape, r, *scratch, h, out);
         float* row = mass->row(h, 0);
         std::fill(row, row + mass->n_k_tiles, post ? 0.0f : kNegInf);
-        float* w = weights.data() + weight_floats(shape) * omp_get_thread_num();
+        float* w = weights + weight_floats(shape) * omp_get_thread_num();
         if (post) {
             // Sum per tile in double, as the prefill pooling does, so a tile's mass does not depend on the piece cut.
             double acc = 0;

@@ -39,10 +39,11 @@ struct DecodeScoringScratch {
     /// [n_kv_heads][group][padded keys] scores, then exp2(score - piece max); after them each thread's prescaled
     /// queries and rounded piece weights
     CacheAlignedVector<float> scores;
-    CacheAlignedVector<float> state;       ///< per (KV head, key piece, query head): running max and sums
-    CacheAlignedVector<float> output;      ///< dense output per (KV head, key piece, query head) before the merge
-    CacheAlignedVector<uint32_t> values;   ///< top-k: candidate rank keys per KV head
-    CacheAlignedVector<uint16_t> queries;  ///< BF16 products: each thread's prescaled queries and weights as BF16
+    CacheAlignedVector<float> state;         ///< per (KV head, key piece, query head): running max and sums
+    CacheAlignedVector<float> output;        ///< dense output per (KV head, key piece, query head) before the merge
+    CacheAlignedVector<uint32_t> values;     ///< top-k: candidate rank keys per KV head
+    CacheAlignedVector<float> pool_weights;  ///< each thread's per-piece softmax weights of the pooling
+    CacheAlignedVector<uint16_t> queries;    ///< BF16 products: each thread's prescaled queries and weights as BF16
 };
 
 /// The anchor signal of one decode query, per (KV head, candidate key): with Pooling::PostSoftmax the post-softmax
