@@ -351,9 +351,8 @@ void select_head_tokens(const float* row, int h, int first, int n_cand, int budg
 /// Pass 1 (score_heads), then per KV head the dense output if v is given, the pooling and, if rule is given, the
 /// head's top-k.
 void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out, Pooling pooling,
-                     DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
-                     TokenSelection* selection = nullptr) {
-    KASCADE_ASSERT(tile > 0 && mass != nullptr);
+                     DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule, TokenSelection* selection) {
+    KASCADE_ASSERT(tile > 0 && mass != nullptr && (rule == nullptr) == (selection == nullptr));
     const bool post = pooling == Pooling::PostSoftmax;
     const int group = shape.group_size();
     mass->n_kv_heads = shape.n_kv_heads;
@@ -430,8 +429,9 @@ void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, K
 }  // namespace
 
 void decode_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
-                       DecodeScoringScratch* scratch, TokenMass* mass) {
-    token_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass);
+                       DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule,
+                       TokenSelection* selection) {
+    token_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass, rule, selection);
 }
 
 void decode_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
@@ -439,24 +439,11 @@ void decode_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k,
     tile_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass);
 }
 
-void decode_token_mass_topk(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
-                            const TopKRule& rule, DecodeScoringScratch* scratch, TokenMass* mass,
-                            TokenSelection* selection) {
-    KASCADE_ASSERT(selection != nullptr);
-    token_mass_pass(shape, tile, q, k, nullptr, nullptr, pooling, scratch, mass, &rule, selection);
-}
-
 void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
-                                       DecodeScoringScratch* scratch, TokenMass* mass) {
+                                       DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule,
+                                       TokenSelection* selection) {
     KASCADE_ASSERT(v != nullptr && out != nullptr);
-    token_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass);
-}
-
-void attn_dense_decode_with_token_mass_topk(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
-                                            float* out, const TopKRule& rule, DecodeScoringScratch* scratch,
-                                            TokenMass* mass, TokenSelection* selection) {
-    KASCADE_ASSERT(v != nullptr && out != nullptr && selection != nullptr);
-    token_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass, &rule, selection);
+    token_mass_pass(shape, tile, q, k, v, out, Pooling::PostSoftmax, scratch, mass, rule, selection);
 }
 
 void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,

@@ -51,8 +51,12 @@ struct DecodeScoringScratch {
 /// query heads; with Pooling::PreSoftmax the max over those heads of the scaled raw score. mass->row(h, 0)[j] for the
 /// candidates j, 0 for every other key. One pass over K (scores kept in scratch), key pieces in parallel.
 /// q: [n_q_heads][head_dim]; k: [n_kv_heads][kv_stride][head_dim]; shape.n_q must be 1.
+/// With a rule and a selection it also makes each KV head's top-k (the selection select_decode_tokens makes of the
+/// mass) right after pooling the head: one parallel region fewer, where a decode step is short and every region costs
+/// a barrier.
 void decode_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
-                       DecodeScoringScratch* scratch, TokenMass* mass);
+                       DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
+                       TokenSelection* selection = nullptr);
 
 /// The same pooled per key tile: the sum (post-softmax) or max (pre-softmax) over the tile's keys inside the query's
 /// window, for the candidate key tiles; 0 for the others.
@@ -63,23 +67,13 @@ void decode_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k,
 /// decode_token_mass in one pass over K and V, for a dense layer whose selection reuse layers read: the scores and
 /// probabilities are computed once for both. Under BF16 products the output takes BF16-rounded weights, as
 /// attn_dense_decode does (per piece of its own length, so the two agree to the weights' rounding), the mass the exact
-/// ones.
+/// ones. A rule and a selection add each head's top-k, as in decode_token_mass.
 void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
-                                       DecodeScoringScratch* scratch, TokenMass* mass);
-/// attn_dense_decode_with_token_mass followed by select_decode_tokens, each KV head's top-k made right after its
-/// pooling (as decode_token_mass_topk).
-void attn_dense_decode_with_token_mass_topk(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v,
-                                            float* out, const TopKRule& rule, DecodeScoringScratch* scratch,
-                                            TokenMass* mass, TokenSelection* selection);
+                                       DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
+                                       TokenSelection* selection = nullptr);
 /// The same with the per-tile mass of decode_tile_mass.
 void attn_dense_decode_with_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
                                       DecodeScoringScratch* scratch, TileMass* mass);
-
-/// decode_token_mass followed by select_decode_tokens, the pooling and the top-k of each KV head done together (one
-/// parallel region fewer: a decode anchor step is short, and every region costs a barrier).
-void decode_token_mass_topk(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
-                            const TopKRule& rule, DecodeScoringScratch* scratch, TokenMass* mass,
-                            TokenSelection* selection);
 
 /// Per KV head the decode_token_budget() highest-scoring candidate keys of a decode mass (mass.n_q_tiles == 1, its
 /// n_keys the cache length), ascending; ties to the lower key index, NaN ranked lowest (as select_topk_tokens).

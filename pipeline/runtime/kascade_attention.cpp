@@ -117,9 +117,10 @@ void select_from_decode_mass(const SparseAttentionOptions& options, PoolingScrat
 void select_decode_keys(const AttnShape& shape, const float* q, KvPtr k, const SparseAttentionOptions& options,
                         PoolingScratch* scratch, LayerSelection* selection) {
     if (options.granularity == KeyGranularity::Token && !options.pooled_heads) {
+        // Each KV head's top-k inside the pass, right after its pooling.
         selection->granularity = KeyGranularity::Token;
-        decode_token_mass_topk(shape, options.tile, q, k, options.pooling, options.topk, &scratch->decode,
-                               &scratch->token_mass, &selection->tokens);
+        decode_token_mass(shape, options.tile, q, k, options.pooling, &scratch->decode, &scratch->token_mass,
+                          &options.topk, &selection->tokens);
         return;
     }
     if (options.granularity == KeyGranularity::Tile) {
@@ -238,21 +239,19 @@ void KascadeAttention::attend_decode(const AttentionCall& call, const LayerPlan&
     switch (plan.role) {
         case LayerRole::Dense:
             if (feeds_reuse_[l] && options_.pooling == Pooling::PostSoftmax) {
-                // The dense output and the mass from one pass over K and V (and the top-k of each KV head right
-                // after its pooling, where the selection is made per head).
-                if (options_.granularity == KeyGranularity::Token && !options_.pooled_heads) {
+                // The dense output and the mass from one pass over K and V, and where the selection is made per KV
+                // head, each head's top-k right after its pooling.
+                if (options_.granularity == KeyGranularity::Tile) {
+                    attn_dense_decode_with_tile_mass(shape, tile, call.q, call.k, call.v, call.out, &scratch_.decode,
+                                                     &scratch_.tile_mass);
+                    select_from_decode_mass(options_, &scratch_, &selections_[l]);
+                } else if (!options_.pooled_heads) {
                     selections_[l].granularity = KeyGranularity::Token;
-                    attn_dense_decode_with_token_mass_topk(shape, tile, call.q, call.k, call.v, call.out, options_.topk,
-                                                           &scratch_.decode, &scratch_.token_mass,
-                                                           &selections_[l].tokens);
+                    attn_dense_decode_with_token_mass(shape, tile, call.q, call.k, call.v, call.out, &scratch_.decode,
+                                                      &scratch_.token_mass, &options_.topk, &selections_[l].tokens);
                 } else {
-                    if (options_.granularity == KeyGranularity::Tile) {
-                        attn_dense_decode_with_tile_mass(shape, tile, call.q, call.k, call.v, call.out,
-                                                         &scratch_.decode, &scratch_.tile_mass);
-                    } else {
-                        attn_dense_decode_with_token_mass(shape, tile, call.q, call.k, call.v, call.out,
-                                                          &scratch_.decode, &scratch_.token_mass);
-                    }
+                    attn_dense_decode_with_token_mass(shape, tile, call.q, call.k, call.v, call.out, &scratch_.decode,
+                                                      &scratch_.token_mass);
                     select_from_decode_mass(options_, &scratch_, &selections_[l]);
                 }
             } else {

@@ -103,8 +103,8 @@ TEST(DecodeScoring, TokenAndTileMassMatchReference) {
             const TopKRule rule{.tiles = 0, .pct = 20, .k_min_tokens = 16};
             TokenMass fused_mass;
             TokenSelection fused, separate;
-            decode_token_mass_topk(in.shape, c.tile, in.q.data(), in.k.data(), pooling, rule, &scratch, &fused_mass,
-                                   &fused);
+            decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), pooling, &scratch, &fused_mass, &rule,
+                              &fused);
             EXPECT_EQ(fused_mass.mass, mass.mass);
             select_decode_tokens(mass, rule, &scratch, &separate);
             EXPECT_EQ(fused.count, separate.count);
@@ -142,8 +142,8 @@ TEST(DecodeScoring, DenseDecodeWithMassMatchesReference) {
         std::vector<float> fused_out(out.size());
         TokenMass fused_mass;
         TokenSelection fused, separate;
-        attn_dense_decode_with_token_mass_topk(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(),
-                                               fused_out.data(), rule, &scratch, &fused_mass, &fused);
+        attn_dense_decode_with_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), fused_out.data(),
+                                          &scratch, &fused_mass, &rule, &fused);
         EXPECT_EQ(fused_out, out);
         EXPECT_EQ(fused_mass.mass, mass.mass);
         select_decode_tokens(mass, rule, &scratch, &separate);
@@ -178,8 +178,8 @@ TEST(DecodeScoring, MassDoesNotDependOnThreadCount) {
         omp_set_num_threads(threads);
         DecodeScoringScratch scratch;
         Results r;
-        decode_token_mass_topk(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PostSoftmax, rule, &scratch,
-                               &r.mass, &r.selection);
+        decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PostSoftmax, &scratch, &r.mass, &rule,
+                          &r.selection);
         r.out.resize(in.q.size());
         attn_dense_decode_with_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), r.out.data(),
                                           &scratch, &r.fused_mass);
