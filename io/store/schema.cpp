@@ -796,6 +796,76 @@ ALTER TABLE task_samples ADD COLUMN batch INTEGER NOT NULL DEFAULT 1 CHECK (batc
 ALTER TABLE dataset_samples ADD COLUMN batch INTEGER NOT NULL DEFAULT 1 CHECK (batch >= 1);
 )sql";
 
+// Version 13: task_runs.chat_template admits 'qwen3-no-thinking' (Qwen3's template with enable_thinking=false). SQLite
+// cannot widen a CHECK in place, so task_runs is rebuilt as version 8 rebuilt it: the same columns in the same order
+// (version 9's table with version 10's matmul and version 11's kv_dtype appended), ids and AUTOINCREMENT counter kept.
+// The two views that name task_runs are dropped first (kFlatViews makes them again), so the rename checks no view.
+constexpr const char* kSchemaV13 = R"sql(
+DROP VIEW IF EXISTS task_samples_flat;
+DROP VIEW IF EXISTS dataset_samples_flat;
+
+CREATE TABLE task_runs_v13 (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    key               TEXT NOT NULL UNIQUE,
+    model_id          INTEGER NOT NULL REFERENCES models(id),
+    text_id           INTEGER REFERENCES texts(id),
+    schedule_id       INTEGER REFERENCES schedules(id),
+    task              TEXT NOT NULL CHECK (task IN ('passkey', 'niah_single', 'niah_multikey', 'niah_multivalue',
+                                                    'niah_multiquery', 'variable_tracking', 'dataset')),
+    metric            TEXT NOT NULL CHECK (metric IN ('number_match', 'string_match_all', 'string_match_part',
+                                                      'qa_f1_score', 'rouge_score', 'classification_score',
+                                                      'retrieval_score', 'count_score', 'code_sim_score',
+                                                      'exact_match')),
+    seed              INTEGER NOT NULL CHECK (seed >= 0),
+    max_new_tokens    INTEGER NOT NULL CHECK (max_new_tokens > 0),
+    prefill           TEXT NOT NULL CHECK (prefill IN ('sparse', 'dense')),
+    method            TEXT NOT NULL CHECK (method IN ('kascade', 'dense', 'oracle', 'streaming', 'quest', 'omnikv',
+                                                      'lessismore')),
+    tile              INTEGER CHECK (tile > 0),
+    topk_tiles        INTEGER CHECK (topk_tiles > 0),
+    topk_pct          REAL CHECK (topk_pct > 0 AND topk_pct <= 100),
+    k_min             INTEGER CHECK (k_min >= 0),
+    k_rule            TEXT CHECK (k_rule IN ('sequence', 'rolling', 'visible')),
+    round_k           INTEGER CHECK (round_k >= 0),
+    key_granularity   TEXT CHECK (key_granularity IN ('token', 'tile')),
+    pooling           TEXT CHECK (pooling IN ('post_softmax', 'pre_softmax')),
+    page_size         INTEGER CHECK (page_size > 0),
+    git_commit        TEXT NOT NULL,
+    machine           TEXT NOT NULL,
+    created_at        TEXT NOT NULL,
+    dataset_name      TEXT CHECK (length(dataset_name) > 0),
+    max_length        INTEGER CHECK (max_length > 1),
+    chat_template     TEXT CHECK (chat_template IN ('none', 'llama3', 'llama3.1', 'chatml', 'qwen2.5', 'qwen3',
+                                                     'qwen3-no-thinking', 'smollm2', 'mistral', 'llama2', 'zephyr',
+                                                     'phi3')),
+    selection_layers  TEXT CHECK (selection_layers LIKE '[%]'),
+    window_ratio      REAL CHECK (window_ratio >= 0 AND window_ratio <= 1),
+    matmul            TEXT NOT NULL DEFAULT 'exact' CHECK (matmul IN ('exact', 'bf16')),
+    kv_dtype          TEXT NOT NULL DEFAULT 'f32' CHECK (kv_dtype IN ('f32', 'bf16')),
+    CHECK ((method = 'kascade') = (schedule_id IS NOT NULL)),
+    CHECK ((method = 'quest') = (page_size IS NOT NULL)),
+    CHECK ((task = 'dataset') = (dataset_name IS NOT NULL)),
+    CHECK ((task = 'dataset') = (max_length IS NOT NULL)),
+    CHECK ((task = 'dataset') = (chat_template IS NOT NULL)),
+    CHECK (task <> 'dataset' OR text_id IS NOT NULL),
+    CHECK ((method IN ('omnikv', 'lessismore')) = (selection_layers IS NOT NULL)),
+    CHECK ((method = 'lessismore') = (window_ratio IS NOT NULL))
+);
+INSERT INTO task_runs_v13 (id, key, model_id, text_id, schedule_id, task, metric, seed, max_new_tokens, prefill,
+                           method, tile, topk_tiles, topk_pct, k_min, k_rule, round_k, key_granularity, pooling,
+                           page_size, git_commit, machine, created_at, dataset_name, max_length, chat_template,
+                           selection_layers, window_ratio, matmul, kv_dtype)
+SELECT id, key, model_id, text_id, schedule_id, task, metric, seed, max_new_tokens, prefill, method, tile, topk_tiles,
+       topk_pct, k_min, k_rule, round_k, key_granularity, pooling, page_size, git_commit, machine, created_at,
+       dataset_name, max_length, chat_template, selection_layers, window_ratio, matmul, kv_dtype
+FROM task_runs;
+DELETE FROM sqlite_sequence WHERE name = 'task_runs_v13';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'task_runs_v13', seq FROM sqlite_sequence WHERE name = 'task_runs';
+DROP TABLE task_runs;
+ALTER TABLE task_runs_v13 RENAME TO task_runs;
+CREATE INDEX task_runs_model ON task_runs(model_id);
+)sql";
+
 // The flat views of the latest version, made again after every migration (flat_views_sql()): from version 11 on a
 // migration changes tables only, and a new column reaches the views by an edit here instead of a copy of all three.
 constexpr const char* kFlatViews = R"sql(
@@ -873,6 +943,7 @@ constexpr std::array kMigrations = {
     Migration{10, "runs, task_runs: matmul (also in runs_flat, task_samples_flat, dataset_samples_flat)", kSchemaV10},
     Migration{11, "runs, task_runs: kv_dtype", kSchemaV11},
     Migration{12, "task_samples, dataset_samples: batch", kSchemaV12},
+    Migration{13, "task_runs: chat_template qwen3-no-thinking", kSchemaV13},
 };
 static_assert(kMigrations.back().version == kSchemaVersion, "the last migration must reach kSchemaVersion");
 

@@ -10,7 +10,7 @@
 namespace kascade {
 
 /// The schema version this kascade creates and reads; equals the version of the last migration.
-inline constexpr int kSchemaVersion = 12;
+inline constexpr int kSchemaVersion = 13;
 
 struct Migration {
     int version;              ///< user_version after applying it

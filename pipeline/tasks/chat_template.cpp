@@ -114,7 +114,9 @@ std::string render_chatml(std::string_view default_system, std::span<const ChatM
 
 /// Qwen3: ChatML, where an assistant turn after the last user turn shows its reasoning in a <think> block (the
 /// last one always, an empty block if it has none) and an earlier one shows only its answer.
-std::string render_qwen3(std::span<const ChatMessage> messages, bool generation) {
+/// With `thinking` false (enable_thinking=false) the generation prompt is followed by an empty <think> block; with it
+/// true the variable is left undefined, as transformers leaves it when the caller does not pass it.
+std::string render_qwen3(std::span<const ChatMessage> messages, bool generation, bool thinking) {
     // The last user turn that is not a tool response wrapped in <tool_response> tags; else the last turn.
     size_t last_query = messages.size() - 1;
     for (size_t i = messages.size(); i-- > 0;) {
@@ -153,7 +155,10 @@ std::string render_qwen3(std::span<const ChatMessage> messages, bool generation)
         }
         out += "<|im_end|>\n";
     }
-    if (generation) out += kChatMLAssistantHeader;  // enable_thinking left undefined: no empty <think> block
+    if (generation) {
+        out += kChatMLAssistantHeader;
+        if (!thinking) out += "<think>\n\n</think>\n\n";
+    }
     return out;
 }
 
@@ -245,7 +250,9 @@ std::string render_chat(ChatTemplate family, const ChatSpecialTokens& tokens, st
         case ChatTemplate::Qwen25:
             return render_chatml(kQwen25DefaultSystem, messages, add_generation_prompt);
         case ChatTemplate::Qwen3:
-            return render_qwen3(messages, add_generation_prompt);
+            return render_qwen3(messages, add_generation_prompt, /*thinking=*/true);
+        case ChatTemplate::Qwen3NoThinking:
+            return render_qwen3(messages, add_generation_prompt, /*thinking=*/false);
         case ChatTemplate::SmolLM2:
             return render_chatml(kSmolLM2DefaultSystem, messages, add_generation_prompt);
         case ChatTemplate::Mistral:

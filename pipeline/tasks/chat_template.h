@@ -13,8 +13,8 @@
 namespace kascade {
 
 /// A chat template family: each value renders exactly as one real chat_template does for conversations of system,
-/// user and assistant turns (tests/fixtures/chat-templates holds the real texts; no tools, images or thinking
-/// switches).
+/// user and assistant turns (tests/fixtures/chat-templates holds the real texts; no tools or images; Qwen3's
+/// enable_thinking switch as a family of its own).
 enum class ChatTemplate {
     None,     ///< no template: the messages' contents concatenated, nothing added (no roles, no BOS)
     Llama3,   ///< Meta-Llama-3-Instruct: <|start_header_id|>role<|end_header_id|>, trimmed content, <|eot_id|>
@@ -23,20 +23,24 @@ enum class ChatTemplate {
     ChatML,   ///< plain ChatML: <|im_start|>role\ncontent<|im_end|>\n (OpenHermes, transformers' old default)
     Qwen25,   ///< Qwen2.5-Instruct: ChatML with Qwen's default system turn when there is none
     Qwen3,  ///< Qwen3: ChatML; assistant turns after the last user turn keep their <think> block, earlier ones lose it
-    SmolLM2,  ///< SmolLM2-Instruct: ChatML with SmolLM's default system turn when there is none
-    Mistral,  ///< Mistral-7B-Instruct-v0.1: BOS, [INST] user [/INST]assistant</s> ; no system turn
-    Llama2,   ///< Llama-2-chat: <s>[INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant </s>
-    Zephyr,   ///< Zephyr / TinyLlama-1.1B-Chat-v1.0: <|role|>\ncontent</s>\n
-    Phi3,     ///< Phi-3-mini-instruct: <|role|>\ncontent<|end|>\n, EOS at the end without a generation prompt
+    Qwen3NoThinking,  ///< Qwen3's template rendered with enable_thinking=false: the generation prompt ends in an empty
+                      ///< <think> block, which tells Qwen3 to answer without reasoning first (a task's answer is
+                      ///< then the first tokens generated). Never recognised: it is the same template text as Qwen3
+    SmolLM2,          ///< SmolLM2-Instruct: ChatML with SmolLM's default system turn when there is none
+    Mistral,          ///< Mistral-7B-Instruct-v0.1: BOS, [INST] user [/INST]assistant</s> ; no system turn
+    Llama2,           ///< Llama-2-chat: <s>[INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant </s>
+    Zephyr,           ///< Zephyr / TinyLlama-1.1B-Chat-v1.0: <|role|>\ncontent</s>\n
+    Phi3,             ///< Phi-3-mini-instruct: <|role|>\ncontent<|end|>\n, EOS at the end without a generation prompt
 };
 template <>
 struct EnumNameTable<ChatTemplate> {
-    static constexpr EnumNames<ChatTemplate, 11> names{{{ChatTemplate::None, "none"},
+    static constexpr EnumNames<ChatTemplate, 12> names{{{ChatTemplate::None, "none"},
                                                         {ChatTemplate::Llama3, "llama3"},
                                                         {ChatTemplate::Llama31, "llama3.1"},
                                                         {ChatTemplate::ChatML, "chatml"},
                                                         {ChatTemplate::Qwen25, "qwen2.5"},
                                                         {ChatTemplate::Qwen3, "qwen3"},
+                                                        {ChatTemplate::Qwen3NoThinking, "qwen3-no-thinking"},
                                                         {ChatTemplate::SmolLM2, "smollm2"},
                                                         {ChatTemplate::Mistral, "mistral"},
                                                         {ChatTemplate::Llama2, "llama2"},

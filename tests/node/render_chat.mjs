@@ -3,9 +3,10 @@
 //
 // usage: node render_chat.mjs <cases.json>
 // cases.json: an array of {"chat_template", "bos_token", "eos_token", "messages", "add_generation_prompt",
-// "date_string"} objects. Prints a JSON array with, per case, {"text": rendered} or {"error": message} (a template
-// that raises an exception). The variables are the ones transformers' apply_chat_template passes; date_string is
-// pinned (Llama 3.1 / 3.2 templates would otherwise take today's date through strftime_now).
+// "date_string", optional "enable_thinking"} objects. Prints a JSON array with, per case, {"text": rendered} or
+// {"error": message} (a template that raises an exception). The variables are the ones transformers'
+// apply_chat_template passes; date_string is pinned (Llama 3.1 / 3.2 templates would otherwise take today's date
+// through strftime_now).
 import { readFileSync } from "node:fs";
 import { Template } from "@huggingface/jinja";
 
@@ -22,6 +23,8 @@ const results = cases.map((c) => {
             eos_token: c.eos_token ?? "",
             add_generation_prompt: c.add_generation_prompt,
             date_string: c.date_string,
+            // Left undefined unless the case sets it, as transformers leaves a variable the caller does not pass.
+            ...(c.enable_thinking === undefined ? {} : { enable_thinking: c.enable_thinking }),
         });
         return { text };
     } catch (e) {

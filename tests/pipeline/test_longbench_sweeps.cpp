@@ -92,7 +92,8 @@ struct SweepCase {
     int vocab = 0;
     std::vector<std::pair<std::string, std::string>> rewrites;  ///< the layer lists, for a 4-layer model
     std::set<std::string> methods;
-    std::string qasper_chat_template;  ///< what the tokenizer's tokenizer_config.json is recognised as
+    std::string qasper_chat_template;  ///< the file's datasets.chat_template, else what the tokenizer's
+                                       ///< tokenizer_config.json is recognised as
 };
 
 void run_case(const SweepCase& c) {
@@ -183,5 +184,5 @@ TEST(LongBenchSweeps, Qwen3FileRunsEndToEnd) {
               .rewrites = {{"anchor_list = [0, 2, 7, 14, 23]", "anchor_list = [0, 2]"},
                            {"lessismore_selection_layers = [2, 12]", "lessismore_selection_layers = [1]"}},
               .methods = {"dense", "kascade", "streaming", "quest", "lessismore"},
-              .qasper_chat_template = "none"});
+              .qasper_chat_template = "qwen3-no-thinking"});
 }

@@ -534,6 +534,58 @@ TEST(ResultsDb, Version12ReadsEveryTaskSampleOfAVersion11DatabaseBackUnchangedAs
     EXPECT_THROW(rw.exec("UPDATE dataset_samples SET batch = -1"), SQLite::Exception);
 }
 
+TEST(ResultsDb, Version13RebuildsTaskRunsKeepingEveryRowAndAdmitsQwen3WithoutThinking) {
+    // A version-12 results folder with a passkey run (BF16 cache, bf16 products), a LessIsMore dataset run under
+    // Qwen3's template, their samples and a task_runs counter ahead of the ids: after the rebuild every column of
+    // task_runs and of the two sample views reads back the same, the counter and the cascades hold, and
+    // 'qwen3-no-thinking' is a chat template (a name outside the list still is not).
+    TempDir tmp;
+    const std::filesystem::path file = tmp.path() / "kascade.db";
+    std::vector<std::vector<std::string>> runs_before, tasks_before, datasets_before;
+    {
+        SQLite::Database raw(file, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        for (const Migration& m : schema_migrations()) {
+            if (m.version <= 12) raw.exec(m.sql);
+        }
+        raw.exec(flat_views_sql());  // version 12's views are today's
+        raw.exec("PRAGMA user_version = 12");
+        raw.exec("INSERT INTO models VALUES (1, 'h', 'm', 'llama2c', 'llama2c', 5, 8, 4, 8, 64, 512, 't')");
+        raw.exec("INSERT INTO texts VALUES (2, 'd', 'qasper.jsonl', 20, 't')");
+        raw.exec(
+            "INSERT INTO task_runs (id, key, model_id, task, metric, seed, max_new_tokens, prefill, method, "
+            "git_commit, machine, created_at, matmul, kv_dtype) VALUES (3, 'b', 1, 'passkey', 'number_match', 1, 8, "
+            "'dense', 'dense', 'g', 'm', 'c', 'bf16', 'bf16')");
+        raw.exec(
+            "INSERT INTO task_runs (id, key, model_id, text_id, task, metric, seed, max_new_tokens, prefill, method, "
+            "git_commit, machine, created_at, dataset_name, max_length, chat_template, selection_layers, "
+            "window_ratio) VALUES (4, 'c', 1, 2, 'dataset', 'qa_f1_score', 0, 128, 'sparse', 'lessismore', 'g', 'm', "
+            "'c', 'qasper', 31500, 'qwen3', '[2,12]', 0.25)");
+        raw.exec("UPDATE sqlite_sequence SET seq = 9 WHERE name = 'task_runs'");
+        insert_sample_rows(raw, "0.5");
+        runs_before = text_rows(raw, "SELECT * FROM task_runs ORDER BY id");
+        tasks_before = text_rows(raw, "SELECT * FROM task_samples_flat");
+        datasets_before = text_rows(raw, "SELECT * FROM dataset_samples_flat");
+        EXPECT_THROW(raw.exec("UPDATE task_runs SET chat_template = 'qwen3-no-thinking' WHERE id = 4"),
+                     SQLite::Exception);
+    }
+    { ResultsDb db(tmp.path()); }  // a writer migrates the file
+    SQLite::Database raw(file, SQLite::OPEN_READWRITE);
+    raw.exec("PRAGMA foreign_keys = ON");
+    EXPECT_EQ(raw.execAndGet("PRAGMA user_version").getInt(), kSchemaVersion);
+    ASSERT_EQ(runs_before.size(), 3u);
+    EXPECT_EQ(text_rows(raw, "SELECT * FROM task_runs ORDER BY id"), runs_before);
+    EXPECT_EQ(rows_in_earlier_columns(raw, "task_samples_flat", tasks_before), tasks_before);
+    EXPECT_EQ(rows_in_earlier_columns(raw, "dataset_samples_flat", datasets_before), datasets_before);
+    EXPECT_EQ(raw.execAndGet("SELECT seq FROM sqlite_sequence WHERE name = 'task_runs'").getInt(), 9);
+    EXPECT_EQ(raw.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'task_runs_model'").getInt(), 1);
+    raw.exec("UPDATE task_runs SET chat_template = 'qwen3-no-thinking' WHERE id = 4");
+    EXPECT_EQ(raw.execAndGet("SELECT chat_template FROM dataset_samples_flat").getString(), "qwen3-no-thinking");
+    EXPECT_THROW(raw.exec("UPDATE task_runs SET chat_template = 'qwen3-thinking' WHERE id = 4"), SQLite::Exception);
+    raw.exec("DELETE FROM task_runs WHERE id = 4");
+    EXPECT_EQ(raw.execAndGet("SELECT count(*) FROM dataset_samples").getInt(), 0);
+    EXPECT_EQ(raw.execAndGet("SELECT count(*) FROM task_samples").getInt(), 1);
+}
+
 TEST(ResultsDb, RefusesADatabaseFromANewerKascade) {
     TempDir tmp;
     {

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -116,10 +117,23 @@ TEST(ChatTemplateReference, EveryFamilyRendersAsTheRealTemplateUnderJinja) {
     };
     std::vector<Case> cases;
     json inputs = json::array();
+    // Each fixture as the family recognised in it, and Qwen3's also as qwen3-no-thinking against its template
+    // rendered with enable_thinking=false.
+    struct Rendering {
+        std::string fixture;
+        ChatTemplate family;
+        std::optional<bool> enable_thinking;
+    };
+    std::vector<Rendering> renderings;
     for (const auto& [name, family] : kFixtureFamilies) {
-        const TokenizerConfig config = fixture(name);
-        const ChatTemplateChoice choice = choose_chat_template(std::nullopt, config);
-        ASSERT_EQ(choice.family, family) << name;
+        ASSERT_EQ(choose_chat_template(std::nullopt, fixture(name)).family, family) << name;
+        renderings.push_back({name, family, std::nullopt});
+    }
+    renderings.push_back({"qwen3", ChatTemplate::Qwen3NoThinking, false});
+    for (const Rendering& rendering : renderings) {
+        const TokenizerConfig config = fixture(rendering.fixture);
+        const ChatTemplateChoice choice = choose_chat_template(rendering.family, config);
+        const std::string name = rendering.fixture + " as " + std::string(mode_name(rendering.family));
         for (const auto& [label, messages] : conversations()) {
             for (const bool generation : {false, true}) {
                 Case c{name, label, generation, ""};
@@ -129,12 +143,12 @@ TEST(ChatTemplateReference, EveryFamilyRendersAsTheRealTemplateUnderJinja) {
                     c.refused = true;
                 }
                 cases.push_back(c);
-                inputs.push_back({{"chat_template", *config.chat_template},
-                                  {"bos_token", config.bos_token},
-                                  {"eos_token", config.eos_token},
-                                  {"messages", messages_json(messages)},
-                                  {"add_generation_prompt", generation},
-                                  {"date_string", std::string(kLlama31DateString)}});
+                json input = {
+                    {"chat_template", *config.chat_template}, {"bos_token", config.bos_token},
+                    {"eos_token", config.eos_token},          {"messages", messages_json(messages)},
+                    {"add_generation_prompt", generation},    {"date_string", std::string(kLlama31DateString)}};
+                if (rendering.enable_thinking) input["enable_thinking"] = *rendering.enable_thinking;
+                inputs.push_back(std::move(input));
             }
         }
     }
@@ -154,7 +168,8 @@ TEST(ChatTemplateReference, EveryFamilyRendersAsTheRealTemplateUnderJinja) {
         if (c.refused) {
             // kascade refuses what the template raises an exception on, and the one conversation Llama 2's template
             // renders by silently dropping a turn (a system turn after the first).
-            const bool dropped = c.fixture == "llama-2" && c.conversation == "system second" && r.contains("text") &&
+            const bool dropped = c.fixture == "llama-2 as llama2" && c.conversation == "system second" &&
+                                 r.contains("text") &&
                                  r["text"].get<std::string>().find("Be brief.") == std::string::npos;
             EXPECT_TRUE(r.contains("error") || dropped) << where << ": kascade refuses, jinja renders " << r.dump();
             ++refused_by_both;
@@ -356,6 +371,14 @@ TEST(ChatCommand, PrintsTheRenderedPromptExactly) {
     const CommandResult none = run_kascade("chat --tokenizer-config " + shell_quote(config) + " --messages " +
                                            shell_quote(messages.string()) + " --chat-template none");
     EXPECT_EQ(none.out, "Hi!");
+    // Qwen3 with thinking switched off, hand-derived from its template's last lines: the assistant header, then an
+    // empty <think> block.
+    const std::string qwen3 = (kFixtures / "qwen3.json").string();
+    const CommandResult no_thinking =
+        run_kascade("chat --tokenizer-config " + shell_quote(qwen3) + " --messages " + shell_quote(messages.string()) +
+                    " --add-generation-prompt --chat-template qwen3-no-thinking");
+    EXPECT_EQ(no_thinking.exit_code, 0) << no_thinking.err;
+    EXPECT_EQ(no_thinking.out, "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
 TEST(ChatCommand, BadInputIsOneLineWithTheRightExitCode) {
