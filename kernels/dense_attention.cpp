@@ -134,11 +134,15 @@ inline void score_block_in(const Q* qs, int d, const RowOf& row_of, int kk, floa
         for (int g = 0; g < GC; ++g) sc[g * ld + kk + j] = dots[j * GC + g];
 }
 
-/// In the widest registers where head_dim is a whole number of them; BF16 queries (uint16_t) take BF16 dot products.
+/// In the widest registers where head_dim is a whole number of them; BF16 queries (uint16_t) take BF16 dot products,
+/// four heads by four keys in a kernel of their own (score_4x4_bf16).
 template <int GC, int NK, typename Q, typename RowOf>
 inline void score_block(const Q* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
 #if KASCADE_DECODE_BF16_DOT
-    if constexpr (std::is_same_v<Q, uint16_t>) {
+    if constexpr (std::is_same_v<Q, uint16_t> && GC == 4 && NK == 4) {
+        score_4x4_bf16(qs, d, row_of, kk, sc, ld);
+        return;
+    } else if constexpr (std::is_same_v<Q, uint16_t>) {
         score_block_in<Bf16Pairs, GC, NK>(qs, d, row_of, kk, sc, ld);
         return;
     } else
@@ -151,32 +155,46 @@ inline void score_block(const Q* qs, int d, const RowOf& row_of, int kk, float* 
     }
 }
 
-/// decode_scores over consecutive rows. It requests no rows ahead: the hardware prefetchers follow a run of rows, and
-/// the requests it made were compiled away (see prefetch_bytes) in every measurement of it, on both CPUs.
+/// score_block<GC, NK> over keys kk, kk + NK, ... while NK of them are left (kk is left at the first key not scored).
+/// Each block requests the rows kPrefetchRows on into L1, as the value kernels do: on a Xeon the hardware prefetchers
+/// alone left the anchor's pass over every key of a BF16 cache (decode_token_mass) at 4.0 ms for 32K keys of the 1B
+/// shape, and the requests took it to 2.8-2.9 ms (bench/README.md).
+template <int GC, int NK, typename Q, typename RowOf>
+inline void score_blocks(const Q* qs, int d, const RowOf& row_of, int n, float* sc, int ld, int& kk) {
+    const int row_bytes = d * static_cast<int>(sizeof(*row_of(0)));
+    for (; kk + NK <= n; kk += NK) {
+        const int last = std::min(kk + kPrefetchRows + NK, n);
+        for (int j = kk + kPrefetchRows; j < last; ++j) prefetch_bytes(row_of(j), row_bytes);
+        score_block<GC, NK>(qs, d, row_of, kk, sc, ld);
+    }
+}
+
+/// decode_scores over consecutive rows.
 template <typename Q, typename RowOf>
 void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n, float* sc, int ld) {
-    // Query heads in chunks of up to four: 4 x 2, 3 x 2, 2 x 4 or 1 x 8 (heads x keys) per micro-kernel, the keys
-    // left over one at a time.
+    // Query heads in chunks of up to four: 4 x 4 (BF16 queries) or 4 x 2, 3 x 2, 2 x 4 or 1 x 8 (heads x keys) per
+    // micro-kernel, the keys left over one at a time.
     for (int g0 = 0; g0 < group; g0 += 4) {
         const Q* q0 = qs + static_cast<int64_t>(g0) * d;
         float* s0 = sc + static_cast<int64_t>(g0) * ld;
         int kk = 0;
         switch (std::min(4, group - g0)) {
             case 4:
-                for (; kk + 2 <= n; kk += 2) score_block<4, 2>(q0, d, row_of, kk, s0, ld);
-                for (; kk < n; ++kk) score_block<4, 1>(q0, d, row_of, kk, s0, ld);
+                if constexpr (std::is_same_v<Q, uint16_t>) score_blocks<4, 4>(q0, d, row_of, n, s0, ld, kk);
+                score_blocks<4, 2>(q0, d, row_of, n, s0, ld, kk);
+                score_blocks<4, 1>(q0, d, row_of, n, s0, ld, kk);
                 break;
             case 3:
-                for (; kk + 2 <= n; kk += 2) score_block<3, 2>(q0, d, row_of, kk, s0, ld);
-                for (; kk < n; ++kk) score_block<3, 1>(q0, d, row_of, kk, s0, ld);
+                score_blocks<3, 2>(q0, d, row_of, n, s0, ld, kk);
+                score_blocks<3, 1>(q0, d, row_of, n, s0, ld, kk);
                 break;
             case 2:
-                for (; kk + 4 <= n; kk += 4) score_block<2, 4>(q0, d, row_of, kk, s0, ld);
-                for (; kk < n; ++kk) score_block<2, 1>(q0, d, row_of, kk, s0, ld);
+                score_blocks<2, 4>(q0, d, row_of, n, s0, ld, kk);
+                score_blocks<2, 1>(q0, d, row_of, n, s0, ld, kk);
                 break;
             default:
-                for (; kk + 8 <= n; kk += 8) score_block<1, 8>(q0, d, row_of, kk, s0, ld);
-                for (; kk < n; ++kk) score_block<1, 1>(q0, d, row_of, kk, s0, ld);
+                score_blocks<1, 8>(q0, d, row_of, n, s0, ld, kk);
+                score_blocks<1, 1>(q0, d, row_of, n, s0, ld, kk);
                 break;
         }
     }
@@ -203,6 +221,13 @@ void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const T* 
     int kk = 0;
     for (; kk + kLanes <= n; kk += kLanes) {
         request_ahead(kk);
+        if constexpr (std::is_same_v<Q, uint16_t>) {
+            if (group == 4) {
+                score_block<4, 4>(qs, d, row_of, kk, sc, ld);
+                score_block<4, 4>(qs, d, row_of, kk + 4, sc, ld);
+                continue;
+            }
+        }
         for (int g = 0; g < group; ++g) score_block<1, kLanes>(qs + g * d, d, row_of, kk, sc + g * ld, ld);
     }
     request_ahead(kk);
