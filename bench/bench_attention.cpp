@@ -2,14 +2,18 @@
 //
 // Rows are named <kind>/<model>/T:<tokens>/<variant> so any subset can be selected with --benchmark_filter, e.g.
 //   bench_attention --benchmark_filter='prefill/smollm2/T:8192'     or     --benchmark_filter='decode/.*/T:131072'
-// Every row measures a FULL attention layer (all query heads) of the named model. Within a (kind, model, T) group
-// the dense row runs first and stores its time; the other rows report `speedup` = dense time / own time from the
-// same run (0 if the dense row was filtered out). The first row measures a large Eigen GEMM, the machine's practical
-// fp32 peak in this run; prefill rows report `pct_gemm` = own GFLOP/s / GEMM GFLOP/s.
+// Decode rows come twice: over an fp32 cache with exact products, and over a BF16 cache with BF16 products, named
+// <variant>/bf16/kv:bf16 (what `--kv-dtype bf16 --matmul bf16` runs). Every row measures a FULL attention layer (all
+// query heads) of the named model. Within a (kind, model, T[, dtype]) group the dense row runs first and stores its
+// time; the other rows report `speedup` = dense time / own time from the same run (0 if the dense row was filtered
+// out). The first row measures a large Eigen GEMM, the machine's practical fp32 peak in this run; prefill rows report
+// `pct_gemm` = own GFLOP/s / GEMM GFLOP/s, decode rows `pct_bw` = own GB/s / the machine's read bandwidth (measured at
+// the first decode row).
 //
-// Times are wall clock (the kernels are multi-threaded). Counters: GFLOP/s counts the multiply-adds actually performed
-// (4 * head_dim flops per attended (query, key) pair and query head: 2 for Q.K, 2 for P.V; a scores-only pass counts
-// 2); GB/s counts the K and V bytes a decode reads; density = attended keys / causal keys.
+// Times are wall clock (the kernels are multi-threaded); a decode row's time is per call, over caches that rotate
+// through enough copies to miss the last-level cache (DecodeCaches). Counters: GFLOP/s counts the multiply-adds
+// actually performed (4 * head_dim flops per attended (query, key) pair and query head: 2 for Q.K, 2 for P.V; a
+// scores-only pass counts 2); GB/s counts the K and V bytes a decode reads; density = attended keys / causal keys.
 //
 // Prefill rows: anchor_* / reuse_* select whole key tiles (the first prototype's block-sparse variant), token_* select
 // individual keys (the paper's Kascade; the reuse rows gather the selected K/V rows per KV head and query tile). "N
@@ -29,7 +33,11 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include "base/bf16.h"
 #include "bench/bench_results_reporter.h"
+#include "bench/machine_limits.h"
 #include "kernels/decode_scoring.h"
 #include "kernels/dense_attention.h"
 #include "kernels/sparse_attention.h"
@@ -52,7 +60,13 @@ constexpr int kPrefillLengths[] = {2048, 8192, 16384};
 constexpr int kDecodeLengths[] = {8192, 32768, 131072};
 
 double g_gemm_gflops = 0;                       ///< measured by the first row
-std::map<std::string, double> g_dense_seconds;  ///< per "<kind>/<model>/T:<n>": dense time per iteration
+std::map<std::string, double> g_dense_seconds;  ///< per "<kind>/<model>/T:<n>[/bf16/kv:bf16]": dense time per call
+
+/// The machine's read bandwidth (machine_limits), measured at the first decode row, in GB/s.
+double memory_gbps() {
+    static const double gbps = machine_limits::memory_read_gbps();
+    return gbps;
+}
 
 /// Deterministic uniform [-1, 1) fill; a cheap generator because decode caches hold a billion floats.
 void fill(std::vector<float>& x, uint64_t seed) {
@@ -155,16 +169,19 @@ double causal_pairs(int n) {
 }
 
 /// Runs `body` once per iteration, timing it (wall clock); sets the speedup against (or records) the group's dense
-/// time. Returns seconds per iteration.
+/// time. body makes `calls` calls of the kernel (decode: one per copy of the cache); the time per call is the
+/// iteration time of rows registered with UseManualTime. Returns seconds per call.
 template <typename Body>
-double timed_loop(benchmark::State& state, const std::string& group, bool is_dense, Body&& body) {
+double timed_loop(benchmark::State& state, const std::string& group, bool is_dense, Body&& body, int calls = 1) {
     double seconds = 0;
     for (auto _ : state) {
         const auto t0 = std::chrono::steady_clock::now();
         body();
-        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        state.SetIterationTime(dt / calls);
+        seconds += dt;
     }
-    const double per_iter = seconds / static_cast<double>(state.iterations());
+    const double per_iter = seconds / static_cast<double>(state.iterations()) / calls;
     if (is_dense) {
         g_dense_seconds[group] = per_iter;
     } else {
@@ -284,42 +301,94 @@ void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill 
     state.counters["flop_per_iter_G"] = flops * 1e-9;
 }
 
+/// The K and V a decode row reads, fp32 or BF16 (--kv-dtype), in as many copies as fill twice the last-level cache. A
+/// real decode step's caches (every layer's, every sequence's of a batch) are far larger than that cache, so a call
+/// finds its rows in memory; one copy would leave a 32K-key cache of the 1B shape (67 MB in BF16) in a large L3
+/// between calls and time a step no model runs.
+struct DecodeCaches {
+    int copies = 0;
+    std::vector<std::vector<float>> k32, v32;
+    std::vector<std::vector<uint16_t>> k16, v16;
+
+    KvPtr k(int c) const { return k16.empty() ? KvPtr(k32[c].data()) : KvPtr::bf16(k16[c].data()); }
+    KvPtr v(int c) const { return v16.empty() ? KvPtr(v32[c].data()) : KvPtr::bf16(v16[c].data()); }
+};
+
+DecodeCaches make_decode_caches(const ModelShape& m, int n, KvDType dtype) {
+    const size_t count = static_cast<size_t>(n) * m.n_kv_heads * m.head_dim;
+    const size_t bytes = 2 * count * (dtype == KvDType::BF16 ? sizeof(uint16_t) : sizeof(float));
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    const size_t cache_bytes = l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;  // unknown: a desktop's L3
+    DecodeCaches c;
+    c.copies = static_cast<int>(std::max<size_t>(1, (2 * cache_bytes + bytes - 1) / bytes));
+    std::vector<float> values(count);
+    const auto add = [&](uint64_t seed, auto& f32, auto& b16) {
+        fill(values, seed);
+        if (dtype == KvDType::F32) {
+            f32.push_back(values);
+        } else {
+            std::vector<uint16_t>& bits = b16.emplace_back(count);
+            for (size_t e = 0; e < count; ++e) bits[e] = bf16_from_float(values[e]);
+        }
+    };
+    for (int copy = 0; copy < c.copies; ++copy) {
+        add(2 + 2 * copy, c.k32, c.k16);
+        add(3 + 2 * copy, c.v32, c.v16);
+    }
+    return c;
+}
+
 /// Decode rows: dense; tile-sparse over random tiles; and the Kascade decode steps as KascadeAttention runs them at
 /// token granularity (tile 32, the paper's k rule at pct %): the anchor's scoring alone (decode_token_mass), the
 /// anchor's whole step (select_decode_keys + attend_selection) and a reuse layer's step (attend_selection of the
-/// anchor's selection through a head map).
+/// anchor's selection through a head map). kv: the cache's dtype; products: MatmulPrecision::Bf16 (BF16 queries and
+/// weights, BF16 dot products) as `--matmul bf16` runs a BF16 cache, else exact. Each iteration runs one call per
+/// copy of the cache (DecodeCaches), each with its own selection; the time and the counters are per call.
 enum class Decode { kDense, kSparse, kTokenMass, kTokenAnchor, kTokenReuse };
 
-void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode variant, float pct) {
-    Inputs in = make_inputs(m, 1, n);
-    const std::string group = std::string("decode/") + m.name + "/T:" + std::to_string(n);
-    const double row_bytes = 2.0 * m.n_kv_heads * m.head_dim * sizeof(float);  // K and V of one position
+void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode variant, float pct, KvDType kv) {
+    Inputs in = make_inputs(m, 1, 1);  // the query; the cache is make_decode_caches'
+    in.shape.n_k = in.shape.kv_stride = n;
+    in.shape.products = kv == KvDType::BF16 ? MatmulPrecision::Bf16 : MatmulPrecision::Exact;
+    const DecodeCaches caches = make_decode_caches(m, n, kv);
+    const int copies = caches.copies;
+    const std::string group =
+        std::string("decode/") + m.name + "/T:" + std::to_string(n) + (kv == KvDType::BF16 ? "/bf16/kv:bf16" : "");
+    const double row_bytes = 2.0 * m.n_kv_heads * m.head_dim * (kv == KvDType::BF16 ? 2 : 4);  // K and V of a key
     double keys = n;
-    double seconds = 0;
     const SparseAttentionOptions options{.tile = kTile, .topk = {0, pct, 128, KRule::Sequence}};
     PoolingScratch scratch;
-    LayerSelection selection;
+    std::vector<LayerSelection> selections(copies);
+    const AttnShape& shape = in.shape;
+    const float* q = in.q.data();
+    float* out = in.out.data();
+    // Every call of an iteration, one per copy of the cache.
+    const auto each_copy = [copies](auto&& call) {
+        return [copies, call] {
+            for (int c = 0; c < copies; ++c) call(c);
+        };
+    };
+    const auto timed = [&](bool is_dense, auto&& body) { return timed_loop(state, group, is_dense, body, copies); };
+    double seconds = 0;  // per call
     if (variant == Decode::kDense) {
-        seconds = timed_loop(state, group, true, [&] {
-            attn_dense_decode(in.shape, in.q.data(), in.k.data(), in.v.data(), in.out.data());
-        });
+        seconds = timed(true, each_copy([&](int c) { attn_dense_decode(shape, q, caches.k(c), caches.v(c), out); }));
     } else if (variant == Decode::kTokenMass) {
-        seconds = timed_loop(state, group, false, [&] {
-            decode_token_mass(in.shape, kTile, in.q.data(), in.k.data(), Pooling::PostSoftmax, &scratch.decode,
-                              &scratch.token_mass);
-        });
+        seconds = timed(false, each_copy([&](int c) {
+                            decode_token_mass(shape, kTile, q, caches.k(c), Pooling::PostSoftmax, &scratch.decode,
+                                              &scratch.token_mass);
+                        }));
         keys = n / 2.0;  // K only
     } else if (variant == Decode::kTokenAnchor || variant == Decode::kTokenReuse) {
-        select_decode_keys(in.shape, in.q.data(), in.k.data(), options, &scratch, &selection);
+        for (int c = 0; c < copies; ++c) select_decode_keys(shape, q, caches.k(c), options, &scratch, &selections[c]);
         std::vector<int32_t> head_map(m.n_kv_heads);
         for (int h = 0; h < m.n_kv_heads; ++h) head_map[h] = (h + 1) % m.n_kv_heads;
         const bool anchor = variant == Decode::kTokenAnchor;
-        seconds = timed_loop(state, group, false, [&] {
-            if (anchor) select_decode_keys(in.shape, in.q.data(), in.k.data(), options, &scratch, &selection);
-            attend_selection(in.shape, in.q.data(), in.k.data(), in.v.data(), kTile, selection,
-                             anchor ? nullptr : head_map.data(), in.out.data());
-        });
-        const double attended = selection.tokens.size(0, 0) + (n - (n - 1) / kTile * kTile);
+        seconds = timed(false, each_copy([&](int c) {
+                            if (anchor) select_decode_keys(shape, q, caches.k(c), options, &scratch, &selections[c]);
+                            attend_selection(shape, q, caches.k(c), caches.v(c), kTile, selections[c],
+                                             anchor ? nullptr : head_map.data(), out);
+                        }));
+        const double attended = selections[0].tokens.size(0, 0) + (n - (n - 1) / kTile * kTile);
         keys = (anchor ? n / 2.0 : 0.0) + attended;  // the anchor also reads every K row
         state.counters["density"] = attended / n;
     } else {
@@ -332,12 +401,15 @@ void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode va
             tiles.insert(tiles.end(), s.list(0, q_tile), s.list(0, q_tile) + budget);
         }
         keys = static_cast<double>(budget) * kTile + (n - q_tile * kTile);
-        seconds = timed_loop(state, group, false, [&] {
-            attn_sparse_decode(in.shape, kTile, in.q.data(), in.k.data(), in.v.data(), tiles.data(), count.data(),
-                               budget, nullptr, in.out.data());
-        });
+        seconds = timed(false, each_copy([&](int c) {
+                            attn_sparse_decode(shape, kTile, q, caches.k(c), caches.v(c), tiles.data(), count.data(),
+                                               budget, nullptr, out);
+                        }));
     }
-    state.counters["GB/s"] = keys * row_bytes / seconds * 1e-9;
+    const double gbps = keys * row_bytes / seconds * 1e-9;
+    state.counters["GB/s"] = gbps;
+    state.counters["pct_bw"] = 100.0 * gbps / memory_gbps();
+    state.counters["copies"] = copies;
     if (variant == Decode::kDense || variant == Decode::kSparse) state.counters["density"] = keys / n;
 }
 
@@ -371,19 +443,24 @@ void register_all() {
         }
         for (int n : kDecodeLengths) {
             const std::string base = std::string("decode/") + m.name + "/T:" + std::to_string(n) + "/";
-            const auto add = [&](const std::string& name, Decode v, float pct) {
-                benchmark::RegisterBenchmark((base + name).c_str(),
-                                             [=, &m](benchmark::State& s) { bench_decode(s, m, n, v, pct); })
-                    ->Unit(benchmark::kMillisecond)
-                    ->MinTime(0.3)
-                    ->UseRealTime();
-            };
-            add("dense", Decode::kDense, 0);
-            add("sparse_10pct", Decode::kSparse, 10);
-            add("sparse_25pct", Decode::kSparse, 25);
-            add("token_mass", Decode::kTokenMass, 10);
-            add("token_anchor_paper10pct", Decode::kTokenAnchor, 10);
-            add("token_reuse_paper10pct", Decode::kTokenReuse, 10);
+            // fp32 cache with exact products: <variant>; BF16 cache with BF16 products: <variant>/bf16/kv:bf16 (the
+            // names of bench_forward's rows); each dtype's dense row first, the others' baseline.
+            for (KvDType kv : {KvDType::F32, KvDType::BF16}) {
+                const std::string suffix = kv == KvDType::BF16 ? "/bf16/kv:bf16" : "";
+                const auto add = [&](const std::string& name, Decode v, float pct) {
+                    benchmark::RegisterBenchmark((base + name + suffix).c_str(),
+                                                 [=, &m](benchmark::State& s) { bench_decode(s, m, n, v, pct, kv); })
+                        ->Unit(benchmark::kMillisecond)
+                        ->MinTime(0.3)
+                        ->UseManualTime();
+                };
+                add("dense", Decode::kDense, 0);
+                add("sparse_10pct", Decode::kSparse, 10);
+                add("sparse_25pct", Decode::kSparse, 25);
+                add("token_mass", Decode::kTokenMass, 10);
+                add("token_anchor_paper10pct", Decode::kTokenAnchor, 10);
+                add("token_reuse_paper10pct", Decode::kTokenReuse, 10);
+            }
         }
     }
 }
