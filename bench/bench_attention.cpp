@@ -33,8 +33,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "base/bf16.h"
 #include "bench/bench_results_reporter.h"
 #include "bench/machine_limits.h"
@@ -317,10 +315,9 @@ struct DecodeCaches {
 DecodeCaches make_decode_caches(const ModelShape& m, int n, KvDType dtype) {
     const size_t count = static_cast<size_t>(n) * m.n_kv_heads * m.head_dim;
     const size_t bytes = 2 * count * (dtype == KvDType::BF16 ? sizeof(uint16_t) : sizeof(float));
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    const size_t cache_bytes = l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;  // unknown: a desktop's L3
+    const size_t two_l3 = 2 * machine_limits::last_level_cache_bytes();
     DecodeCaches c;
-    c.copies = static_cast<int>(std::max<size_t>(1, (2 * cache_bytes + bytes - 1) / bytes));
+    c.copies = static_cast<int>(std::max<size_t>(1, (two_l3 + bytes - 1) / bytes));
     std::vector<float> values(count);
     const auto add = [&](uint64_t seed, auto& f32, auto& b16) {
         fill(values, seed);

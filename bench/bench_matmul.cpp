@@ -18,9 +18,9 @@
 //       arithmetic is fp32).
 //   decode/<model>/<product>/<engine>
 //       n = 1 on the same shapes and on Llama-3.2-1B's (up 2048 -> 8192, down 8192 -> 2048, lm_head 2048 -> 128256).
-//       Each iteration uses the next of several copies of the weights (>= 64 MiB in all), so the weights come from
-//       memory as in a real decode step, not from the 32 MiB L3. Counters: GB/s of weights read, pct_bw = GB/s over
-//       the measured memory bandwidth.
+//       Each iteration uses the next of several copies of the weights (at least twice the L3 in all), so the weights
+//       come from memory as in a real decode step. Counters: GB/s of weights read, pct_bw = GB/s over the measured
+//       memory bandwidth.
 // Every row also reports `threads`; times are wall clock.
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -198,11 +198,11 @@ void bench_prefill(benchmark::State& state, const Product& p, int n, Engine engi
 }
 
 void bench_decode(benchmark::State& state, const Product& p, Engine engine) {
-    constexpr size_t kMinBytes = size_t{64} << 20;  // 2x the L3: each call reads its weights from memory
+    const size_t min_bytes = 2 * ml::last_level_cache_bytes();  // each call reads its weights from memory
     std::vector<std::unique_ptr<ProductRun>> copies;
     copies.push_back(std::make_unique<ProductRun>(p, engine, 1, 20));
     const size_t bytes = copies[0]->weight_bytes();
-    while (copies.size() * bytes < kMinBytes)
+    while (copies.size() * bytes < min_bytes)
         copies.push_back(std::make_unique<ProductRun>(p, engine, 1, 20 + copies.size()));
     const std::vector<float> x = ml::uniform_floats(p.cols, 6);
     size_t next = 0;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <immintrin.h>
 #include <Eigen/Core>
@@ -30,6 +31,14 @@ namespace kascade::machine_limits {
 constexpr int kGemmSize = 2048;
 constexpr size_t kStreamBytes = size_t{1} << 30;
 constexpr int kRepetitions = 5;
+
+/// The last-level cache's size in bytes (`getconf LEVEL3_CACHE_SIZE`; 32 MiB where the system does not say). A row
+/// that must read from memory, as a decode step does, rotates through copies of its data filling twice this: the L3
+/// is 32 MB on one development machine and 260 MB on another.
+inline size_t last_level_cache_bytes() {
+    const long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return bytes > 0 ? static_cast<size_t>(bytes) : size_t{32} << 20;
+}
 
 /// Best wall time of `reps` runs of body() after one warm-up run, in seconds.
 template <typename Body>
