@@ -326,16 +326,17 @@ int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window) {
 
 namespace {
 
-/// Sizes a decode token selection for `budget` keys per head and the scratch for n_cand candidates per head; returns
-/// the floats of scratch per head.
-size_t prepare_token_selection(int n_kv_heads, int tile, int budget, int n_cand, DecodeScoringScratch* scratch,
-                               TokenSelection* selection) {
+/// Sizes a decode selection (a TokenSelection's keys or a TileSelection's tiles: `entries`) for `budget` entries per
+/// head and the scratch for n_cand candidates per head; returns the floats of scratch per head.
+template <class Selection>
+size_t prepare_decode_selection(int n_kv_heads, int tile, int budget, int n_cand, DecodeScoringScratch* scratch,
+                                Selection* selection, std::vector<int32_t> Selection::*entries) {
     selection->n_kv_heads = n_kv_heads;
     selection->n_q_tiles = 1;
     selection->tile = tile;
     selection->max_k = std::max(1, budget);
     selection->count.resize(n_kv_heads);
-    selection->keys.resize(static_cast<size_t>(n_kv_heads) * selection->max_k);
+    (selection->*entries).resize(static_cast<size_t>(n_kv_heads) * selection->max_k);
     const size_t per_head = 2 * static_cast<size_t>(std::max(1, n_cand));
     if (scratch->values.size() < per_head * n_kv_heads) scratch->values.resize(per_head * n_kv_heads);
     return per_head;
@@ -364,8 +365,9 @@ void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, 
     const int end = (shape.n_k - 1) / tile * tile;  // candidates end before the query's tile
     const int first = std::min(decode_first_key(shape.n_k, mass->window), end);
     const int budget = rule != nullptr ? decode_token_budget(*rule, tile, shape.n_k, mass->window) : 0;
-    const size_t per_head =
-        rule != nullptr ? prepare_token_selection(shape.n_kv_heads, tile, budget, end - first, scratch, selection) : 0;
+    const size_t per_head = rule != nullptr ? prepare_decode_selection(shape.n_kv_heads, tile, budget, end - first,
+                                                                       scratch, selection, &TokenSelection::keys)
+                                            : 0;
     const size_t weights_floats = weight_floats(shape) * omp_get_max_threads();
     if (scratch->pool_weights.size() < weights_floats) scratch->pool_weights.resize(weights_floats);
     float* const weights = scratch->pool_weights.data();
@@ -459,7 +461,8 @@ void select_decode_tokens(const TokenMass& mass, const TopKRule& rule, DecodeSco
     const int budget = decode_token_budget(rule, mass.tile, mass.n_keys, mass.window);
     const int first = decode_first_key(mass.n_keys, mass.window);
     const int n_cand = std::max(0, (mass.n_keys - 1) / mass.tile * mass.tile - first);
-    const size_t per_head = prepare_token_selection(mass.n_kv_heads, mass.tile, budget, n_cand, scratch, selection);
+    const size_t per_head =
+        prepare_decode_selection(mass.n_kv_heads, mass.tile, budget, n_cand, scratch, selection, &TokenSelection::keys);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int h = 0; h < mass.n_kv_heads; ++h)
         select_head_tokens(mass.row(h, 0), h, first, n_cand, budget, per_head, scratch, selection);
@@ -474,14 +477,8 @@ void select_decode_tiles(const TileMass& mass, const TopKRule& rule, DecodeScori
     const int budget = decode_tile_budget(rule, mass.tile, mass.n_keys, mass.window);
     const int first = decode_first_key(mass.n_keys, mass.window) / mass.tile;
     const int n_cand = std::max(0, q_tile - first);
-    selection->n_kv_heads = mass.n_kv_heads;
-    selection->n_q_tiles = 1;
-    selection->tile = mass.tile;
-    selection->max_k = std::max(1, budget);
-    selection->count.resize(mass.n_kv_heads);
-    selection->tiles.resize(static_cast<size_t>(mass.n_kv_heads) * selection->max_k);
-    const size_t per_head = 2 * static_cast<size_t>(std::max(1, n_cand));
-    if (scratch->values.size() < per_head * mass.n_kv_heads) scratch->values.resize(per_head * mass.n_kv_heads);
+    const size_t per_head =
+        prepare_decode_selection(mass.n_kv_heads, mass.tile, budget, n_cand, scratch, selection, &TileSelection::tiles);
     for (int h = 0; h < mass.n_kv_heads; ++h) {
         selection->count[h] = select_largest(mass.row(h, 0) + first, n_cand, budget, first,
                                              scratch->values.data() + per_head * h, selection->list(h, 0));
