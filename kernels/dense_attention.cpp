@@ -158,7 +158,7 @@ inline void score_block(const Q* qs, int d, const RowOf& row_of, int kk, float* 
 /// score_block<GC, NK> over keys kk, kk + NK, ... while NK of them are left (kk is left at the first key not scored).
 /// Each block requests the rows kPrefetchRows on into L1, as the value kernels do: on a Xeon the hardware prefetchers
 /// alone left the anchor's pass over every key of a BF16 cache (decode_token_mass) at 4.0 ms for 32K keys of the 1B
-/// shape, and the requests took it to 2.8-2.9 ms (bench/README.md).
+/// shape, and the requests took it to 2.8-3.0 ms (bench/README.md).
 template <int GC, int NK, typename Q, typename RowOf>
 inline void score_blocks(const Q* qs, int d, const RowOf& row_of, int n, float* sc, int ld, int& kk) {
     const int row_bytes = d * static_cast<int>(sizeof(*row_of(0)));
