@@ -31,6 +31,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/bf16.h"
@@ -66,15 +67,6 @@ double memory_gbps() {
     return gbps;
 }
 
-/// Deterministic uniform [-1, 1) fill; a cheap generator because decode caches hold a billion floats.
-void fill(std::vector<float>& x, uint64_t seed) {
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (float& e : x) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        e = static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
-    }
-}
-
 struct Inputs {
     AttnShape shape;
     std::vector<float> q, k, v, out;
@@ -93,9 +85,9 @@ Inputs make_inputs(const ModelShape& m, int n_q, int n_k) {
     in.k.resize(static_cast<size_t>(n_k) * m.n_kv_heads * m.head_dim);
     in.v.resize(in.k.size());
     in.out.resize(in.q.size());
-    fill(in.q, 1);
-    fill(in.k, 2);
-    fill(in.v, 3);
+    in.q = machine_limits::uniform_floats(in.q.size(), 1);
+    in.k = machine_limits::uniform_floats(in.k.size(), 2);
+    in.v = machine_limits::uniform_floats(in.v.size(), 3);
     return in;
 }
 
@@ -108,7 +100,7 @@ TileSelection random_selection(int n_kv_heads, int n, float pct, uint64_t seed) 
     scores.tile = kTile;
     scores.n_keys = n;
     scores.mass.resize(static_cast<size_t>(n_kv_heads) * scores.n_q_tiles * scores.n_k_tiles);
-    fill(scores.mass, seed);
+    scores.mass = machine_limits::uniform_floats(scores.mass.size(), seed);
     return select_topk_tiles(scores, TopKRule{0, pct, 128, KRule::Visible});
 }
 
@@ -318,11 +310,10 @@ DecodeCaches make_decode_caches(const ModelShape& m, int n, KvDType dtype) {
     const size_t two_l3 = 2 * machine_limits::last_level_cache_bytes();
     DecodeCaches c;
     c.copies = static_cast<int>(std::max<size_t>(1, (two_l3 + bytes - 1) / bytes));
-    std::vector<float> values(count);
     const auto add = [&](uint64_t seed, auto& f32, auto& b16) {
-        fill(values, seed);
+        std::vector<float> values = machine_limits::uniform_floats(count, seed);
         if (dtype == KvDType::F32) {
-            f32.push_back(values);
+            f32.push_back(std::move(values));
         } else {
             std::vector<uint16_t>& bits = b16.emplace_back(count);
             for (size_t e = 0; e < count; ++e) bits[e] = bf16_from_float(values[e]);
@@ -410,21 +401,28 @@ void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode va
     if (variant == Decode::kDense || variant == Decode::kSparse) state.counters["density"] = keys / n;
 }
 
+/// Registers one row, timed in milliseconds: wall clock per iteration, or (per_call) the time per call timed_loop
+/// reports for the decode rows.
+template <class Fn>
+void register_row(const std::string& name, double min_time, bool per_call, Fn fn) {
+    benchmark::internal::Benchmark* row =
+        benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMillisecond)->MinTime(min_time);
+    if (per_call) {
+        row->UseManualTime();
+    } else {
+        row->UseRealTime();
+    }
+}
+
 void register_all() {
-    benchmark::RegisterBenchmark("gemm/eigen/n:2048", bench_gemm)
-        ->Unit(benchmark::kMillisecond)
-        ->MinTime(1.0)
-        ->UseRealTime();
+    register_row("gemm/eigen/n:2048", 1.0, false, bench_gemm);
     for (const ModelShape& m : kModels) {
         for (int n : kPrefillLengths) {
             const std::string base = std::string("prefill/") + m.name + "/T:" + std::to_string(n) + "/";
             const auto add = [&](const std::string& name, Prefill v, float pct, KRule k_rule = KRule::Visible) {
                 const TopKRule rule{0, pct, 128, k_rule};
-                benchmark::RegisterBenchmark((base + name).c_str(),
-                                             [=, &m](benchmark::State& s) { bench_prefill(s, m, n, v, rule); })
-                    ->Unit(benchmark::kMillisecond)
-                    ->MinTime(0.2)
-                    ->UseRealTime();
+                register_row(base + name, 0.2, false,
+                             [=, &m](benchmark::State& s) { bench_prefill(s, m, n, v, rule); });
             };
             add("dense", Prefill::kDense, 0);
             add("dense_with_mass", Prefill::kDenseWithMass, 0);
@@ -445,11 +443,8 @@ void register_all() {
             for (KvDType kv : {KvDType::F32, KvDType::BF16}) {
                 const std::string suffix = kv == KvDType::BF16 ? "/bf16/kv:bf16" : "";
                 const auto add = [&](const std::string& name, Decode v, float pct) {
-                    benchmark::RegisterBenchmark((base + name + suffix).c_str(),
-                                                 [=, &m](benchmark::State& s) { bench_decode(s, m, n, v, pct, kv); })
-                        ->Unit(benchmark::kMillisecond)
-                        ->MinTime(0.3)
-                        ->UseManualTime();
+                    register_row(base + name + suffix, 0.3, true,
+                                 [=, &m](benchmark::State& s) { bench_decode(s, m, n, v, pct, kv); });
                 };
                 add("dense", Decode::kDense, 0);
                 add("sparse_10pct", Decode::kSparse, 10);
