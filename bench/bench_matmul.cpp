@@ -16,11 +16,13 @@
 //       kernels/matmul.h: one call per weight, fp32 Eigen).
 //       Counters: GFLOP/s, pct_peak = GFLOP/s over the BF16 peak (bf16 rows) or the fp32 peak (the others: their
 //       arithmetic is fp32).
-//   decode/<model>/<product>/<engine>
-//       n = 1 on the same shapes and on Llama-3.2-1B's (up 2048 -> 8192, down 8192 -> 2048, lm_head 2048 -> 128256).
+//   decode/smollm2/<product>/<engine>, decode/llama3.2_1b/B:<b>/<product>/<engine>
+//       n = 1 on the same shapes, and n = b (a batched decode step: 1 or 8 sequences) on Llama-3.2-1B's (up
+//       2048 -> 8192, down 8192 -> 2048, lm_head 2048 -> 128256) with BF16 weights.
 //       Each iteration uses the next of several copies of the weights (at least twice the L3 in all), so the weights
 //       come from memory as in a real decode step. Counters: GB/s of weights read, pct_bw = GB/s over the measured
-//       memory bandwidth.
+//       memory bandwidth, GFLOP/s, and pct_bound = the row's bound (the longer of reading the weights once at the
+//       measured bandwidth and the arithmetic at the GEMM peak of its products) over its time.
 // Every row also reports `threads`; times are wall clock.
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -197,22 +199,29 @@ void bench_prefill(benchmark::State& state, const Product& p, int n, Engine engi
     state.counters["threads"] = omp_get_max_threads();
 }
 
-void bench_decode(benchmark::State& state, const Product& p, Engine engine) {
+void bench_decode(benchmark::State& state, const Product& p, int n, Engine engine) {
     const size_t min_bytes = 2 * ml::last_level_cache_bytes();  // each call reads its weights from memory
     std::vector<std::unique_ptr<ProductRun>> copies;
-    copies.push_back(std::make_unique<ProductRun>(p, engine, 1, 20));
+    copies.push_back(std::make_unique<ProductRun>(p, engine, n, 20));
     const size_t bytes = copies[0]->weight_bytes();
     while (copies.size() * bytes < min_bytes)
-        copies.push_back(std::make_unique<ProductRun>(p, engine, 1, 20 + copies.size()));
-    const std::vector<float> x = ml::uniform_floats(p.cols, 6);
+        copies.push_back(std::make_unique<ProductRun>(p, engine, n, 20 + copies.size()));
+    const std::vector<float> x = ml::uniform_floats(static_cast<size_t>(n) * p.cols, 6);
     size_t next = 0;
     const double seconds = timed(state, [&] {
-        copies[next]->run(x.data(), 1, engine);
+        copies[next]->run(x.data(), n, engine);
         next = (next + 1) % copies.size();
     });
     const double gbps = static_cast<double>(bytes) / seconds * 1e-9;
+    const double gflops = 2.0 * n * p.cols * total_rows(p) / seconds * 1e-9;
+    const double peak = engine == Engine::Bf16 ? g_limits.bf16_peak() : g_limits.fp32();
+    // A batch's call can go no faster than reading its weights once or doing its arithmetic at the GEMM rate.
+    const double bound_seconds = std::max(static_cast<double>(bytes) / (g_limits.memory() * 1e9),
+                                          2.0 * n * p.cols * total_rows(p) / (peak * 1e9));
     state.counters["GB/s"] = gbps;
     state.counters["pct_bw"] = 100.0 * gbps / g_limits.memory();
+    state.counters["GFLOP/s"] = gflops;
+    state.counters["pct_bound"] = 100.0 * bound_seconds / seconds;
     state.counters["threads"] = omp_get_max_threads();
 }
 
@@ -242,18 +251,23 @@ void register_all() {
     for (const Product& p : smollm2_products()) {
         for (Engine e : prefill_engines) {
             const std::string name = std::string("decode/smollm2/") + p.name + "/" + engine_name(e);
-            benchmark::RegisterBenchmark(name.c_str(), bench_decode, p, e)
+            benchmark::RegisterBenchmark(name.c_str(), bench_decode, p, 1, e)
                 ->Unit(benchmark::kMicrosecond)
                 ->MinTime(0.5)
                 ->UseRealTime();
         }
     }
-    for (const Product& p : llama1b_products()) {
-        const std::string name = std::string("decode/llama3.2_1b/") + p.name + "/bf16";
-        benchmark::RegisterBenchmark(name.c_str(), bench_decode, p, Engine::Bf16)
-            ->Unit(benchmark::kMicrosecond)
-            ->MinTime(0.5)
-            ->UseRealTime();
+    for (int batch : {1, 8}) {
+        for (const Product& p : llama1b_products()) {
+            for (Engine e : {Engine::Bf16, Engine::Bf16Exact}) {
+                const std::string name =
+                    "decode/llama3.2_1b/B:" + std::to_string(batch) + "/" + p.name + "/" + engine_name(e);
+                benchmark::RegisterBenchmark(name.c_str(), bench_decode, p, batch, e)
+                    ->Unit(benchmark::kMicrosecond)
+                    ->MinTime(0.5)
+                    ->UseRealTime();
+            }
+        }
     }
 }
 

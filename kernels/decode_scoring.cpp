@@ -64,8 +64,8 @@ constexpr int kPieceWeights = detail::round_up(kScorePiece, 32);
 /// w_g = s + g * ld its exp2(s - m) weights, as attn_dense_decode takes them: under BF16 products rounded to BF16
 /// (into w, and packed into w16 for the BF16 dot-product kernel when dot16), their sum then put in the piece's states
 /// (st: [group][kStateFloats]) in place of the exact one.
-void piece_values(const float* s, int ld, int group, int n, KvPtr v, int d, bool bf16_products, bool dot16, float* w,
-                  [[maybe_unused]] uint16_t* w16, float* st, float* o) {
+void piece_values(const float* s, int ld, int group, int n, KvPtr v, int d, bool bf16_products,
+                  [[maybe_unused]] bool dot16, float* w, [[maybe_unused]] uint16_t* w16, float* st, float* o) {
     const int n_pad = detail::round_up(n, 32);
     const float* weights = s;
     int w_ld = ld;

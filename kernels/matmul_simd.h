@@ -323,7 +323,7 @@ void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int
 template <int MR>
 void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     dot_tile_body<MR>(
-        cols, out, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
+        cols, out, w[0], 2, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
         [&](int j, int c, int remaining) {
             const __m256i wide = _mm256_cvtepu16_epi32(load_u16x8(w[j] + c, remaining));
             return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
