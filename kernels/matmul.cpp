@@ -53,10 +53,24 @@ constexpr int kParallelRoundingMinRows = 64;
 /// core for a while).
 constexpr int kUnitsPerThread = 8;
 
-/// Frees the 64-byte aligned scratch buffer of the converted activations.
+/// A panel of BF16 (exact products) or F16 weights that this many micro-tiles or more use (prefill) is widened to fp32
+/// once, into the thread's buffer, and its tiles run the fp32 kernel on it: widening in every tile took two
+/// instructions per 16 weights and row on the ports the multiply-adds use, and SmolLM2's products at 2048 rows ran
+/// at 154-166 GFLOP/s from BF16 weights against 181-208 from fp32 ones (2-vCPU Xeon, bench/README.md). Bitwise the
+/// same results: the widening is exact and the multiply-adds run in the same order.
+constexpr int kWidenMinTiles = 4;
+
+/// Frees a 64-byte aligned scratch buffer (the converted activations, the widened panel).
+template <typename T>
 struct AlignedFree {
-    void operator()(mm::ActBf16* p) const { ::operator delete[](p, std::align_val_t(64)); }
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
 };
+template <typename T>
+using AlignedBuffer = std::unique_ptr<T[], AlignedFree<T>>;
+template <typename T>
+AlignedBuffer<T> aligned_buffer(size_t count) {
+    return AlignedBuffer<T>(static_cast<T*>(::operator new[](count * sizeof(T), std::align_val_t(64))));
+}
 
 /// The weight rows of all targets cut into panels of kPanelRows rows (a panel never straddles two targets).
 struct PanelIndex {
@@ -125,9 +139,17 @@ void panel_rows(const MatrixView& w, int row0, const Element* (&rows)[mm::kPanel
         rows[j] = data + static_cast<size_t>(std::min(row0 + j, w.rows - 1)) * w.cols;
 }
 
-/// Rows [r0, r0 + MR) of x against the panel starting at weight row `row0` of target t.
+/// Rows [r0, r0 + MR) of x against the panel starting at weight row `row0` of target t; `widened` (or null): the
+/// panel's rows already widened to fp32, kPanelRows rows of stride `widened_stride`.
 template <int MR>
-void compute_tile(const Problem& p, const MatmulTarget& t, int r0, int row0, float* out) {
+void compute_tile(const Problem& p, const MatmulTarget& t, int r0, int row0, const float* widened,
+                  size_t widened_stride, float* out) {
+    if (widened != nullptr) {
+        const float* rows[mm::kPanelRows];
+        for (int j = 0; j < mm::kPanelRows; ++j) rows[j] = widened + j * widened_stride;
+        mm::dot_tile_f32<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
+        return;
+    }
     if (t.w.type == MatrixType::F32) {
         const float* rows[mm::kPanelRows];
         panel_rows(t.w, row0, rows);
@@ -145,30 +167,46 @@ void compute_tile(const Problem& p, const MatmulTarget& t, int r0, int row0, flo
     }
 }
 
-/// y rows [r_begin, r_end) x weight rows [row0, row0 + kPanelRows) of target t.
-void compute_panel(const Problem& p, const MatmulTarget& t, int row0, int r_begin, int r_end) {
-    const int panel_rows = std::min(mm::kPanelRows, t.w.rows - row0);
+/// Whether target t's weights are widened in the tiles (BF16 with exact products, F16): see kWidenMinTiles.
+bool widens_in_tiles(const Problem& p, const MatmulTarget& t) {
+    return t.w.type == MatrixType::F16 || (t.w.type == MatrixType::BF16 && p.x_bf16 == nullptr);
+}
+
+/// y rows [r_begin, r_end) x weight rows [row0, row0 + kPanelRows) of target t. widen_buffer (or null): room for the
+/// panel widened to fp32, kPanelRows rows of stride widen_stride.
+void compute_panel(const Problem& p, const MatmulTarget& t, int row0, int r_begin, int r_end, float* widen_buffer,
+                   size_t widen_stride) {
+    const int n_rows = std::min(mm::kPanelRows, t.w.rows - row0);
     const size_t y_stride = t.y_stride > 0 ? t.y_stride : t.w.rows;
+    const float* widened = nullptr;
+    if (widen_buffer != nullptr && widens_in_tiles(p, t) && r_end - r_begin >= kWidenMinTiles * mm::kTileRows) {
+        const uint16_t* rows[mm::kPanelRows];
+        panel_rows(t.w, row0, rows);
+        for (int j = 0; j < mm::kPanelRows; ++j)
+            mm::widen_row(rows[j], p.cols, t.w.type == MatrixType::F16, widen_buffer + j * widen_stride);
+        widened = widen_buffer;
+    }
     float out[mm::kTileOutputs];
     for (int r0 = r_begin; r0 < r_end; r0 += mm::kTileRows) {
         const int tile_rows = std::min(mm::kTileRows, r_end - r0);
         [&]<int... MR>(std::integer_sequence<int, MR...>) {
-            ((tile_rows == MR + 1 ? compute_tile<MR + 1>(p, t, r0, row0, out) : void()), ...);
+            ((tile_rows == MR + 1 ? compute_tile<MR + 1>(p, t, r0, row0, widened, widen_stride, out) : void()), ...);
         }
         (std::make_integer_sequence<int, mm::kTileRows>());
         for (int r = 0; r < tile_rows; ++r) {
             float* y = t.y + static_cast<size_t>(r0 + r) * y_stride + row0;
             const float* o = out + r * mm::kPanelRows;
             if (t.bias != nullptr) {
-                for (int j = 0; j < panel_rows; ++j) y[j] = o[j] + t.bias[row0 + j];
+                for (int j = 0; j < n_rows; ++j) y[j] = o[j] + t.bias[row0 + j];
             } else {
-                for (int j = 0; j < panel_rows; ++j) y[j] = o[j];
+                for (int j = 0; j < n_rows; ++j) y[j] = o[j];
             }
         }
     }
 }
 
-void compute_unit(const Problem& p, const PanelIndex& panels, const WorkPlan& plan, int unit) {
+void compute_unit(const Problem& p, const PanelIndex& panels, const WorkPlan& plan, int unit, float* widen_buffer,
+                  size_t widen_stride) {
     const int group = unit / plan.blocks, block = unit % plan.blocks;
     const int p_begin = group * plan.panels_per_group;
     const int p_end = std::min(panels.count(), p_begin + plan.panels_per_group);
@@ -177,7 +215,8 @@ void compute_unit(const Problem& p, const PanelIndex& panels, const WorkPlan& pl
     int t = panels.target_of(p_begin);
     for (int panel = p_begin; panel < p_end; ++panel) {
         while (panel >= panels.first_panel[t + 1]) ++t;
-        compute_panel(p, p.targets[t], (panel - panels.first_panel[t]) * mm::kPanelRows, r_begin, r_end);
+        compute_panel(p, p.targets[t], (panel - panels.first_panel[t]) * mm::kPanelRows, r_begin, r_end, widen_buffer,
+                      widen_stride);
     }
 }
 
@@ -204,17 +243,18 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
     if (panels.count() == 0) return;
 
     const int padded_cols = (cols + mm::kActBf16Cols - 1) / mm::kActBf16Cols * mm::kActBf16Cols;
-    std::unique_ptr<mm::ActBf16[], AlignedFree> x_bf16;
-    if (any_bf16) {
-        const size_t bytes = static_cast<size_t>(n) * padded_cols * sizeof(mm::ActBf16);
-        x_bf16.reset(static_cast<mm::ActBf16*>(::operator new[](bytes, std::align_val_t(64))));
-    }
+    AlignedBuffer<mm::ActBf16> x_bf16;
+    if (any_bf16) x_bf16 = aligned_buffer<mm::ActBf16>(static_cast<size_t>(n) * padded_cols);
     const Problem problem{x, x_bf16.get(), static_cast<size_t>(padded_cols), n, cols, targets};
 
     const bool tiny = macs < kParallelMinMacs && weight_bytes < kParallelMinWeightBytes;
     const int threads = tiny ? 1 : omp_get_max_threads();
     const size_t activation_row_bytes = any_bf16 ? padded_cols * sizeof(mm::ActBf16) : cols * sizeof(float);
     const WorkPlan plan(n, panels.count(), activation_row_bytes, max_panel_bytes, threads);
+    const bool widen_panels =
+        plan.rows_per_block >= kWidenMinTiles * mm::kTileRows &&
+        std::any_of(targets.begin(), targets.end(), [&](const MatmulTarget& t) { return widens_in_tiles(problem, t); });
+    const size_t widen_stride = (cols + 15) / 16 * 16;  // each widened row starts on a cache line
 
     auto round_rows = [&](int r0, int r1) {
         for (int r = r0; r < r1; ++r) {
@@ -229,6 +269,8 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
 
 #pragma omp parallel num_threads(threads)
     {
+        const AlignedBuffer<float> widen_buffer =
+            widen_panels ? aligned_buffer<float>(mm::kPanelRows * widen_stride) : AlignedBuffer<float>();
         if (round_in_region) {
 #pragma omp for schedule(static)
             for (int r = 0; r < n; ++r) round_rows(r, r + 1);
@@ -236,7 +278,8 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
         // Units are independent (each output element is computed whole by one unit), so their assignment to
         // threads does not change any result.
 #pragma omp for schedule(dynamic, 1)
-        for (int unit = 0; unit < plan.units(); ++unit) compute_unit(problem, panels, plan, unit);
+        for (int unit = 0; unit < plan.units(); ++unit)
+            compute_unit(problem, panels, plan, unit, widen_buffer.get(), widen_stride);
     }
 }
 

@@ -198,22 +198,39 @@ void dot_tile_f32(const float* x, size_t x_stride, const float* const* w, int co
                            [w](int j, int c, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, w[j] + c); });
 }
 
-template <int MR>
-void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2, [w](int j, int c, __mmask16 mask) {
-        return _mm512_maskz_cvtph_ps(mask, _mm256_maskz_loadu_epi16(mask, w[j] + c));
-    });
+/// The 16 F16 values at p (lanes past `mask` zero) as fp32, exact.
+inline __m512 load_f16_as_f32(const uint16_t* p, __mmask16 mask) {
+    return _mm512_maskz_cvtph_ps(mask, _mm256_maskz_loadu_epi16(mask, p));
 }
 
-/// BF16 weights widened to fp32 (a BF16 value is the top half of its fp32 bits) times fp32 activations.
+/// The 16 BF16 values at p (lanes past `mask` zero) as fp32: a BF16 value is the top half of its fp32 bits.
+inline __m512 load_bf16_as_f32(const uint16_t* p, __mmask16 mask) {
+    // The zero-masked forms (lanes past `mask` are zero anyway): GCC 12's unmasked ones start from
+    // _mm512_undefined_epi32() and trip -Wmaybe-uninitialized.
+    const __m512i wide = _mm512_maskz_cvtepu16_epi32(mask, _mm256_maskz_loadu_epi16(mask, p));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(mask, wide, 16));
+}
+
+template <int MR>
+void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2,
+                           [w](int j, int c, __mmask16 mask) { return load_f16_as_f32(w[j] + c, mask); });
+}
+
+/// BF16 weights widened to fp32 times fp32 activations.
 template <int MR>
 void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2, [w](int j, int c, __mmask16 mask) {
-        // The zero-masked forms (lanes past `mask` are zero anyway): GCC 12's unmasked ones start from
-        // _mm512_undefined_epi32() and trip -Wmaybe-uninitialized.
-        const __m512i wide = _mm512_maskz_cvtepu16_epi32(mask, _mm256_maskz_loadu_epi16(mask, w[j] + c));
-        return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(mask, wide, 16));
-    });
+    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2,
+                           [w](int j, int c, __mmask16 mask) { return load_bf16_as_f32(w[j] + c, mask); });
+}
+
+/// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it: dot_tile_f32 on
+/// dst is then bitwise dot_tile_f16 / dot_tile_bf16_exact on w.
+inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
+    for (int c = 0; c < cols; c += 16) {
+        const __mmask16 mask = mask16(cols - c);
+        _mm512_mask_storeu_ps(dst + c, mask, f16 ? load_f16_as_f32(w + c, mask) : load_bf16_as_f32(w + c, mask));
+    }
 }
 
 #elif KASCADE_MATMUL_AVX2
@@ -296,14 +313,21 @@ inline __m256 load_f32x8(const float* p, int remaining) {
     return remaining >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask8(remaining));
 }
 
+/// The 8 BF16 values at p (past `remaining`: zero) as fp32: a BF16 value is the top half of its fp32 bits.
+inline __m256 load_bf16_as_f32(const uint16_t* p, int remaining) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_u16x8(p, remaining)), 16));
+}
+
+/// The 8 F16 values at p (past `remaining`: zero) as fp32, exact.
+inline __m256 load_f16_as_f32(const uint16_t* p, int remaining) {
+    return _mm256_cvtph_ps(load_u16x8(p, remaining));
+}
+
 template <int MR>
 void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     dot_tile_body<MR>(
         cols, out, w[0], 2, [&](int r, int c, int) { return _mm256_load_ps(x + r * x_stride + c); },
-        [&](int j, int c, int remaining) {
-            const __m256i wide = _mm256_cvtepu16_epi32(load_u16x8(w[j] + c, remaining));
-            return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-        });
+        [&](int j, int c, int remaining) { return load_bf16_as_f32(w[j] + c, remaining); });
 }
 
 template <int MR>
@@ -317,17 +341,28 @@ template <int MR>
 void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     dot_tile_body<MR>(
         cols, out, w[0], 2, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
-        [&](int j, int c, int remaining) { return _mm256_cvtph_ps(load_u16x8(w[j] + c, remaining)); });
+        [&](int j, int c, int remaining) { return load_f16_as_f32(w[j] + c, remaining); });
 }
 
 template <int MR>
 void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     dot_tile_body<MR>(
         cols, out, w[0], 2, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
-        [&](int j, int c, int remaining) {
-            const __m256i wide = _mm256_cvtepu16_epi32(load_u16x8(w[j] + c, remaining));
-            return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-        });
+        [&](int j, int c, int remaining) { return load_bf16_as_f32(w[j] + c, remaining); });
+}
+
+/// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it: dot_tile_f32 on
+/// dst is then bitwise dot_tile_f16 / dot_tile_bf16_exact on w.
+inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
+    for (int c = 0; c < cols; c += 8) {
+        const int remaining = cols - c;
+        const __m256 v = f16 ? load_f16_as_f32(w + c, remaining) : load_bf16_as_f32(w + c, remaining);
+        if (remaining >= 8) {
+            _mm256_storeu_ps(dst + c, v);
+        } else {
+            _mm256_maskstore_ps(dst + c, mask8(remaining), v);
+        }
+    }
 }
 
 #else  // portable scalar
@@ -384,6 +419,11 @@ void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const*
         for (int j = 0; j < kPanelRows; ++j)
             out[r * kPanelRows + j] =
                 dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_bf16(w[j][c]); });
+}
+
+/// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it.
+inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
+    for (int c = 0; c < cols; ++c) dst[c] = f16 ? float_from_f16(w[c]) : float_from_bf16(w[c]);
 }
 
 #endif
