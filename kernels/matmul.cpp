@@ -140,7 +140,8 @@ void panel_rows(const MatrixView& w, int row0, const Element* (&rows)[mm::kPanel
 }
 
 /// Rows [r0, r0 + MR) of x against the panel starting at weight row `row0` of target t; `widened` (or null): the
-/// panel's rows already widened to fp32, kPanelRows rows of stride `widened_stride`.
+/// panel's rows already widened to fp32, kPanelRows rows of stride `widened_stride` (a one-row tile, the last of a
+/// block, then requests the lines after the buffer as its "next panel": harmless, requests never fault).
 template <int MR>
 void compute_tile(const Problem& p, const MatmulTarget& t, int r0, int row0, const float* widened,
                   size_t widened_stride, float* out) {

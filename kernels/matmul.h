@@ -19,8 +19,9 @@
 //
 // Threading: all omp_get_max_threads() threads, work split dynamically over blocks of weight rows (and of input rows
 // when the weight has few rows), so no thread idles for any shape; products below ~1M multiply-adds and 256 KiB of
-// weights run on the calling thread. Decode (n = 1) streams each weight element once. No weight is copied: the
-// memory used is the converted activations (n x cols x 2 bytes for BF16 weights) for the duration of the call.
+// weights run on the calling thread. Decode (n = 1) streams each weight element once. No weight matrix is copied:
+// the memory used is the converted activations (n x cols x 2 bytes for BF16 weights) and, for many rows with widened
+// weights, one six-row panel widened to fp32 per thread, for the duration of the call.
 #pragma once
 
 #include <cstddef>

@@ -273,48 +273,51 @@ bool same_class(double a, double b) {
 
 TEST(Matmul, InfinityAndNanPropagate) {
     const uint16_t bf16_inf = 0x7f80, bf16_nan = 0x7fc0, f16_inf = 0x7c00, f16_nan = 0x7e00;
+    // 64 x 200: enough rows and panels that the BF16 and F16 panels are widened to fp32 once for their tiles.
     for (auto [type, precision] : kVariants) {
-        SCOPED_TRACE(case_name(type, 6, 72, 9, false, precision));
-        const int n = 6, cols = 72, rows = 9;
-        Weights w(type, rows, cols, 9);
-        std::vector<float> x = uniform_floats(static_cast<size_t>(n) * cols, 10);
-        // Row 1 of W: +inf at column 5; row 2: -inf at column 40; row 3: NaN at column 71 (the vector tail);
-        // row 4: +inf and -inf (inf - inf = NaN).
-        const auto set_inf = [&](int row, int col, bool negative) {
+        for (auto [n, rows] : {std::pair{6, 9}, std::pair{64, 200}}) {
+            const int cols = 72;
+            SCOPED_TRACE(case_name(type, n, cols, rows, false, precision));
+            Weights w(type, rows, cols, 9);
+            std::vector<float> x = uniform_floats(static_cast<size_t>(n) * cols, 10);
+            // Row 1 of W: +inf at column 5; row 2: -inf at column 40; row 3: NaN at column 71 (the vector tail);
+            // row 4: +inf and -inf (inf - inf = NaN).
+            const auto set_inf = [&](int row, int col, bool negative) {
+                if (type == MatrixType::F32) {
+                    w.set(row, col, negative ? -INFINITY : INFINITY);
+                } else {
+                    const uint16_t inf = type == MatrixType::BF16 ? bf16_inf : f16_inf;
+                    w.set(row, col, static_cast<uint16_t>(inf | (negative ? 0x8000 : 0)));
+                }
+            };
+            set_inf(1, 5, false);
+            set_inf(2, 40, true);
+            set_inf(4, 6, false);
+            set_inf(4, 7, true);
             if (type == MatrixType::F32) {
-                w.set(row, col, negative ? -INFINITY : INFINITY);
+                w.set(3, 71, std::numeric_limits<float>::quiet_NaN());
             } else {
-                const uint16_t inf = type == MatrixType::BF16 ? bf16_inf : f16_inf;
-                w.set(row, col, static_cast<uint16_t>(inf | (negative ? 0x8000 : 0)));
+                w.set(3, 71, type == MatrixType::BF16 ? bf16_nan : f16_nan);
             }
-        };
-        set_inf(1, 5, false);
-        set_inf(2, 40, true);
-        set_inf(4, 6, false);
-        set_inf(4, 7, true);
-        if (type == MatrixType::F32) {
-            w.set(3, 71, std::numeric_limits<float>::quiet_NaN());
-        } else {
-            w.set(3, 71, type == MatrixType::BF16 ? bf16_nan : f16_nan);
-        }
-        // Input row 2 has x = 0 where W row 1 is inf (0 * inf = NaN); input row 3 has a NaN; row 4 an infinity.
-        x[2 * cols + 5] = 0.0f;
-        x[3 * cols + 10] = std::numeric_limits<float>::quiet_NaN();
-        x[4 * cols + 20] = INFINITY;
-        GuardedOutput y(n, rows, rows);
-        matmul(x.data(), n, w.view, nullptr, y.data(), precision);
-        const std::vector<double> ref = reference::matmul(x.data(), n, w.view, nullptr, precision);
-        int non_finite = 0;
-        for (int i = 0; i < n; ++i) {
-            for (int j = 0; j < rows; ++j) {
-                const double r = ref[static_cast<size_t>(i) * rows + j];
-                non_finite += !std::isfinite(r);
-                EXPECT_TRUE(same_class(y.at(i, j), r))
-                    << "y[" << i << "][" << j << "] = " << y.at(i, j) << ", ref " << r;
+            // Input row 2 has x = 0 where W row 1 is inf (0 * inf = NaN); input row 3 has a NaN; row 4 an infinity.
+            x[2 * cols + 5] = 0.0f;
+            x[3 * cols + 10] = std::numeric_limits<float>::quiet_NaN();
+            x[4 * cols + 20] = INFINITY;
+            GuardedOutput y(n, rows, rows);
+            matmul(x.data(), n, w.view, nullptr, y.data(), precision);
+            const std::vector<double> ref = reference::matmul(x.data(), n, w.view, nullptr, precision);
+            int non_finite = 0;
+            for (int i = 0; i < n; ++i) {
+                for (int j = 0; j < rows; ++j) {
+                    const double r = ref[static_cast<size_t>(i) * rows + j];
+                    non_finite += !std::isfinite(r);
+                    EXPECT_TRUE(same_class(y.at(i, j), r))
+                        << "y[" << i << "][" << j << "] = " << y.at(i, j) << ", ref " << r;
+                }
             }
+            EXPECT_GE(non_finite, 4 * n + rows);  // the sanity of the test itself: most cases are not finite
+            EXPECT_TRUE(y.guards_intact(0, rows));
         }
-        EXPECT_GE(non_finite, 4 * n + rows);  // the sanity of the test itself: most cases are not finite
-        EXPECT_TRUE(y.guards_intact(0, rows));
     }
 }
 
