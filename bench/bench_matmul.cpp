@@ -213,14 +213,13 @@ void bench_decode(benchmark::State& state, const Product& p, int n, Engine engin
         next = (next + 1) % copies.size();
     });
     const double gbps = static_cast<double>(bytes) / seconds * 1e-9;
-    const double gflops = 2.0 * n * p.cols * total_rows(p) / seconds * 1e-9;
+    const double flops = 2.0 * n * p.cols * total_rows(p);
     const double peak = engine == Engine::Bf16 ? g_limits.bf16_peak() : g_limits.fp32();
     // A batch's call can go no faster than reading its weights once or doing its arithmetic at the GEMM rate.
-    const double bound_seconds = std::max(static_cast<double>(bytes) / (g_limits.memory() * 1e9),
-                                          2.0 * n * p.cols * total_rows(p) / (peak * 1e9));
+    const double bound_seconds = std::max(static_cast<double>(bytes) / (g_limits.memory() * 1e9), flops / (peak * 1e9));
     state.counters["GB/s"] = gbps;
     state.counters["pct_bw"] = 100.0 * gbps / g_limits.memory();
-    state.counters["GFLOP/s"] = gflops;
+    state.counters["GFLOP/s"] = flops / seconds * 1e-9;
     state.counters["pct_bound"] = 100.0 * bound_seconds / seconds;
     state.counters["threads"] = omp_get_max_threads();
 }

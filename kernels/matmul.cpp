@@ -8,6 +8,7 @@
 #include <new>
 #include <vector>
 
+#include "base/cache_aligned.h"
 #include "base/error.h"
 #include "kernels/matmul_simd.h"
 
@@ -60,17 +61,10 @@ constexpr int kUnitsPerThread = 8;
 /// same results: the widening is exact and the multiply-adds run in the same order.
 constexpr int kWidenMinTiles = 4;
 
-/// Frees a 64-byte aligned scratch buffer (the converted activations, the widened panel).
-template <typename T>
+/// Frees the 64-byte aligned scratch buffer of the converted activations.
 struct AlignedFree {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
+    void operator()(mm::ActBf16* p) const { ::operator delete[](p, std::align_val_t(64)); }
 };
-template <typename T>
-using AlignedBuffer = std::unique_ptr<T[], AlignedFree<T>>;
-template <typename T>
-AlignedBuffer<T> aligned_buffer(size_t count) {
-    return AlignedBuffer<T>(static_cast<T*>(::operator new[](count * sizeof(T), std::align_val_t(64))));
-}
 
 /// The weight rows of all targets cut into panels of kPanelRows rows (a panel never straddles two targets).
 struct PanelIndex {
@@ -244,8 +238,11 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
     if (panels.count() == 0) return;
 
     const int padded_cols = (cols + mm::kActBf16Cols - 1) / mm::kActBf16Cols * mm::kActBf16Cols;
-    AlignedBuffer<mm::ActBf16> x_bf16;
-    if (any_bf16) x_bf16 = aligned_buffer<mm::ActBf16>(static_cast<size_t>(n) * padded_cols);
+    std::unique_ptr<mm::ActBf16[], AlignedFree> x_bf16;
+    if (any_bf16) {
+        const size_t bytes = static_cast<size_t>(n) * padded_cols * sizeof(mm::ActBf16);
+        x_bf16.reset(static_cast<mm::ActBf16*>(::operator new[](bytes, std::align_val_t(64))));
+    }
     const Problem problem{x, x_bf16.get(), static_cast<size_t>(padded_cols), n, cols, targets};
 
     const bool tiny = macs < kParallelMinMacs && weight_bytes < kParallelMinWeightBytes;
@@ -270,8 +267,7 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
 
 #pragma omp parallel num_threads(threads)
     {
-        const AlignedBuffer<float> widen_buffer =
-            widen_panels ? aligned_buffer<float>(mm::kPanelRows * widen_stride) : AlignedBuffer<float>();
+        CacheAlignedVector<float> widen_buffer(widen_panels ? mm::kPanelRows * widen_stride : 0);
         if (round_in_region) {
 #pragma omp for schedule(static)
             for (int r = 0; r < n; ++r) round_rows(r, r + 1);
@@ -280,7 +276,7 @@ void matmul(const float* x, int n, std::span<const MatmulTarget> targets, Matmul
         // threads does not change any result.
 #pragma omp for schedule(dynamic, 1)
         for (int unit = 0; unit < plan.units(); ++unit)
-            compute_unit(problem, panels, plan, unit, widen_buffer.get(), widen_stride);
+            compute_unit(problem, panels, plan, unit, widen_panels ? widen_buffer.data() : nullptr, widen_stride);
     }
 }
 
