@@ -133,32 +133,32 @@ void panel_rows(const MatrixView& w, int row0, const Element* (&rows)[mm::kPanel
         rows[j] = data + static_cast<size_t>(std::min(row0 + j, w.rows - 1)) * w.cols;
 }
 
-/// Rows [r0, r0 + MR) of x against the panel starting at weight row `row0` of target t; `widened` (or null): the
-/// panel's rows already widened to fp32, kPanelRows rows of stride `widened_stride` (a one-row tile, the last of a
-/// block, then requests the lines after the buffer as its "next panel": harmless, requests never fault).
-template <int MR>
+/// Rows [r0, r0 + MR) of x against the NR weight rows from `row0` of target t; `widened` (or null): the panel's
+/// rows already widened to fp32, kPanelRows rows of stride `widened_stride` (a one-row tile, the last of a block, then
+/// requests the lines after the buffer as its "next panel": harmless, requests never fault).
+template <int MR, int NR>
 void compute_tile(const Problem& p, const MatmulTarget& t, int r0, int row0, const float* widened,
                   size_t widened_stride, float* out) {
     if (widened != nullptr) {
         const float* rows[mm::kPanelRows];
         for (int j = 0; j < mm::kPanelRows; ++j) rows[j] = widened + j * widened_stride;
-        mm::dot_tile_f32<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
+        mm::dot_tile_f32<MR, NR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
         return;
     }
     if (t.w.type == MatrixType::F32) {
         const float* rows[mm::kPanelRows];
         panel_rows(t.w, row0, rows);
-        mm::dot_tile_f32<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
+        mm::dot_tile_f32<MR, NR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
         return;
     }
     const uint16_t* rows[mm::kPanelRows];
     panel_rows(t.w, row0, rows);
     if (t.w.type == MatrixType::F16) {
-        mm::dot_tile_f16<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
+        mm::dot_tile_f16<MR, NR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
     } else if (p.x_bf16 != nullptr) {  // BF16 weights, MatmulPrecision::Bf16
-        mm::dot_tile_bf16<MR>(p.x_bf16 + static_cast<size_t>(r0) * p.bf16_stride, p.bf16_stride, rows, p.cols, out);
+        mm::dot_tile_bf16<MR, NR>(p.x_bf16 + static_cast<size_t>(r0) * p.bf16_stride, p.bf16_stride, rows, p.cols, out);
     } else {  // BF16 weights, exact
-        mm::dot_tile_bf16_exact<MR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
+        mm::dot_tile_bf16_exact<MR, NR>(p.x + static_cast<size_t>(r0) * p.cols, p.cols, rows, p.cols, out);
     }
 }
 
@@ -181,22 +181,44 @@ void compute_panel(const Problem& p, const MatmulTarget& t, int row0, int r_begi
             mm::widen_row(rows[j], p.cols, t.w.type == MatrixType::F16, widen_buffer + j * widen_stride);
         widened = widen_buffer;
     }
+    // out[r][j] (row stride nr) -> y rows [r0, r0 + tile_rows) x columns [col0, col0 + cols).
+    const auto store = [&](const float* out, int nr, int r0, int tile_rows, int col0, int cols) {
+        for (int r = 0; r < tile_rows; ++r) {
+            float* y = t.y + static_cast<size_t>(r0 + r) * y_stride + col0;
+            const float* o = out + r * nr;
+            if (t.bias != nullptr) {
+                for (int j = 0; j < cols; ++j) y[j] = o[j] + t.bias[col0 + j];
+            } else {
+                for (int j = 0; j < cols; ++j) y[j] = o[j];
+            }
+        }
+    };
     float out[mm::kTileOutputs];
+    const int block_rows = r_end - r_begin;
+    if (block_rows > mm::kTileRows && block_rows <= mm::kBatchTileRows) {
+        // A decode batch (fewer rows than widening needs): one tile over all of them per half panel.
+        for (int half = 0; half < n_rows; half += mm::kBatchPanelRows) {
+            [&]<int... MR>(std::integer_sequence<int, MR...>) {
+                ((block_rows == mm::kTileRows + 1 + MR ? compute_tile<mm::kTileRows + 1 + MR, mm::kBatchPanelRows>(
+                                                             p, t, r_begin, row0 + half, nullptr, 0, out)
+                                                       : void()),
+                 ...);
+            }
+            (std::make_integer_sequence<int, std::max(0, mm::kBatchTileRows - mm::kTileRows)>());
+            store(out, mm::kBatchPanelRows, r_begin, block_rows, row0 + half,
+                  std::min(mm::kBatchPanelRows, n_rows - half));
+        }
+        return;
+    }
     for (int r0 = r_begin; r0 < r_end; r0 += mm::kTileRows) {
         const int tile_rows = std::min(mm::kTileRows, r_end - r0);
         [&]<int... MR>(std::integer_sequence<int, MR...>) {
-            ((tile_rows == MR + 1 ? compute_tile<MR + 1>(p, t, r0, row0, widened, widen_stride, out) : void()), ...);
+            ((tile_rows == MR + 1 ? compute_tile<MR + 1, mm::kPanelRows>(p, t, r0, row0, widened, widen_stride, out)
+                                  : void()),
+             ...);
         }
         (std::make_integer_sequence<int, mm::kTileRows>());
-        for (int r = 0; r < tile_rows; ++r) {
-            float* y = t.y + static_cast<size_t>(r0 + r) * y_stride + row0;
-            const float* o = out + r * mm::kPanelRows;
-            if (t.bias != nullptr) {
-                for (int j = 0; j < n_rows; ++j) y[j] = o[j] + t.bias[row0 + j];
-            } else {
-                for (int j = 0; j < n_rows; ++j) y[j] = o[j];
-            }
-        }
+        store(out, mm::kPanelRows, r0, tile_rows, row0, n_rows);
     }
 }
 

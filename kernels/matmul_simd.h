@@ -9,6 +9,7 @@
 // on which slot of the tile an element has, which is what makes the result independent of the batch size.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -46,18 +47,17 @@ inline float float_from_f16(uint16_t h) {
 }
 
 #if !KASCADE_MATMUL_SCALAR
-/// A decode (one activation row) streams the weights from memory, and the rows of a panel read side by side do
-/// not look sequential to the hardware prefetcher: so the tile prefetches the next panel (the bytes after this one
-/// in the matrix) at the pace it consumes its own, `step_cols` columns of `elem`-byte weights per step. Prefetches
-/// past the matrix are harmless (they never fault); batched tiles reuse their panel from cache and skip this.
-template <int MR, int PanelRows>
+/// A tile that is the only reader of its weights (kStreamsWeights below: a decode row, or a whole decode batch)
+/// streams them from memory, and the rows of a panel read side by side do not look sequential to the hardware
+/// prefetcher: so the tile prefetches the next panel (the bytes after this one in the matrix) at the pace it consumes
+/// its own, `step_cols` columns of `elem`-byte weights per step. Prefetches past the matrix are harmless (they never
+/// fault); the tiles of a longer block reuse their panel from cache and skip this.
+template <int PanelRows>
 inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c, int step_cols) {
-    if constexpr (MR == 1) {
-        const uintptr_t next = reinterpret_cast<uintptr_t>(panel) +
-                               (PanelRows * static_cast<size_t>(cols) + PanelRows * static_cast<size_t>(c)) * elem;
-        for (size_t offset = 0; offset < PanelRows * step_cols * elem; offset += 64) {
-            _mm_prefetch(reinterpret_cast<const char*>(next + offset), _MM_HINT_T0);
-        }
+    const uintptr_t next = reinterpret_cast<uintptr_t>(panel) +
+                           (PanelRows * static_cast<size_t>(cols) + PanelRows * static_cast<size_t>(c)) * elem;
+    for (size_t offset = 0; offset < PanelRows * step_cols * elem; offset += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + offset), _MM_HINT_T0);
     }
 }
 
@@ -66,11 +66,20 @@ inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c,
 #if KASCADE_MATMUL_AVX512BF16
 
 constexpr const char* kPathName = "avx512bf16";
-constexpr int kTileRows = 4;      ///< activation rows per micro-tile (MR)
-constexpr int kPanelRows = 6;     ///< weight rows per micro-tile (NR); 4 x 6 accumulators + 4 inputs + 1 weight fit
+constexpr int kTileRows = 4;   ///< activation rows per micro-tile (MR)
+constexpr int kPanelRows = 6;  ///< weight rows per micro-tile (NR); 4 x 6 accumulators + 4 inputs + 1 weight fit
+/// A decode batch of kTileRows + 1 to kBatchTileRows activation rows runs as one tile over all its rows against half a
+/// panel at a time (kBatchPanelRows weight rows): each weight vector is loaded, and for exact products widened, once
+/// per step for every row, where two kTileRows tiles loaded it twice (8 x 3 accumulators + 3 weights + 1 input use 28
+/// of the 32 registers).
+constexpr int kBatchTileRows = 8;
+constexpr int kBatchPanelRows = 3;
 constexpr int kActBf16Cols = 32;  ///< converted BF16 activation rows are zero-padded to a multiple of this
 /// Converted activations for BF16 weights: BF16 bits, consumed in pairs by vdpbf16ps.
 using ActBf16 = uint16_t;
+/// Whether a tile of MR rows is the only reader of its weights (see prefetch_next_panel).
+template <int MR>
+constexpr bool kStreamsWeights = MR == 1 || MR > kTileRows;
 
 inline __mmask16 mask16(int remaining) {
     return remaining >= 16 ? __mmask16(0xffff) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
@@ -121,81 +130,100 @@ inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_co
     }
 }
 
-/// Floats a micro-tile writes to its output buffer: kTileRows x kPanelRows results, rounded up to whole 8-groups.
-constexpr int kTileOutputs = (kTileRows * kPanelRows + 7) / 8 * 8;
+/// Floats a micro-tile writes to its output buffer: its MR x NR results, rounded up to whole 8-groups.
+constexpr int kTileOutputs = (std::max(kTileRows * kPanelRows, kBatchTileRows* kBatchPanelRows) + 7) / 8 * 8;
 
-/// Reduces acc[MR][kPanelRows] into out[MR][kPanelRows] (out has room for kTileOutputs floats).
-template <int MR>
-inline void reduce_tile(const __m512 (&acc)[MR][kPanelRows], float* out) {
-    constexpr int kCount = (MR * kPanelRows + 7) / 8 * 8;
+/// Reduces acc[MR][NR] into out[MR][NR] (out has room for kTileOutputs floats).
+template <int MR, int NR>
+inline void reduce_tile(const __m512 (&acc)[MR][NR], float* out) {
+    constexpr int kCount = (MR * NR + 7) / 8 * 8;
     __m512 flat[kCount];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 6
-        for (int j = 0; j < kPanelRows; ++j) flat[r * kPanelRows + j] = acc[r][j];
-    for (int k = MR * kPanelRows; k < kCount; ++k) flat[k] = _mm512_setzero_ps();
+        for (int j = 0; j < NR; ++j) flat[r * NR + j] = acc[r][j];
+    for (int k = MR * NR; k < kCount; ++k) flat[k] = _mm512_setzero_ps();
     reduce_lanes(flat, kCount, out);
 }
 
+/// The multiply-adds of one step of an MR x NR tile: acc[r][j] = fma(x(r), w(j), acc[r][j]). The operands of the
+/// shorter side are loaded first and kept in registers while the other side's stream through one register, so each
+/// operand is loaded once per step (the empty asm stops GCC from folding the streamed load into every multiply-add).
+template <int MR, int NR, typename V, typename Acc, typename LoadX, typename LoadW, typename Fma>
+[[gnu::always_inline]] inline void tile_step(Acc (&acc)[MR][NR], LoadX load_x, LoadW load_w, Fma fma) {
+    if constexpr (MR <= NR) {
+        V xv[MR];
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) xv[r] = load_x(r);
+#pragma GCC unroll 6
+        for (int j = 0; j < NR; ++j) {
+            V wv = load_w(j);
+            __asm__("" : "+v"(wv));
+#pragma GCC unroll 8
+            for (int r = 0; r < MR; ++r) acc[r][j] = fma(acc[r][j], xv[r], wv);
+        }
+    } else {
+        V wv[NR];
+#pragma GCC unroll 6
+        for (int j = 0; j < NR; ++j) wv[j] = load_w(j);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) {
+            V xv = load_x(r);
+            __asm__("" : "+v"(xv));
+#pragma GCC unroll 6
+            for (int j = 0; j < NR; ++j) acc[r][j] = fma(acc[r][j], xv, wv[j]);
+        }
+    }
+}
+
 /// out[r][j] = x row r . w row j over `cols` BF16 pairs; x rows (stride x_stride) are padded and 64-byte aligned.
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    __m512 acc[MR][kPanelRows];
-#pragma GCC unroll 4
+    __m512 acc[MR][NR];
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 6
-        for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm512_setzero_ps();
+        for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_ps();
     const int full = cols / 32 * 32;
-    auto step = [&](int c, __mmask32 mask) {
-        prefetch_next_panel<MR, kPanelRows>(w[0], cols, 2, c, 32);
-        __m512bh xv[MR];
-#pragma GCC unroll 4
-        for (int r = 0; r < MR; ++r) xv[r] = reinterpret_cast<__m512bh>(_mm512_load_si512(x + r * x_stride + c));
-#pragma GCC unroll 6
-        for (int j = 0; j < kPanelRows; ++j) {
-            const __m512bh wv = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, w[j] + c));
-#pragma GCC unroll 4
-            for (int r = 0; r < MR; ++r) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], xv[r], wv);
-        }
+    // Inlined by force: a step GCC left out of line took the accumulators through memory.
+    auto step = [&](int c, __mmask32 mask) __attribute__((always_inline)) {
+        if constexpr (kStreamsWeights<MR>) prefetch_next_panel<NR>(w[0], cols, 2, c, 32);
+        tile_step<MR, NR, __m512bh>(
+            acc, [&](int r) { return reinterpret_cast<__m512bh>(_mm512_load_si512(x + r * x_stride + c)); },
+            [&](int j) { return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, w[j] + c)); },
+            [](__m512 a, __m512bh xv, __m512bh wv) { return _mm512_dpbf16_ps(a, xv, wv); });
     };
     for (int c = 0; c < full; c += 32) step(c, mask32(32));
     if (full < cols) step(full, mask32(cols - full));
-    reduce_tile<MR>(acc, out);
+    reduce_tile<MR, NR>(acc, out);
 }
 
 /// Shared body of the F32 and F16 tiles: `load_w(j, c, mask)` gives 16 fp32 weights of row j from column c.
-template <int MR, typename LoadW>
+template <int MR, int NR, typename LoadW>
 void dot_tile_fp32_body(const float* x, size_t x_stride, int cols, float* out, const void* panel, size_t elem,
                         LoadW load_w) {
-    __m512 acc[MR][kPanelRows];
-#pragma GCC unroll 4
+    __m512 acc[MR][NR];
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 6
-        for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm512_setzero_ps();
+        for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_ps();
     const int full = cols / 16 * 16;
-    auto step = [&](int c, __mmask16 mask) {
-        prefetch_next_panel<MR, kPanelRows>(panel, cols, elem, c, 16);
-        __m512 xv[MR];
-#pragma GCC unroll 4
-        for (int r = 0; r < MR; ++r) xv[r] = _mm512_maskz_loadu_ps(mask, x + r * x_stride + c);
-#pragma GCC unroll 6
-        for (int j = 0; j < kPanelRows; ++j) {
-            __m512 wv = load_w(j, c, mask);
-            // Keeps wv in a register: GCC otherwise folds the load into each of the MR FMAs (MR loads instead of 1).
-            __asm__("" : "+v"(wv));
-#pragma GCC unroll 4
-            for (int r = 0; r < MR; ++r) acc[r][j] = _mm512_fmadd_ps(xv[r], wv, acc[r][j]);
-        }
+    auto step = [&](int c, __mmask16 mask) __attribute__((always_inline)) {  // as in dot_tile_bf16
+        if constexpr (kStreamsWeights<MR>) prefetch_next_panel<NR>(panel, cols, elem, c, 16);
+        tile_step<MR, NR, __m512>(
+            acc, [&](int r) { return _mm512_maskz_loadu_ps(mask, x + r * x_stride + c); },
+            [&](int j) { return load_w(j, c, mask); },
+            [](__m512 a, __m512 xv, __m512 wv) { return _mm512_fmadd_ps(xv, wv, a); });
     };
     for (int c = 0; c < full; c += 16) step(c, mask16(16));
     if (full < cols) step(full, mask16(cols - full));
-    reduce_tile<MR>(acc, out);
+    reduce_tile<MR, NR>(acc, out);
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_f32(const float* x, size_t x_stride, const float* const* w, int cols, float* out) {
-    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 4,
-                           [w](int j, int c, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, w[j] + c); });
+    dot_tile_fp32_body<MR, NR>(x, x_stride, cols, out, w[0], 4,
+                               [w](int j, int c, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, w[j] + c); });
 }
 
 /// The 16 F16 values at p (lanes past `mask` zero) as fp32, exact.
@@ -211,17 +239,17 @@ inline __m512 load_bf16_as_f32(const uint16_t* p, __mmask16 mask) {
     return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(mask, wide, 16));
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2,
-                           [w](int j, int c, __mmask16 mask) { return load_f16_as_f32(w[j] + c, mask); });
+    dot_tile_fp32_body<MR, NR>(x, x_stride, cols, out, w[0], 2,
+                               [w](int j, int c, __mmask16 mask) { return load_f16_as_f32(w[j] + c, mask); });
 }
 
 /// BF16 weights widened to fp32 times fp32 activations.
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    dot_tile_fp32_body<MR>(x, x_stride, cols, out, w[0], 2,
-                           [w](int j, int c, __mmask16 mask) { return load_bf16_as_f32(w[j] + c, mask); });
+    dot_tile_fp32_body<MR, NR>(x, x_stride, cols, out, w[0], 2,
+                               [w](int j, int c, __mmask16 mask) { return load_bf16_as_f32(w[j] + c, mask); });
 }
 
 /// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it: dot_tile_f32 on
@@ -238,10 +266,16 @@ inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
 constexpr const char* kPathName = "avx2";
 constexpr int kTileRows = 2;
 constexpr int kPanelRows = 4;  ///< 2 x 4 accumulators + inputs fit the 16 ymm registers
+/// No batch tile (see the AVX-512 path): 16 registers hold no tile over a whole decode batch.
+constexpr int kBatchTileRows = 0;
+constexpr int kBatchPanelRows = kPanelRows;
 constexpr int kActBf16Cols = 8;
 constexpr int kTileOutputs = kTileRows * kPanelRows;  ///< floats a micro-tile writes
 /// Converted activations for BF16 weights: fp32 values already rounded to BF16, so only weights are widened.
 using ActBf16 = float;
+/// Whether a tile of MR rows is the only reader of its weights (see prefetch_next_panel).
+template <int MR>
+constexpr bool kStreamsWeights = MR == 1;
 
 inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_cols) {
     for (int c = 0; c < cols; ++c) out[c] = float_from_bf16(bf16_from_float(x[c]));
@@ -270,35 +304,35 @@ inline void reduce8(const __m256* v, float* out) {
     _mm256_storeu_ps(out, _mm256_permutevar8x32_ps(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
-template <int MR>
-inline void reduce_tile(const __m256 (&acc)[MR][kPanelRows], float* out) {
+template <int MR, int NR>
+inline void reduce_tile(const __m256 (&acc)[MR][NR], float* out) {
+    static_assert(MR * NR <= 8);
     __m256 flat[8];
-    for (int k = 0; k < 8; ++k)
-        flat[k] = k < MR * kPanelRows ? acc[k / kPanelRows][k % kPanelRows] : _mm256_setzero_ps();
+    for (int k = 0; k < 8; ++k) flat[k] = k < MR * NR ? acc[k / NR][k % NR] : _mm256_setzero_ps();
     float buffer[8];
     reduce8(flat, buffer);
-    std::memcpy(out, buffer, sizeof(float) * MR * kPanelRows);
+    std::memcpy(out, buffer, sizeof(float) * MR * NR);
 }
 
 /// Shared body: `load_x(r, c, mask)` and `load_w(j, c, mask)` give 8 fp32 values from column c.
-template <int MR, typename LoadX, typename LoadW>
+template <int MR, int NR, typename LoadX, typename LoadW>
 void dot_tile_body(int cols, float* out, const void* panel, size_t elem, LoadX load_x, LoadW load_w) {
-    __m256 acc[MR][kPanelRows];
+    __m256 acc[MR][NR];
     for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < kPanelRows; ++j) acc[r][j] = _mm256_setzero_ps();
+        for (int j = 0; j < NR; ++j) acc[r][j] = _mm256_setzero_ps();
     const int full = cols / 8 * 8;
     auto step = [&](int c, int remaining) {
-        prefetch_next_panel<MR, kPanelRows>(panel, cols, elem, c, 8);
+        if constexpr (kStreamsWeights<MR>) prefetch_next_panel<NR>(panel, cols, elem, c, 8);
         __m256 xv[MR];
         for (int r = 0; r < MR; ++r) xv[r] = load_x(r, c, remaining);
-        for (int j = 0; j < kPanelRows; ++j) {
+        for (int j = 0; j < NR; ++j) {
             const __m256 wv = load_w(j, c, remaining);
             for (int r = 0; r < MR; ++r) acc[r][j] = _mm256_fmadd_ps(xv[r], wv, acc[r][j]);
         }
     };
     for (int c = 0; c < full; c += 8) step(c, 8);
     if (full < cols) step(full, cols - full);
-    reduce_tile<MR>(acc, out);
+    reduce_tile<MR, NR>(acc, out);
 }
 
 /// 8 16-bit values from p; fewer than 8 remaining are read into a zero-padded copy (no read past the matrix).
@@ -323,30 +357,30 @@ inline __m256 load_f16_as_f32(const uint16_t* p, int remaining) {
     return _mm256_cvtph_ps(load_u16x8(p, remaining));
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    dot_tile_body<MR>(
+    dot_tile_body<MR, NR>(
         cols, out, w[0], 2, [&](int r, int c, int) { return _mm256_load_ps(x + r * x_stride + c); },
         [&](int j, int c, int remaining) { return load_bf16_as_f32(w[j] + c, remaining); });
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_f32(const float* x, size_t x_stride, const float* const* w, int cols, float* out) {
-    dot_tile_body<MR>(
+    dot_tile_body<MR, NR>(
         cols, out, w[0], 4, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
         [&](int j, int c, int remaining) { return load_f32x8(w[j] + c, remaining); });
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    dot_tile_body<MR>(
+    dot_tile_body<MR, NR>(
         cols, out, w[0], 2, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
         [&](int j, int c, int remaining) { return load_f16_as_f32(w[j] + c, remaining); });
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    dot_tile_body<MR>(
+    dot_tile_body<MR, NR>(
         cols, out, w[0], 2, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
         [&](int j, int c, int remaining) { return load_bf16_as_f32(w[j] + c, remaining); });
 }
@@ -370,6 +404,8 @@ inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
 constexpr const char* kPathName = "scalar";
 constexpr int kTileRows = 1;
 constexpr int kPanelRows = 4;
+constexpr int kBatchTileRows = 0;  ///< no batch tile (see the AVX-512 path)
+constexpr int kBatchPanelRows = kPanelRows;
 constexpr int kActBf16Cols = 8;
 constexpr int kTileOutputs = kTileRows * kPanelRows;
 using ActBf16 = float;
@@ -391,34 +427,32 @@ float dot_lanes(const float* x, int cols, Weight weight) {
     return quarter[0] + quarter[1];
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < kPanelRows; ++j)
-            out[r * kPanelRows + j] =
-                dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_bf16(w[j][c]); });
+        for (int j = 0; j < NR; ++j)
+            out[r * NR + j] = dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_bf16(w[j][c]); });
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_f32(const float* x, size_t x_stride, const float* const* w, int cols, float* out) {
     for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < kPanelRows; ++j)
-            out[r * kPanelRows + j] = dot_lanes(x + r * x_stride, cols, [&](int c) { return w[j][c]; });
+        for (int j = 0; j < NR; ++j)
+            out[r * NR + j] = dot_lanes(x + r * x_stride, cols, [&](int c) { return w[j][c]; });
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_f16(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < kPanelRows; ++j)
-            out[r * kPanelRows + j] = dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_f16(w[j][c]); });
+        for (int j = 0; j < NR; ++j)
+            out[r * NR + j] = dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_f16(w[j][c]); });
 }
 
-template <int MR>
+template <int MR, int NR = kPanelRows>
 void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
     for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < kPanelRows; ++j)
-            out[r * kPanelRows + j] =
-                dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_bf16(w[j][c]); });
+        for (int j = 0; j < NR; ++j)
+            out[r * NR + j] = dot_lanes(x + r * x_stride, cols, [&](int c) { return float_from_bf16(w[j][c]); });
 }
 
 /// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it.

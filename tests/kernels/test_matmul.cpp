@@ -137,7 +137,7 @@ struct Shape {
 // is O(n cols rows) in double, and the suite must stay fast under sanitizers.
 std::vector<Shape> shapes() {
     std::vector<Shape> s;
-    for (int n : {1, 3, 17, 129})
+    for (int n : {1, 3, 8, 17, 129})
         for (int cols : {8, 72, 576})
             for (int rows : {1, 7, 192}) s.push_back({n, cols, rows});
     s.push_back({512, 576, 576});
@@ -255,11 +255,15 @@ TEST(Matmul, RowAloneEqualsRowInBatch) {
             matmul(x.data() + static_cast<size_t>(i) * cols, 1, w.view, bias.data(), part.data(), precision);
             ASSERT_EQ(std::memcmp(part.data(), &batch[static_cast<size_t>(i) * rows], rows * 4), 0) << "row " << i;
         }
-        for (int first : {0, 1, 3, 494}) {  // sub-batches at every alignment to the micro-tile rows
-            const int count = std::min(17, n - first);
-            matmul(x.data() + static_cast<size_t>(first) * cols, count, w.view, bias.data(), part.data(), precision);
-            ASSERT_EQ(std::memcmp(part.data(), &batch[static_cast<size_t>(first) * rows], count * rows * 4), 0)
-                << "rows " << first << ".." << first + count - 1;
+        // Sub-batches at every alignment to the micro-tile rows, and decode batches (5 to 8 rows: one batch tile).
+        for (int size : {5, 7, 8, 17}) {
+            for (int first : {0, 1, 3, 494}) {
+                const int count = std::min(size, n - first);
+                matmul(x.data() + static_cast<size_t>(first) * cols, count, w.view, bias.data(), part.data(),
+                       precision);
+                ASSERT_EQ(std::memcmp(part.data(), &batch[static_cast<size_t>(first) * rows], count * rows * 4), 0)
+                    << "rows " << first << ".." << first + count - 1;
+            }
         }
     }
 }
