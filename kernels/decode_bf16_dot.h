@@ -101,61 +101,6 @@ void weighted_rows_bf16(const RowOf& row_of, const uint16_t* p16, int ld16, int 
     }
 }
 
-/// sc[g * ld + kk + j] = qs[g] . row_of(kk + j) for four query heads g < 4 and four keys j < 4 (d % 32 == 0; qs: the
-/// heads' BF16 queries, d apart). The sixteen dot products are summed across their lanes together: four rounds of
-/// lane-block shuffles and adds leave them in one register, head g's four keys in its 128-bit block g, so each head
-/// takes one 4-float store. The 4 x 2 kernel of dense_attention.cpp (score_block_in) folds each dot product on its own
-/// and stores them one float at a time. On a 2-core Zen 5 this took an anchor's scoring, pooling and top-k over 32K
-/// keys of the 1B shape (BF16 cache in cache) from 1.25 to 0.94-1.0 ms (bench/README.md).
-template <typename RowOf>
-inline void score_4x4_bf16(const uint16_t* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
-    __m512 acc[16];  // acc[4 * j + g]: key j, head g
-    KASCADE_UNROLL
-    for (int a = 0; a < 16; ++a) acc[a] = _mm512_setzero_ps();
-    const uint16_t* rows[4];
-    KASCADE_UNROLL
-    for (int j = 0; j < 4; ++j) rows[j] = row_of(kk + j);
-    for (int p = 0; p < d; p += 32) {
-        __m512bh kv[4];
-        KASCADE_UNROLL
-        for (int j = 0; j < 4; ++j) kv[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(rows[j] + p));
-        KASCADE_UNROLL
-        for (int g = 0; g < 4; ++g) {
-            const __m512bh qv = reinterpret_cast<__m512bh>(_mm512_loadu_si512(qs + g * d + p));
-            KASCADE_UNROLL
-            for (int j = 0; j < 4; ++j) acc[4 * j + g] = _mm512_dpbf16_ps(acc[4 * j + g], qv, kv[j]);
-        }
-    }
-    // The zero-masking forms with every lane kept: GCC 12 warns that the plain _mm512_shuffle_f32x4 and
-    // _mm512_extractf32x4_ps use an uninitialised value (their unused merge operand); the instructions are the same.
-    const auto blocks = [](__m512 a, __m512 b, auto imm) { return _mm512_maskz_shuffle_f32x4(0xFFFF, a, b, imm()); };
-    const auto block = [](__m512 a, auto imm) { return _mm512_maskz_extractf32x4_ps(0xF, a, imm()); };
-    // Sixteen lanes -> eight: r[m] holds acc[2m]'s eight partial sums in its low half, acc[2m + 1]'s in its high half.
-    __m512 r[8];
-    KASCADE_UNROLL
-    for (int m = 0; m < 8; ++m)
-        r[m] = _mm512_add_ps(blocks(acc[2 * m], acc[2 * m + 1], std::integral_constant<int, 0x44>{}),
-                             blocks(acc[2 * m], acc[2 * m + 1], std::integral_constant<int, 0xEE>{}));
-    // Eight -> four: 128-bit block c of s[n] holds acc[4n + c]'s four partial sums.
-    __m512 s[4];
-    KASCADE_UNROLL
-    for (int n = 0; n < 4; ++n)
-        s[n] = _mm512_add_ps(blocks(r[2 * n], r[2 * n + 1], std::integral_constant<int, 0x88>{}),
-                             blocks(r[2 * n], r[2 * n + 1], std::integral_constant<int, 0xDD>{}));
-    // Four -> two, inside each block c: t[i] = (acc[8i + c], acc[8i + 4 + c]) two partial sums each.
-    __m512 t[2];
-    KASCADE_UNROLL
-    for (int i = 0; i < 2; ++i)
-        t[i] = _mm512_add_ps(_mm512_shuffle_ps(s[2 * i], s[2 * i + 1], 0x44),
-                             _mm512_shuffle_ps(s[2 * i], s[2 * i + 1], 0xEE));
-    // Two -> one: block c = (acc[c], acc[4 + c], acc[8 + c], acc[12 + c]) = head c's keys 0..3.
-    const __m512 dots = _mm512_add_ps(_mm512_shuffle_ps(t[0], t[1], 0x88), _mm512_shuffle_ps(t[0], t[1], 0xDD));
-    _mm_storeu_ps(sc + kk, block(dots, std::integral_constant<int, 0>{}));
-    _mm_storeu_ps(sc + ld + kk, block(dots, std::integral_constant<int, 1>{}));
-    _mm_storeu_ps(sc + 2 * static_cast<int64_t>(ld) + kk, block(dots, std::integral_constant<int, 2>{}));
-    _mm_storeu_ps(sc + 3 * static_cast<int64_t>(ld) + kk, block(dots, std::integral_constant<int, 3>{}));
-}
-
 /// weighted_rows_bf16 over every query head of a group and every 64 columns of a head_dim-d row (d % 64 == 0).
 template <typename RowOf>
 void weighted_rows_bf16_group(const RowOf& row_of, const uint16_t* p16, int ld16, int group, int n, int d, bool add,

@@ -98,8 +98,7 @@ void piece_values(const float* s, int ld, int group, int n, KvPtr v, int d, bool
             }
         }
 #endif
-        for (int g = 0; g < group; ++g)
-            detail::weighted_rows(row_of, weights + static_cast<int64_t>(g) * w_ld, n, d, false, o + g * d);
+        detail::weighted_rows_group(row_of, weights, w_ld, group, n, d, false, o);
     });
 }
 

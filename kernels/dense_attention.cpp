@@ -15,6 +15,7 @@
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
 #include "kernels/decode_bf16_dot.h"
+#include "kernels/decode_score_4x4.h"
 #include "kernels/weighted_rows.h"
 
 namespace kascade {
@@ -134,20 +135,33 @@ inline void score_block_in(const Q* qs, int d, const RowOf& row_of, int kk, floa
         for (int g = 0; g < GC; ++g) sc[g * ld + kk + j] = dots[j * GC + g];
 }
 
-/// In the widest registers where head_dim is a whole number of them; BF16 queries (uint16_t) take BF16 dot products,
-/// four heads by four keys in a kernel of their own (score_4x4_bf16).
+/// Whether decode_scores_of scores four heads by four keys at a time (score_4x4) for queries of type Q: BF16 queries
+/// where the CPU has BF16 dot products, fp32 ones where it has 16-lane registers (in 8-lane ones the 4 x 4 kernel's
+/// accumulators would not fit the registers).
+template <typename Q>
+constexpr bool kScores4x4 = std::is_same_v<Q, uint16_t> ? KASCADE_DECODE_BF16_DOT : KASCADE_DECODE_SCORE_4X4;
+
+/// In the widest registers where head_dim is a whole number of them; BF16 queries (uint16_t) take BF16 dot products;
+/// four heads by four keys take score_4x4.
 template <int GC, int NK, typename Q, typename RowOf>
 inline void score_block(const Q* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
 #if KASCADE_DECODE_BF16_DOT
-    if constexpr (std::is_same_v<Q, uint16_t> && GC == 4 && NK == 4) {
-        score_4x4_bf16(qs, d, row_of, kk, sc, ld);
+    if constexpr (std::is_same_v<Q, uint16_t>) {
+        if constexpr (GC == 4 && NK == 4) {
+            score_4x4<Bf16Pairs>(qs, d, row_of, kk, sc, ld);
+        } else {
+            score_block_in<Bf16Pairs, GC, NK>(qs, d, row_of, kk, sc, ld);
+        }
         return;
-    } else if constexpr (std::is_same_v<Q, uint16_t>) {
-        score_block_in<Bf16Pairs, GC, NK>(qs, d, row_of, kk, sc, ld);
-        return;
-    } else
+    }
 #endif
-    {
+#if KASCADE_DECODE_SCORE_4X4
+    if constexpr (GC == 4 && NK == 4) {
+        score_4x4<Vec<16>>(qs, d, row_of, kk, sc, ld);  // decode_scores_of takes it only where d % 16 == 0
+        return;
+    }
+#endif
+    if constexpr (GC * NK <= kLanes) {
         if (d % kWideLanes == 0)
             score_block_in<Vec<kWideLanes>, GC, NK>(qs, d, row_of, kk, sc, ld);
         else
@@ -172,7 +186,7 @@ inline void score_blocks(const Q* qs, int d, const RowOf& row_of, int n, float* 
 /// decode_scores over consecutive rows.
 template <typename Q, typename RowOf>
 void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n, float* sc, int ld) {
-    // Query heads in chunks of up to four: 4 x 4 (BF16 queries) or 4 x 2, 3 x 2, 2 x 4 or 1 x 8 (heads x keys) per
+    // Query heads in chunks of up to four: 4 x 4 (kScores4x4) or 4 x 2, 3 x 2, 2 x 4 or 1 x 8 (heads x keys) per
     // micro-kernel, the keys left over one at a time.
     for (int g0 = 0; g0 < group; g0 += 4) {
         const Q* q0 = qs + static_cast<int64_t>(g0) * d;
@@ -180,7 +194,9 @@ void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n,
         int kk = 0;
         switch (std::min(4, group - g0)) {
             case 4:
-                if constexpr (std::is_same_v<Q, uint16_t>) score_blocks<4, 4>(q0, d, row_of, n, s0, ld, kk);
+                if constexpr (kScores4x4<Q>) {
+                    if (std::is_same_v<Q, uint16_t> || d % 16 == 0) score_blocks<4, 4>(q0, d, row_of, n, s0, ld, kk);
+                }
                 score_blocks<4, 2>(q0, d, row_of, n, s0, ld, kk);
                 score_blocks<4, 1>(q0, d, row_of, n, s0, ld, kk);
                 break;
@@ -346,13 +362,12 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
 #endif
         score(piece, qs, nullptr, head_off, sc, ld);
         for (int g = 0; g < group; ++g) {
-            float* p = sc + g * ld;
             const int64_t st = static_cast<int64_t>(pi) * group + g;
-            piece_softmax(p, piece.n_keys, bf16_products, &state_m[st], &state_l[st]);
-            runs([&](const auto& row_of, int idx, int len) {
-                weighted_rows(row_of, p + idx, len, d, idx > 0, o + g * d);
-            });
+            piece_softmax(sc + g * ld, piece.n_keys, bf16_products, &state_m[st], &state_l[st]);
         }
+        runs([&](const auto& row_of, int idx, int len) {
+            weighted_rows_group(row_of, sc + idx, ld, group, len, d, idx > 0, o);
+        });
     };
     // Pieces are handed out kPiecesPerChunk at a time; with no more than that (a short context) one thread would
     // take them all, and the parallel region would only add its start and barrier to a call of a few microseconds.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/attention_simd.h"
@@ -79,6 +80,79 @@ void weighted_rows(const RowOf& row_of, const float* p, int n, int d, bool add, 
     for_each_value_chunk(d, [&](auto lanes, auto nw, int j0) {
         weighted_rows_in<decltype(lanes)::value, decltype(nw)::value>(row_of, p, n, j0, add, o);
     });
+}
+
+/// weighted_rows_in for GC query heads at once: o[g * d + j0 ..] over the weights p[g * ld + kk], g < GC. Each chunk
+/// of a row is loaded and widened once for the GC heads; GC x NW independent accumulators, one multiply-add per key.
+template <int L, int NW, int GC, typename RowOf>
+void weighted_rows_heads_in(const RowOf& row_of, const float* p, int ld, int n, int d, int j0, bool add, float* o) {
+    using O = Vec<L>;
+    using V = typename O::type;
+    V acc[GC][NW];
+    KASCADE_UNROLL
+    for (int g = 0; g < GC; ++g) {
+        KASCADE_UNROLL
+        for (int c = 0; c < NW; ++c) acc[g][c] = O::zero();
+    }
+    constexpr int kChunkBytes = NW * L * sizeof(*row_of(0));
+    for (int kk = 0; kk < n; ++kk) {
+        const auto* r = row_of(kk) + j0;
+        prefetch_bytes(row_of(std::min(kk + kPrefetchRows, n - 1)) + j0, kChunkBytes);
+        V row[NW];
+        KASCADE_UNROLL
+        for (int c = 0; c < NW; ++c) row[c] = O::load(r + c * L);
+        KASCADE_UNROLL
+        for (int g = 0; g < GC; ++g) {
+            const V w = O::set1(p[static_cast<int64_t>(g) * ld + kk]);
+            KASCADE_UNROLL
+            for (int c = 0; c < NW; ++c) acc[g][c] = O::fma(w, row[c], acc[g][c]);
+        }
+    }
+    KASCADE_UNROLL
+    for (int g = 0; g < GC; ++g) {
+        float* og = o + static_cast<int64_t>(g) * d + j0;
+        KASCADE_UNROLL
+        for (int c = 0; c < NW; ++c) O::store(og + c * L, add ? O::add(O::load(og + c * L), acc[g][c]) : acc[g][c]);
+    }
+}
+
+/// o[g * d .. g * d + d) = the sum over kk < n of p[g * ld + kk] * row_of(kk) (added to o's contents when `add`) for
+/// every query head g < group of a KV head. BF16 rows are widened once for up to four heads (two in 8-lane registers):
+/// widening each row for each head on its own took two instructions per 16 values and head on the ports the
+/// multiply-adds use, and on a 2-vCPU Xeon dense decode attention over a BF16 cache with exact products went from ...
+/// (bench/README.md). fp32 rows take one head at a time (weighted_rows): a variant over the whole group measured 29 %
+/// slower there (16-core Xeon, 32K keys).
+template <typename RowOf>
+void weighted_rows_group(const RowOf& row_of, const float* p, int ld, int group, int n, int d, bool add, float* o) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*row_of(0))>, uint16_t>) {
+        constexpr int kMaxHeads = kWideLanes == 16 ? 4 : 2;
+        for_each_value_chunk(d, [&](auto lanes, auto nw, int j0) {
+            constexpr int L = decltype(lanes)::value, NW = decltype(nw)::value;
+            for (int g0 = 0; g0 < group; g0 += kMaxHeads) {
+                const float* pg = p + static_cast<int64_t>(g0) * ld;
+                float* og = o + static_cast<int64_t>(g0) * d;
+                const int heads = std::min(kMaxHeads, group - g0);
+                if constexpr (kMaxHeads == 4) {
+                    if (heads == 4) {
+                        weighted_rows_heads_in<L, NW, 4>(row_of, pg, ld, n, d, j0, add, og);
+                        continue;
+                    }
+                    if (heads == 3) {
+                        weighted_rows_heads_in<L, NW, 3>(row_of, pg, ld, n, d, j0, add, og);
+                        continue;
+                    }
+                }
+                if (heads == 2) {
+                    weighted_rows_heads_in<L, NW, 2>(row_of, pg, ld, n, d, j0, add, og);
+                } else {
+                    weighted_rows_heads_in<L, NW, 1>(row_of, pg, ld, n, d, j0, add, og);
+                }
+            }
+        });
+    } else {
+        for (int g = 0; g < group; ++g)
+            weighted_rows(row_of, p + static_cast<int64_t>(g) * ld, n, d, add, o + static_cast<int64_t>(g) * d);
+    }
 }
 
 }  // namespace kascade::detail

@@ -1,0 +1,79 @@
+// kernels/decode_score_4x4.h: the decode score micro-kernel of four query heads against four keys, in 16-lane
+// registers (internal to the decode kernels; not a public API). It serves both products: fp32 queries against fp32 or
+// widened BF16 rows (Vec<16>), and BF16 queries against BF16 rows by BF16 dot products (Bf16Pairs,
+// kernels/decode_bf16_dot.h).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/attention_simd.h"
+
+namespace kascade::detail {
+
+#if defined(__AVX512F__) && KASCADE_SIMD_AVX2
+#define KASCADE_DECODE_SCORE_4X4 1
+
+/// sc[g * ld + kk + j] = qs[g] . row_of(kk + j) for four query heads g < 4 and four keys j < 4 (d % O::lanes == 0;
+/// qs: the heads' queries, d apart). O: the register type, Vec<16> or Bf16Pairs. Each key vector loaded (and widened)
+/// is used by four heads and each query vector by four keys; the sixteen dot products are summed across their lanes
+/// together: four rounds of lane-block shuffles and adds (lane l + l+8, l + l+4, l + l+2, l + l+1) leave them in one
+/// register, head g's four keys in its 128-bit block g, so each head takes one 4-float store. A 4 x 2 kernel that
+/// folds each dot product on its own and stores them one float at a time spent as long on its sums as on its
+/// products: on a 2-core Zen 5 the 4 x 4 BF16 kernel took an anchor's scoring, pooling and top-k over 32K keys of the
+/// 1B shape from 1.25 to 0.94-1.0 ms, and on a 2-vCPU Xeon the fp32 one took dense decode attention (BF16 cache,
+/// exact products) from ... (bench/README.md).
+template <class O, typename Q, typename RowOf>
+inline void score_4x4(const Q* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
+    using Operand = typename O::operand;
+    __m512 acc[16];  // acc[4 * j + g]: key j, head g
+    KASCADE_UNROLL
+    for (int a = 0; a < 16; ++a) acc[a] = _mm512_setzero_ps();
+    decltype(row_of(0)) rows[4];
+    KASCADE_UNROLL
+    for (int j = 0; j < 4; ++j) rows[j] = row_of(kk + j);
+    for (int p = 0; p < d; p += O::lanes) {
+        Operand kv[4];
+        KASCADE_UNROLL
+        for (int j = 0; j < 4; ++j) kv[j] = O::load(rows[j] + p);
+        KASCADE_UNROLL
+        for (int g = 0; g < 4; ++g) {
+            const Operand qv = O::load(qs + g * d + p);
+            KASCADE_UNROLL
+            for (int j = 0; j < 4; ++j) acc[4 * j + g] = O::fma(qv, kv[j], acc[4 * j + g]);
+        }
+    }
+    // The zero-masking forms with every lane kept: GCC 12 warns that the plain _mm512_shuffle_f32x4 and
+    // _mm512_extractf32x4_ps use an uninitialised value (their unused merge operand); the instructions are the same.
+    const auto blocks = [](__m512 a, __m512 b, auto imm) { return _mm512_maskz_shuffle_f32x4(0xFFFF, a, b, imm()); };
+    const auto block = [](__m512 a, auto imm) { return _mm512_maskz_extractf32x4_ps(0xF, a, imm()); };
+    // Sixteen lanes -> eight: r[m] holds acc[2m]'s eight partial sums in its low half, acc[2m + 1]'s in its high half.
+    __m512 r[8];
+    KASCADE_UNROLL
+    for (int m = 0; m < 8; ++m)
+        r[m] = _mm512_add_ps(blocks(acc[2 * m], acc[2 * m + 1], std::integral_constant<int, 0x44>{}),
+                             blocks(acc[2 * m], acc[2 * m + 1], std::integral_constant<int, 0xEE>{}));
+    // Eight -> four: 128-bit block c of s[n] holds acc[4n + c]'s four partial sums.
+    __m512 s[4];
+    KASCADE_UNROLL
+    for (int n = 0; n < 4; ++n)
+        s[n] = _mm512_add_ps(blocks(r[2 * n], r[2 * n + 1], std::integral_constant<int, 0x88>{}),
+                             blocks(r[2 * n], r[2 * n + 1], std::integral_constant<int, 0xDD>{}));
+    // Four -> two, inside each block c: t[i] = (acc[8i + c], acc[8i + 4 + c]) two partial sums each.
+    __m512 t[2];
+    KASCADE_UNROLL
+    for (int i = 0; i < 2; ++i)
+        t[i] = _mm512_add_ps(_mm512_shuffle_ps(s[2 * i], s[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(s[2 * i], s[2 * i + 1], 0xEE));
+    // Two -> one: block c = (acc[c], acc[4 + c], acc[8 + c], acc[12 + c]) = head c's keys 0..3.
+    const __m512 dots = _mm512_add_ps(_mm512_shuffle_ps(t[0], t[1], 0x88), _mm512_shuffle_ps(t[0], t[1], 0xDD));
+    _mm_storeu_ps(sc + kk, block(dots, std::integral_constant<int, 0>{}));
+    _mm_storeu_ps(sc + ld + kk, block(dots, std::integral_constant<int, 1>{}));
+    _mm_storeu_ps(sc + 2 * static_cast<int64_t>(ld) + kk, block(dots, std::integral_constant<int, 2>{}));
+    _mm_storeu_ps(sc + 3 * static_cast<int64_t>(ld) + kk, block(dots, std::integral_constant<int, 3>{}));
+}
+#else
+#define KASCADE_DECODE_SCORE_4X4 0
+#endif
+
+}  // namespace kascade::detail
