@@ -120,8 +120,8 @@ void weighted_rows_heads_in(const RowOf& row_of, const float* p, int ld, int n, 
 /// every query head g < group of a KV head. BF16 rows are widened once for up to four heads (two in 8-lane registers):
 /// widening each row for each head on its own took two instructions per 16 values and head on the ports the
 /// multiply-adds use. On a 2-vCPU Xeon, one thread's dense decode attention over 8K keys of the 1B shape (BF16 cache
-/// in L3, exact products, after score_4x4) went from 1.89-2.07 to 1.54-1.60 ms (bench/README.md). fp32 rows take one head at a time (weighted_rows): a variant over the whole group measured 29 %
-/// slower there (16-core Xeon, 32K keys).
+/// in L3, exact products, after score_4x4) went from 1.89-2.07 to 1.54-1.60 ms (bench/README.md). fp32 rows take one
+/// head at a time (weighted_rows): a variant over the whole group measured 29 % slower there (16-core Xeon, 32K keys).
 template <typename RowOf>
 void weighted_rows_group(const RowOf& row_of, const float* p, int ld, int group, int n, int d, bool add, float* o) {
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*row_of(0))>, uint16_t>) {
