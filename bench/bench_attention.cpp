@@ -2,8 +2,9 @@
 //
 // Rows are named <kind>/<model>/T:<tokens>/<variant> so any subset can be selected with --benchmark_filter, e.g.
 //   bench_attention --benchmark_filter='prefill/smollm2/T:8192'     or     --benchmark_filter='decode/.*/T:131072'
-// Decode rows come twice: over an fp32 cache with exact products, and over a BF16 cache with BF16 products, named
-// <variant>/bf16/kv:bf16 (what `--kv-dtype bf16 --matmul bf16` runs). Every row measures a FULL attention layer (all
+// Decode rows come three times: over an fp32 cache with exact products, and over a BF16 cache with exact or BF16
+// products, named <variant>/exact/kv:bf16 and <variant>/bf16/kv:bf16 (what `--kv-dtype bf16` runs with `--matmul
+// exact` or `bf16`). Every row measures a FULL attention layer (all
 // query heads) of the named model. Within a (kind, model, T[, dtype]) group the dense row runs first and stores its
 // time; the other rows report `speedup` = dense time / own time from the same run (0 if the dense row was filtered
 // out). The first row measures a large Eigen GEMM, the machine's practical fp32 peak in this run; prefill rows report
@@ -330,18 +331,25 @@ DecodeCaches make_decode_caches(const ModelShape& m, int n, KvDType dtype) {
 /// token granularity (tile 32, the paper's k rule at pct %): the anchor's scoring alone (decode_token_mass), the
 /// anchor's whole step (select_decode_keys + attend_selection) and a reuse layer's step (attend_selection of the
 /// anchor's selection through a head map). kv: the cache's dtype; products: MatmulPrecision::Bf16 (BF16 queries and
-/// weights, BF16 dot products) as `--matmul bf16` runs a BF16 cache, else exact. Each iteration runs one call per
+/// weights, BF16 dot products) as `--matmul bf16` runs a BF16 cache, or exact. Each iteration runs one call per
 /// copy of the cache (DecodeCaches), each with its own selection; the time and the counters are per call.
 enum class Decode { kDense, kSparse, kTokenMass, kTokenAnchor, kTokenReuse };
 
-void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode variant, float pct, KvDType kv) {
+/// The name suffix of a decode row's cache dtype and products (bench_forward's `<matmul>/kv:<dtype>`); none for the
+/// fp32 cache with exact products.
+std::string decode_suffix(KvDType kv, MatmulPrecision products) {
+    if (kv == KvDType::F32) return "";
+    return products == MatmulPrecision::Bf16 ? "/bf16/kv:bf16" : "/exact/kv:bf16";
+}
+
+void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode variant, float pct, KvDType kv,
+                  MatmulPrecision products) {
     Inputs in = make_inputs(m, 1, 1);  // the query; the cache is make_decode_caches'
     in.shape.n_k = in.shape.kv_stride = n;
-    in.shape.products = kv == KvDType::BF16 ? MatmulPrecision::Bf16 : MatmulPrecision::Exact;
+    in.shape.products = products;
     const DecodeCaches caches = make_decode_caches(m, n, kv);
     const int copies = caches.copies;
-    const std::string group =
-        std::string("decode/") + m.name + "/T:" + std::to_string(n) + (kv == KvDType::BF16 ? "/bf16/kv:bf16" : "");
+    const std::string group = std::string("decode/") + m.name + "/T:" + std::to_string(n) + decode_suffix(kv, products);
     const double row_bytes = 2.0 * m.n_kv_heads * m.head_dim * (kv == KvDType::BF16 ? 2 : 4);  // K and V of a key
     double keys = n;
     const SparseAttentionOptions options{.tile = kTile, .topk = {0, pct, 128, KRule::Sequence}};
@@ -438,13 +446,16 @@ void register_all() {
         }
         for (int n : kDecodeLengths) {
             const std::string base = std::string("decode/") + m.name + "/T:" + std::to_string(n) + "/";
-            // fp32 cache with exact products: <variant>; BF16 cache with BF16 products: <variant>/bf16/kv:bf16 (the
-            // names of bench_forward's rows); each dtype's dense row first, the others' baseline.
-            for (KvDType kv : {KvDType::F32, KvDType::BF16}) {
-                const std::string suffix = kv == KvDType::BF16 ? "/bf16/kv:bf16" : "";
-                const auto add = [&](const std::string& name, Decode v, float pct) {
+            // fp32 cache with exact products: <variant>; BF16 cache: <variant>/<exact|bf16>/kv:bf16 (the names of
+            // bench_forward's rows); each configuration's dense row first, the others' baseline.
+            const std::pair<KvDType, MatmulPrecision> configs[] = {{KvDType::F32, MatmulPrecision::Exact},
+                                                                   {KvDType::BF16, MatmulPrecision::Exact},
+                                                                   {KvDType::BF16, MatmulPrecision::Bf16}};
+            for (const auto& [kv, products] : configs) {
+                const std::string suffix = decode_suffix(kv, products);
+                const auto add = [&, kv, products](const std::string& name, Decode v, float pct) {
                     register_row(base + name + suffix, 0.3, true,
-                                 [=, &m](benchmark::State& s) { bench_decode(s, m, n, v, pct, kv); });
+                                 [=, &m](benchmark::State& s) { bench_decode(s, m, n, v, pct, kv, products); });
                 };
                 add("dense", Decode::kDense, 0);
                 add("sparse_10pct", Decode::kSparse, 10);
