@@ -161,7 +161,7 @@ inline void score_block(const Q* qs, int d, const RowOf& row_of, int kk, float* 
         return;
     }
 #endif
-    if constexpr (GC * NK <= kLanes) {
+    if constexpr (GC * NK <= kLanes) {  // the larger 4 x 4 is score_4x4's, taken only where it exists
         if (d % kWideLanes == 0)
             score_block_in<Vec<kWideLanes>, GC, NK>(qs, d, row_of, kk, sc, ld);
         else
@@ -301,9 +301,9 @@ void merge_decode_head(const AttnShape& shape, int h, const std::vector<int>& pi
 /// (qs16: the same queries as BF16 for BF16 dot products, or null); runs_of(piece, v_head) returns the piece's value
 /// rows as runs (piece_runs, gathered_runs). Each piece keeps its own softmax state; the pieces are merged per head in
 /// order, so the result does not depend on the thread count. T: the value rows' element type (float, or uint16_t for
-/// BF16). The fp32 value kernel takes a query head at a time: a variant that took every head of the group per loaded
-/// row read the rows in strided passes and measured 29 % slower on an fp32 cache at 32K keys (16-core Xeon); the BF16
-/// dot-product kernel takes the whole group per interleaved pair of rows.
+/// BF16). The values go through weighted_rows_group (each BF16 row widened once for up to four heads of the group, fp32
+/// rows a head at a time), or with BF16 dot products through weighted_rows_bf16_group (the whole group per interleaved
+/// pair of rows).
 template <typename T, class ScoreFn, class RunsOf>
 void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const std::vector<DecodePiece>& pieces,
                        const std::vector<int>& piece_begin, ScoreFn score, RunsOf runs_of, float* out) {
@@ -395,7 +395,7 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
 
 }  // namespace
 
-/// sc[g * ld + kk] = qs[g] . k[kk] for kk < n: eight keys at a time, finished by one transposing reduction.
+/// sc[g * ld + kk] = qs[g] . k[kk] for kk < n, in the micro-kernels of decode_scores_of.
 void decode_scores(const float* qs, int group, int d, KvPtr k, int n, float* sc, int ld,
                    [[maybe_unused]] const uint16_t* qs16) {
     k.visit([&](const auto* rows) {
