@@ -9,7 +9,6 @@
 // on which slot of the tile an element has, which is what makes the result independent of the batch size.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -130,8 +129,10 @@ inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_co
     }
 }
 
-/// Floats a micro-tile writes to its output buffer: its MR x NR results, rounded up to whole 8-groups.
-constexpr int kTileOutputs = (std::max(kTileRows * kPanelRows, kBatchTileRows* kBatchPanelRows) + 7) / 8 * 8;
+/// Floats a micro-tile writes to its output buffer: its MR x NR results, rounded up to whole 8-groups (the 4 x 6 and
+/// the 8 x 3 tile both write 24).
+constexpr int kTileOutputs = (kTileRows * kPanelRows + 7) / 8 * 8;
+static_assert(kBatchTileRows * kBatchPanelRows <= kTileOutputs);
 
 /// Reduces acc[MR][NR] into out[MR][NR] (out has room for kTileOutputs floats).
 template <int MR, int NR>
