@@ -271,8 +271,10 @@ TaskSample make_task_sample(const TaskSampleSpec& spec, const std::vector<std::s
             std::vector<int32_t> ids = tokenizer.encode(text);
             if (bos + static_cast<int>(ids.size()) != spec.length) continue;
             TaskSample s;
-            if (bos) s.tokens.push_back(start_token);
-            s.tokens.insert(s.tokens.end(), ids.begin(), ids.end());
+            // The start token put in front of ids, not ids appended to an empty vector: GCC 12 warned (-Warray-bounds)
+            // about the copy into the empty vector's storage, a false positive of its inlined insert.
+            if (bos) ids.insert(ids.begin(), start_token);
+            s.tokens = std::move(ids);
             const int hay_begin = count(std::string(content.intro));
             const int hay_stop = count(text.substr(0, hay_end));
             s.needle_token = count(text.substr(0, asked));
