@@ -158,10 +158,9 @@ inline void score_block(const Q* qs, int d, const RowOf& row_of, int kk, float* 
 #if KASCADE_DECODE_SCORE_4X4
     if constexpr (GC == 4 && NK == 4) {
         score_4x4<Vec<16>>(qs, d, row_of, kk, sc, ld);  // decode_scores_of takes it only where d % 16 == 0
-        return;
-    }
+    } else
 #endif
-    if constexpr (GC * NK <= kLanes) {  // the larger 4 x 4 is score_4x4's, taken only where it exists
+    {
         if (d % kWideLanes == 0)
             score_block_in<Vec<kWideLanes>, GC, NK>(qs, d, row_of, kk, sc, ld);
         else
@@ -195,7 +194,7 @@ void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n,
         switch (std::min(4, group - g0)) {
             case 4:
                 if constexpr (kScores4x4<Q>) {
-                    if (std::is_same_v<Q, uint16_t> || d % 16 == 0) score_blocks<4, 4>(q0, d, row_of, n, s0, ld, kk);
+                    if (d % 16 == 0) score_blocks<4, 4>(q0, d, row_of, n, s0, ld, kk);  // BF16 products: d % 64 == 0
                 }
                 score_blocks<4, 2>(q0, d, row_of, n, s0, ld, kk);
                 score_blocks<4, 1>(q0, d, row_of, n, s0, ld, kk);

@@ -110,7 +110,10 @@ struct Case {
 // Lengths across the prefill key blocks (64) and the decode pieces (256 and 1024 keys), GQA 1 and 4, with and
 // without a sliding window.
 constexpr Case kPrefillCases[] = {{2, 1, 64, 17, 0}, {1, 4, 128, 300, 0}, {2, 2, 64, 200, 50}, {1, 3, 8, 129, 0}};
-constexpr Case kDecodeCases[] = {{2, 1, 64, 17, 0}, {1, 4, 128, 1500, 0}, {2, 2, 64, 2100, 700}, {2, 4, 128, 300, 0}};
+// Groups of 7 and 8 split into chunks of four heads in the value kernel; head_dim 72 is no whole number of 16-lane
+// registers (no 4 x 4 score kernel; a 64- and an 8-column value chunk).
+constexpr Case kDecodeCases[] = {{2, 1, 64, 17, 0},   {1, 4, 128, 1500, 0}, {2, 2, 64, 2100, 700},
+                                 {2, 4, 128, 300, 0}, {1, 7, 72, 300, 0},   {1, 8, 64, 500, 0}};
 
 TEST(Bf16Kv, DensePrefillAndLseMatchTheRoundedReference) {
     for (const Case& c : kPrefillCases) {
