@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "base/cache_aligned.h"
@@ -53,6 +55,10 @@ constexpr int kParallelRoundingMinRows = 64;
 /// Work units per thread, enough for dynamic scheduling to even out the threads (also when another process takes a
 /// core for a while).
 constexpr int kUnitsPerThread = 8;
+/// Panels a decode batch's work unit runs column block by column block at a time (compute_batch_panels): their batch
+/// tiles keep their accumulators in memory between the blocks, 1.5 KB per half panel (24 KB for 8 panels, on the
+/// stack, in L1 beside the block of activation rows).
+constexpr int kBatchPanels = 8;
 
 /// A panel of BF16 (exact products) or F16 weights that this many micro-tiles or more use (prefill) is widened to fp32
 /// once, into the thread's buffer, and its tiles run the fp32 kernel on it: widening in every tile took two
@@ -85,6 +91,16 @@ struct PanelIndex {
         return static_cast<int>(std::upper_bound(first_panel.begin(), first_panel.end(), p) - first_panel.begin()) - 1;
     }
 };
+
+/// Whether a block of this many activation rows runs as batch tiles (compute_batch_panels).
+bool is_decode_batch(int rows) {
+#if KASCADE_MATMUL_BATCH_TILE
+    return rows > mm::kTileRows && rows <= mm::kBatchTileRows;
+#else
+    (void)rows;
+    return false;
+#endif
+}
 
 /// Work units: groups of consecutive panels x blocks of activation rows, group-major, so that consecutive units
 /// reuse the group's weights from L2.
@@ -167,12 +183,35 @@ bool widens_in_tiles(const Problem& p, const MatmulTarget& t) {
     return t.w.type == MatrixType::F16 || (t.w.type == MatrixType::BF16 && p.x_bf16 == nullptr);
 }
 
+/// Calls f(std::integral_constant<int, R>{}) for the R in [First, First + Count) that equals rows (the micro-tiles'
+/// row counts are template arguments).
+template <int First, int Count, typename F>
+void with_tile_rows(int rows, F f) {
+    [&]<int... I>(std::integer_sequence<int, I...>) {
+        ((rows == First + I ? f(std::integral_constant<int, First + I>{}) : void()), ...);
+    }
+    (std::make_integer_sequence<int, Count>());
+}
+
+/// out[r][j] (row stride nr) -> y rows [r0, r0 + tile_rows) x columns [col0, col0 + cols) of target t, plus its bias.
+void store_tile(const MatmulTarget& t, const float* out, int nr, int r0, int tile_rows, int col0, int cols) {
+    const size_t y_stride = t.y_stride > 0 ? t.y_stride : t.w.rows;
+    for (int r = 0; r < tile_rows; ++r) {
+        float* y = t.y + static_cast<size_t>(r0 + r) * y_stride + col0;
+        const float* o = out + r * nr;
+        if (t.bias != nullptr) {
+            for (int j = 0; j < cols; ++j) y[j] = o[j] + t.bias[col0 + j];
+        } else {
+            for (int j = 0; j < cols; ++j) y[j] = o[j];
+        }
+    }
+}
+
 /// y rows [r_begin, r_end) x weight rows [row0, row0 + kPanelRows) of target t. widen_buffer (or null): room for the
 /// panel widened to fp32, kPanelRows rows of stride widen_stride.
 void compute_panel(const Problem& p, const MatmulTarget& t, int row0, int r_begin, int r_end, float* widen_buffer,
                    size_t widen_stride) {
     const int n_rows = std::min(mm::kPanelRows, t.w.rows - row0);
-    const size_t y_stride = t.y_stride > 0 ? t.y_stride : t.w.rows;
     const float* widened = nullptr;
     if (widen_buffer != nullptr && widens_in_tiles(p, t) && r_end - r_begin >= kWidenMinTiles * mm::kTileRows) {
         const uint16_t* rows[mm::kPanelRows];
@@ -181,46 +220,105 @@ void compute_panel(const Problem& p, const MatmulTarget& t, int row0, int r_begi
             mm::widen_row(rows[j], p.cols, t.w.type == MatrixType::F16, widen_buffer + j * widen_stride);
         widened = widen_buffer;
     }
-    // out[r][j] (row stride nr) -> y rows [r0, r0 + tile_rows) x columns [col0, col0 + cols).
-    const auto store = [&](const float* out, int nr, int r0, int tile_rows, int col0, int cols) {
-        for (int r = 0; r < tile_rows; ++r) {
-            float* y = t.y + static_cast<size_t>(r0 + r) * y_stride + col0;
-            const float* o = out + r * nr;
-            if (t.bias != nullptr) {
-                for (int j = 0; j < cols; ++j) y[j] = o[j] + t.bias[col0 + j];
-            } else {
-                for (int j = 0; j < cols; ++j) y[j] = o[j];
-            }
-        }
-    };
     float out[mm::kTileOutputs];
-    const int block_rows = r_end - r_begin;
-    if (block_rows > mm::kTileRows && block_rows <= mm::kBatchTileRows) {
-        // A decode batch (fewer rows than widening needs): one tile over all of them per half panel.
-        for (int half = 0; half < n_rows; half += mm::kBatchPanelRows) {
-            [&]<int... MR>(std::integer_sequence<int, MR...>) {
-                ((block_rows == mm::kTileRows + 1 + MR ? compute_tile<mm::kTileRows + 1 + MR, mm::kBatchPanelRows>(
-                                                             p, t, r_begin, row0 + half, nullptr, 0, out)
-                                                       : void()),
-                 ...);
-            }
-            (std::make_integer_sequence<int, std::max(0, mm::kBatchTileRows - mm::kTileRows)>());
-            store(out, mm::kBatchPanelRows, r_begin, block_rows, row0 + half,
-                  std::min(mm::kBatchPanelRows, n_rows - half));
-        }
-        return;
-    }
     for (int r0 = r_begin; r0 < r_end; r0 += mm::kTileRows) {
         const int tile_rows = std::min(mm::kTileRows, r_end - r0);
-        [&]<int... MR>(std::integer_sequence<int, MR...>) {
-            ((tile_rows == MR + 1 ? compute_tile<MR + 1, mm::kPanelRows>(p, t, r0, row0, widened, widen_stride, out)
-                                  : void()),
-             ...);
-        }
-        (std::make_integer_sequence<int, mm::kTileRows>());
-        store(out, mm::kPanelRows, r0, tile_rows, row0, n_rows);
+        with_tile_rows<1, mm::kTileRows>(tile_rows, [&](auto mr) {
+            compute_tile<decltype(mr)::value, mm::kPanelRows>(p, t, r0, row0, widened, widen_stride, out);
+        });
+        store_tile(t, out, mm::kPanelRows, r0, tile_rows, row0, n_rows);
     }
 }
+
+#if KASCADE_MATMUL_BATCH_TILE
+/// How target t's weights go through a batch tile.
+mm::BatchWeights batch_weights(const Problem& p, const MatmulTarget& t) {
+    switch (t.w.type) {
+        case MatrixType::F32:
+            return mm::BatchWeights::F32;
+        case MatrixType::F16:
+            return mm::BatchWeights::F16;
+        case MatrixType::BF16:
+            return p.x_bf16 != nullptr ? mm::BatchWeights::Bf16 : mm::BatchWeights::Bf16Exact;
+    }
+    return mm::BatchWeights::F32;
+}
+
+/// The MR activation rows from r_begin (a decode batch) against panels [p_begin, p_end) (at most kBatchPanels): each
+/// half panel is one batch tile, and all of them run a column block (kBatchColumnBlock) at a time, so that the block of
+/// the activation rows stays in L1 while the weights stream past it. Each tile requests the weights of the tile after
+/// it (the next half panel's rows at the same columns; the last tile the first one's next block).
+template <int MR>
+void compute_batch_panels(const Problem& p, const PanelIndex& panels, int p_begin, int p_end, int r_begin) {
+    struct HalfPanel {
+        const MatmulTarget* target;
+        int row0, n_rows;
+        mm::BatchWeights weights;
+        const void* rows[mm::kBatchPanelRows];  ///< rows past the matrix repeat its last row (results discarded)
+    };
+    constexpr int kMaxHalves = 2 * kBatchPanels;
+    static_assert(mm::kPanelRows == 2 * mm::kBatchPanelRows);
+    HalfPanel halves[kMaxHalves];
+    int n_halves = 0;
+    int t = panels.target_of(p_begin);
+    for (int panel = p_begin; panel < p_end; ++panel) {
+        while (panel >= panels.first_panel[t + 1]) ++t;
+        const MatmulTarget& target = p.targets[t];
+        const int panel_row0 = (panel - panels.first_panel[t]) * mm::kPanelRows;
+        const int panel_rows = std::min(mm::kPanelRows, target.w.rows - panel_row0);
+        const size_t row_bytes = static_cast<size_t>(p.cols) * matrix_type_size(target.w.type);
+        for (int half = 0; half < panel_rows; half += mm::kBatchPanelRows) {
+            KASCADE_ASSERT(n_halves < kMaxHalves);
+            HalfPanel& h = halves[n_halves++];
+            h.target = &target;
+            h.row0 = panel_row0 + half;
+            h.n_rows = std::min(mm::kBatchPanelRows, panel_rows - half);
+            h.weights = batch_weights(p, target);
+            for (int j = 0; j < mm::kBatchPanelRows; ++j)
+                h.rows[j] =
+                    static_cast<const char*>(target.w.data) + std::min(h.row0 + j, target.w.rows - 1) * row_bytes;
+        }
+    }
+    const float* x = p.x + static_cast<size_t>(r_begin) * p.cols;
+    const mm::ActBf16* x_bf16 = p.x_bf16 != nullptr ? p.x_bf16 + static_cast<size_t>(r_begin) * p.bf16_stride : nullptr;
+    mm::BatchTile tiles[kMaxHalves];
+    for (int c0 = 0; c0 < p.cols; c0 += mm::kBatchColumnBlock) {
+        const int c1 = std::min(p.cols, c0 + mm::kBatchColumnBlock);
+        for (int h = 0; h < n_halves; ++h) {
+            if (c0 == 0) tiles[h] = mm::BatchTile{};
+            const HalfPanel& half = halves[h];
+            const char* next[mm::kBatchPanelRows];
+            for (int j = 0; j < mm::kBatchPanelRows; ++j) {
+                const HalfPanel& after = h + 1 < n_halves ? halves[h + 1] : halves[0];
+                const size_t skip =
+                    h + 1 < n_halves ? 0 : mm::kBatchColumnBlock * matrix_type_size(after.target->w.type);
+                next[j] = static_cast<const char*>(after.rows[j]) + skip;
+            }
+            switch (half.weights) {
+                case mm::BatchWeights::F32:
+                    mm::batch_span<MR, mm::BatchWeights::F32>(x, p.cols, half.rows, p.cols, c0, c1, tiles[h], next);
+                    break;
+                case mm::BatchWeights::F16:
+                    mm::batch_span<MR, mm::BatchWeights::F16>(x, p.cols, half.rows, p.cols, c0, c1, tiles[h], next);
+                    break;
+                case mm::BatchWeights::Bf16Exact:
+                    mm::batch_span<MR, mm::BatchWeights::Bf16Exact>(x, p.cols, half.rows, p.cols, c0, c1, tiles[h],
+                                                                    next);
+                    break;
+                case mm::BatchWeights::Bf16:
+                    mm::batch_span<MR, mm::BatchWeights::Bf16>(x_bf16, p.bf16_stride, half.rows, p.cols, c0, c1,
+                                                               tiles[h], next);
+                    break;
+            }
+        }
+    }
+    float out[mm::kTileOutputs];
+    for (int h = 0; h < n_halves; ++h) {
+        mm::reduce_batch_tile<MR>(tiles[h], out);
+        store_tile(*halves[h].target, out, mm::kBatchPanelRows, r_begin, MR, halves[h].row0, halves[h].n_rows);
+    }
+}
+#endif
 
 void compute_unit(const Problem& p, const PanelIndex& panels, const WorkPlan& plan, int unit, float* widen_buffer,
                   size_t widen_stride) {
@@ -229,6 +327,16 @@ void compute_unit(const Problem& p, const PanelIndex& panels, const WorkPlan& pl
     const int p_end = std::min(panels.count(), p_begin + plan.panels_per_group);
     const int r_begin = block * plan.rows_per_block;
     const int r_end = std::min(p.n, r_begin + plan.rows_per_block);
+#if KASCADE_MATMUL_BATCH_TILE
+    if (is_decode_batch(r_end - r_begin)) {
+        with_tile_rows<mm::kTileRows + 1, mm::kBatchTileRows - mm::kTileRows>(r_end - r_begin, [&](auto mr) {
+            for (int first = p_begin; first < p_end; first += kBatchPanels)
+                compute_batch_panels<decltype(mr)::value>(p, panels, first, std::min(p_end, first + kBatchPanels),
+                                                          r_begin);
+        });
+        return;
+    }
+#endif
     int t = panels.target_of(p_begin);
     for (int panel = p_begin; panel < p_end; ++panel) {
         while (panel >= panels.first_panel[t + 1]) ++t;

@@ -7,8 +7,11 @@
 // activation rows with kPanelRows weight rows, each as lane-wise partial sums over the input features, combined by
 // the same pairwise tree (lane l + lane l + L/2, then l + L/4, ...). The tree does not depend on the tile's size or
 // on which slot of the tile an element has, which is what makes the result independent of the batch size.
+// The AVX-512 path also has a batch tile (KASCADE_MATMUL_BATCH_TILE): a whole decode batch against part of a panel,
+// column block by column block, its accumulators kept in memory in between (batch_span).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -45,12 +48,16 @@ inline float float_from_f16(uint16_t h) {
     return x;
 }
 
+/// Whether a tile of MR rows is the only reader of its weights: a decode row's (a decode batch's tile is batch_span).
+template <int MR>
+constexpr bool kStreamsWeights = MR == 1;
+
 #if !KASCADE_MATMUL_SCALAR
-/// A tile that is the only reader of its weights (kStreamsWeights below: a decode row, or a whole decode batch)
-/// streams them from memory, and the rows of a panel read side by side do not look sequential to the hardware
-/// prefetcher: so the tile prefetches the next panel (the bytes after this one in the matrix) at the pace it consumes
-/// its own, `step_cols` columns of `elem`-byte weights per step. Prefetches past the matrix are harmless (they never
-/// fault); the tiles of a longer block reuse their panel from cache and skip this.
+/// A tile that is the only reader of its weights (kStreamsWeights) streams them from memory, and the rows of a panel
+/// read side by side do not look sequential to the hardware prefetcher: so the tile prefetches the next panel (the
+/// bytes after this one in the matrix) at the pace it consumes its own, `step_cols` columns of `elem`-byte weights per
+/// step. Prefetches past the matrix are harmless (they never fault); the tiles of a longer block reuse their panel from
+/// cache and skip this.
 template <int PanelRows>
 inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c, int step_cols) {
     const uintptr_t next = reinterpret_cast<uintptr_t>(panel) +
@@ -65,20 +72,24 @@ inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c,
 #if KASCADE_MATMUL_AVX512BF16
 
 constexpr const char* kPathName = "avx512bf16";
-constexpr int kTileRows = 4;   ///< activation rows per micro-tile (MR)
-constexpr int kPanelRows = 6;  ///< weight rows per micro-tile (NR); 4 x 6 accumulators + 4 inputs + 1 weight fit
+constexpr int kTileRows = 4;      ///< activation rows per micro-tile (MR)
+constexpr int kPanelRows = 6;     ///< weight rows per micro-tile (NR); 4 x 6 accumulators + 4 inputs + 1 weight fit
+constexpr int kActBf16Cols = 32;  ///< converted BF16 activation rows are zero-padded to a multiple of this
+/// Converted activations for BF16 weights: BF16 bits, consumed in pairs by vdpbf16ps.
+using ActBf16 = uint16_t;
+
+#define KASCADE_MATMUL_BATCH_TILE 1
 /// A decode batch of kTileRows + 1 to kBatchTileRows activation rows runs as one tile over all its rows against half a
 /// panel at a time (kBatchPanelRows weight rows): each weight vector is loaded, and for exact products widened, once
 /// per step for every row, where two kTileRows tiles loaded it twice (8 x 3 accumulators + 3 weights + 1 input use 28
 /// of the 32 registers).
 constexpr int kBatchTileRows = 8;
 constexpr int kBatchPanelRows = 3;
-constexpr int kActBf16Cols = 32;  ///< converted BF16 activation rows are zero-padded to a multiple of this
-/// Converted activations for BF16 weights: BF16 bits, consumed in pairs by vdpbf16ps.
-using ActBf16 = uint16_t;
-/// Whether a tile of MR rows is the only reader of its weights (see prefetch_next_panel).
-template <int MR>
-constexpr bool kStreamsWeights = MR == 1 || MR > kTileRows;
+/// Columns per block of a batch tile (batch_span). Eight fp32 activation rows of 2048 columns (64 KB) do not stay in
+/// L1, and with the rows reloaded from L2 at every step a batch of 8 read its weights at 16-17 GB/s against 22-24 for
+/// one row. A block of 512 columns (16 KB of rows) stays in L1 across all the half panels of a work unit: 19-20 GB/s,
+/// and 2048 -> 8192 at 20 GB/s where it was 15 (2-vCPU Xeon, bench/README.md).
+constexpr int kBatchColumnBlock = 512;
 
 inline __mmask16 mask16(int remaining) {
     return remaining >= 16 ? __mmask16(0xffff) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
@@ -134,6 +145,11 @@ inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_co
 constexpr int kTileOutputs = (kTileRows * kPanelRows + 7) / 8 * 8;
 static_assert(kBatchTileRows * kBatchPanelRows <= kTileOutputs);
 
+/// The accumulators of a batch tile (its first MR rows in use), kept in memory between its column blocks.
+struct BatchTile {
+    __m512 acc[kBatchTileRows][kBatchPanelRows];
+};
+
 /// Reduces acc[MR][NR] into out[MR][NR] (out has room for kTileOutputs floats).
 template <int MR, int NR>
 inline void reduce_tile(const __m512 (&acc)[MR][NR], float* out) {
@@ -177,25 +193,59 @@ template <int MR, int NR, typename V, typename Acc, typename LoadX, typename Loa
     }
 }
 
-/// out[r][j] = x row r . w row j over `cols` BF16 pairs; x rows (stride x_stride) are padded and 64-byte aligned.
-template <int MR, int NR = kPanelRows>
-void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
-    __m512 acc[MR][NR];
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 6
-        for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_ps();
-    const int full = cols / 32 * 32;
+/// The steps of an MR x NR tile of BF16 products over columns [c_begin, c_end) (c_begin a multiple of 32; the last,
+/// masked step only where c_end is cols) into acc; x rows (stride x_stride) are padded and 64-byte aligned,
+/// `request(c)` runs before each step (the tile's requests for the weights it reads later).
+template <int MR, int NR, typename Request>
+[[gnu::always_inline]] inline void bf16_span(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols,
+                                             int c_begin, int c_end, __m512 (&acc)[MR][NR], Request request) {
     // Inlined by force: a step GCC left out of line took the accumulators through memory.
     auto step = [&](int c, __mmask32 mask) __attribute__((always_inline)) {
-        if constexpr (kStreamsWeights<MR>) prefetch_next_panel<NR>(w[0], cols, 2, c, 32);
+        request(c);
         tile_step<MR, NR, __m512bh>(
             acc, [&](int r) { return reinterpret_cast<__m512bh>(_mm512_load_si512(x + r * x_stride + c)); },
             [&](int j) { return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, w[j] + c)); },
             [](__m512 a, __m512bh xv, __m512bh wv) { return _mm512_dpbf16_ps(a, xv, wv); });
     };
-    for (int c = 0; c < full; c += 32) step(c, mask32(32));
-    if (full < cols) step(full, mask32(cols - full));
+    const int full = std::min(c_end, cols / 32 * 32);
+    for (int c = c_begin; c < full; c += 32) step(c, mask32(32));
+    if (c_end == cols && full < cols) step(full, mask32(cols - full));
+}
+
+/// The same over fp32 activations: `load_w(j, c, mask)` gives 16 fp32 weights of row j from column c (c_begin a
+/// multiple of 16).
+template <int MR, int NR, typename LoadW, typename Request>
+[[gnu::always_inline]] inline void fp32_span(const float* x, size_t x_stride, int cols, int c_begin, int c_end,
+                                             __m512 (&acc)[MR][NR], LoadW load_w, Request request) {
+    auto step = [&](int c, __mmask16 mask) __attribute__((always_inline)) {  // as in bf16_span
+        request(c);
+        tile_step<MR, NR, __m512>(
+            acc, [&](int r) { return _mm512_maskz_loadu_ps(mask, x + r * x_stride + c); },
+            [&](int j) { return load_w(j, c, mask); },
+            [](__m512 a, __m512 xv, __m512 wv) { return _mm512_fmadd_ps(xv, wv, a); });
+    };
+    const int full = std::min(c_end, cols / 16 * 16);
+    for (int c = c_begin; c < full; c += 16) step(c, mask16(16));
+    if (c_end == cols && full < cols) step(full, mask16(cols - full));
+}
+
+template <int MR, int NR>
+inline void zero_tile(__m512 (&acc)[MR][NR]) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 6
+        for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_ps();
+}
+
+/// out[r][j] = x row r . w row j over `cols` BF16 pairs; x rows (stride x_stride) are padded and 64-byte aligned.
+template <int MR, int NR = kPanelRows>
+void dot_tile_bf16(const ActBf16* x, size_t x_stride, const uint16_t* const* w, int cols, float* out) {
+    __m512 acc[MR][NR];
+    zero_tile(acc);
+    bf16_span(
+        x, x_stride, w, cols, 0, cols, acc, [&](int c) __attribute__((always_inline)) {
+            if constexpr (kStreamsWeights<MR>) prefetch_next_panel<NR>(w[0], cols, 2, c, 32);
+        });
     reduce_tile<MR, NR>(acc, out);
 }
 
@@ -204,20 +254,11 @@ template <int MR, int NR, typename LoadW>
 void dot_tile_fp32_body(const float* x, size_t x_stride, int cols, float* out, const void* panel, size_t elem,
                         LoadW load_w) {
     __m512 acc[MR][NR];
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 6
-        for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_ps();
-    const int full = cols / 16 * 16;
-    auto step = [&](int c, __mmask16 mask) __attribute__((always_inline)) {  // as in dot_tile_bf16
-        if constexpr (kStreamsWeights<MR>) prefetch_next_panel<NR>(panel, cols, elem, c, 16);
-        tile_step<MR, NR, __m512>(
-            acc, [&](int r) { return _mm512_maskz_loadu_ps(mask, x + r * x_stride + c); },
-            [&](int j) { return load_w(j, c, mask); },
-            [](__m512 a, __m512 xv, __m512 wv) { return _mm512_fmadd_ps(xv, wv, a); });
-    };
-    for (int c = 0; c < full; c += 16) step(c, mask16(16));
-    if (full < cols) step(full, mask16(cols - full));
+    zero_tile(acc);
+    fp32_span(
+        x, x_stride, cols, 0, cols, acc, load_w, [&](int c) __attribute__((always_inline)) {
+            if constexpr (kStreamsWeights<MR>) prefetch_next_panel<NR>(panel, cols, elem, c, 16);
+        });
     reduce_tile<MR, NR>(acc, out);
 }
 
@@ -253,6 +294,58 @@ void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const*
                                [w](int j, int c, __mmask16 mask) { return load_bf16_as_f32(w[j] + c, mask); });
 }
 
+/// How a batch tile reads its weights: the weight matrix's type and, for BF16 weights, the products' precision.
+enum class BatchWeights { F32, F16, Bf16Exact, Bf16 };
+
+/// Columns [c_begin, c_end) of a batch tile: the MR activation rows x (stride x_stride; for BatchWeights::Bf16 the
+/// converted rows, else fp32) against the kBatchPanelRows weight rows w, added to tile's accumulators (zeroed before
+/// its first block, reduced with reduce_batch_tile after its last). Each step requests the same columns of the rows at
+/// `next` (byte addresses: the weights its work unit reads next), one line per 64 bytes, into L1. The accumulators
+/// run through the same multiply-adds in the same order as in a dot_tile over all columns: the same results.
+template <int MR, BatchWeights K>
+void batch_span(const void* x, size_t x_stride, const void* const* w, int cols, int c_begin, int c_end, BatchTile& tile,
+                const char* const* next) {
+    constexpr int NR = kBatchPanelRows;
+    constexpr int kElem = K == BatchWeights::F32 ? 4 : 2;
+    __m512 acc[MR][NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 6
+        for (int j = 0; j < NR; ++j) acc[r][j] = tile.acc[r][j];
+    const auto request = [next](int c) __attribute__((always_inline)) {
+        if (c * kElem % 64 == 0) {
+#pragma GCC unroll 6
+            for (int j = 0; j < NR; ++j) _mm_prefetch(next[j] + c * kElem, _MM_HINT_T0);
+        }
+    };
+    if constexpr (K == BatchWeights::Bf16) {
+        const auto* rows = reinterpret_cast<const uint16_t* const*>(w);
+        bf16_span(static_cast<const ActBf16*>(x), x_stride, rows, cols, c_begin, c_end, acc, request);
+    } else {
+        const auto load_w = [w](int j, int c, __mmask16 mask) {
+            if constexpr (K == BatchWeights::F32)
+                return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(w[j]) + c);
+            if constexpr (K == BatchWeights::F16) return load_f16_as_f32(static_cast<const uint16_t*>(w[j]) + c, mask);
+            if constexpr (K == BatchWeights::Bf16Exact)
+                return load_bf16_as_f32(static_cast<const uint16_t*>(w[j]) + c, mask);
+        };
+        fp32_span(static_cast<const float*>(x), x_stride, cols, c_begin, c_end, acc, load_w, request);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 6
+        for (int j = 0; j < NR; ++j) tile.acc[r][j] = acc[r][j];
+}
+
+/// out[r][j] (kBatchPanelRows per row) = the dot products of a batch tile's first MR rows, from its accumulators.
+template <int MR>
+void reduce_batch_tile(const BatchTile& tile, float* out) {
+    __m512 acc[MR][kBatchPanelRows];
+    for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < kBatchPanelRows; ++j) acc[r][j] = tile.acc[r][j];
+    reduce_tile<MR, kBatchPanelRows>(acc, out);
+}
+
 /// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it: dot_tile_f32 on
 /// dst is then bitwise dot_tile_f16 / dot_tile_bf16_exact on w.
 inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
@@ -265,18 +358,13 @@ inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
 #elif KASCADE_MATMUL_AVX2
 
 constexpr const char* kPathName = "avx2";
+#define KASCADE_MATMUL_BATCH_TILE 0  // 16 registers hold no tile over a whole decode batch
 constexpr int kTileRows = 2;
 constexpr int kPanelRows = 4;  ///< 2 x 4 accumulators + inputs fit the 16 ymm registers
-/// No batch tile (see the AVX-512 path): 16 registers hold no tile over a whole decode batch.
-constexpr int kBatchTileRows = 0;
-constexpr int kBatchPanelRows = kPanelRows;
 constexpr int kActBf16Cols = 8;
 constexpr int kTileOutputs = kTileRows * kPanelRows;  ///< floats a micro-tile writes
 /// Converted activations for BF16 weights: fp32 values already rounded to BF16, so only weights are widened.
 using ActBf16 = float;
-/// Whether a tile of MR rows is the only reader of its weights (see prefetch_next_panel).
-template <int MR>
-constexpr bool kStreamsWeights = MR == 1;
 
 inline void round_row_bf16(const float* x, int cols, ActBf16* out, int padded_cols) {
     for (int c = 0; c < cols; ++c) out[c] = float_from_bf16(bf16_from_float(x[c]));
@@ -403,10 +491,9 @@ inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
 #else  // portable scalar
 
 constexpr const char* kPathName = "scalar";
+#define KASCADE_MATMUL_BATCH_TILE 0
 constexpr int kTileRows = 1;
 constexpr int kPanelRows = 4;
-constexpr int kBatchTileRows = 0;  ///< no batch tile (see the AVX-512 path)
-constexpr int kBatchPanelRows = kPanelRows;
 constexpr int kActBf16Cols = 8;
 constexpr int kTileOutputs = kTileRows * kPanelRows;
 using ActBf16 = float;

@@ -147,7 +147,8 @@ std::vector<Shape> shapes() {
     s.push_back({129, 1536, 192});
     s.push_back({512, 8, 7});
     s.push_back({1, 1536, 1000});
-    s.push_back({5, 33, 13});  // neither dimension a multiple of any vector width
+    s.push_back({5, 33, 13});    // neither dimension a multiple of any vector width
+    s.push_back({7, 1100, 40});  // a decode batch over three column blocks, the last one masked
     return s;
 }
 
@@ -172,37 +173,39 @@ TEST(Matmul, MatchesReference) {
 
 TEST(Matmul, FusedTargetsWithStrides) {
     // q/k/v-like fused call: three weights (mixed types) write side by side into one [n][stride] buffer, with unused
-    // columns between and after them.
-    const int n = 33, cols = 72, stride = 200;
-    const int rows[3] = {64, 19, 19}, col0[3] = {0, 70, 120};
-    const MatrixType types[3] = {MatrixType::BF16, MatrixType::F16, MatrixType::F32};
-    const std::vector<float> x = uniform_floats(static_cast<size_t>(n) * cols, 5);
-    std::vector<Weights> weights;
-    std::vector<std::vector<float>> biases;
-    for (int t = 0; t < 3; ++t) {
-        weights.emplace_back(types[t], rows[t], cols, 10 + t);
-        biases.push_back(uniform_floats(rows[t], 20 + t));
-    }
-    for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Bf16}) {
-        GuardedOutput y(n, stride, stride);
-        std::vector<MatmulTarget> targets;
+    // columns between and after them; with 33 rows, and with 6 (a decode batch: its work units cross the targets).
+    for (const int n : {33, 6}) {
+        const int cols = 72, stride = 200;
+        const int rows[3] = {64, 19, 19}, col0[3] = {0, 70, 120};
+        const MatrixType types[3] = {MatrixType::BF16, MatrixType::F16, MatrixType::F32};
+        const std::vector<float> x = uniform_floats(static_cast<size_t>(n) * cols, 5);
+        std::vector<Weights> weights;
+        std::vector<std::vector<float>> biases;
         for (int t = 0; t < 3; ++t) {
-            targets.push_back({weights[t].view, t == 1 ? nullptr : biases[t].data(), y.data() + col0[t], stride});
+            weights.emplace_back(types[t], rows[t], cols, 10 + t);
+            biases.push_back(uniform_floats(rows[t], 20 + t));
         }
-        matmul(x.data(), n, targets, precision);
-        for (int t = 0; t < 3; ++t) {
-            SCOPED_TRACE(case_name(types[t], n, cols, rows[t], t != 1, precision));
-            const std::vector<double> ref =
-                reference::matmul(x.data(), n, weights[t].view, t == 1 ? nullptr : biases[t].data(), precision);
-            EXPECT_LE(relative_error(y, col0[t], ref, n, rows[t]), kMatmulTolerance);
+        for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Bf16}) {
+            GuardedOutput y(n, stride, stride);
+            std::vector<MatmulTarget> targets;
+            for (int t = 0; t < 3; ++t) {
+                targets.push_back({weights[t].view, t == 1 ? nullptr : biases[t].data(), y.data() + col0[t], stride});
+            }
+            matmul(x.data(), n, targets, precision);
+            for (int t = 0; t < 3; ++t) {
+                SCOPED_TRACE(case_name(types[t], n, cols, rows[t], t != 1, precision));
+                const std::vector<double> ref =
+                    reference::matmul(x.data(), n, weights[t].view, t == 1 ? nullptr : biases[t].data(), precision);
+                EXPECT_LE(relative_error(y, col0[t], ref, n, rows[t]), kMatmulTolerance);
+            }
+            // Guards: everything but the three written column ranges.
+            GuardedOutput expected = y;
+            for (int i = 0; i < n; ++i)
+                for (int t = 0; t < 3; ++t)
+                    for (int j = 0; j < rows[t]; ++j)
+                        expected.buffer[GuardedOutput::kMargin + i * stride + col0[t] + j] = kGuard;
+            EXPECT_TRUE(expected.guards_intact(0, 0));
         }
-        // Guards: everything but the three written column ranges.
-        GuardedOutput expected = y;
-        for (int i = 0; i < n; ++i)
-            for (int t = 0; t < 3; ++t)
-                for (int j = 0; j < rows[t]; ++j)
-                    expected.buffer[GuardedOutput::kMargin + i * stride + col0[t] + j] = kGuard;
-        EXPECT_TRUE(expected.guards_intact(0, 0));
     }
 }
 
