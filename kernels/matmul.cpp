@@ -92,16 +92,6 @@ struct PanelIndex {
     }
 };
 
-/// Whether a block of this many activation rows runs as batch tiles (compute_batch_panels).
-bool is_decode_batch(int rows) {
-#if KASCADE_MATMUL_BATCH_TILE
-    return rows > mm::kTileRows && rows <= mm::kBatchTileRows;
-#else
-    (void)rows;
-    return false;
-#endif
-}
-
 /// Work units: groups of consecutive panels x blocks of activation rows, group-major, so that consecutive units
 /// reuse the group's weights from L2.
 struct WorkPlan {
@@ -231,6 +221,11 @@ void compute_panel(const Problem& p, const MatmulTarget& t, int row0, int r_begi
 }
 
 #if KASCADE_MATMUL_BATCH_TILE
+/// Whether a block of this many activation rows runs as batch tiles (compute_batch_panels).
+bool is_decode_batch(int rows) {
+    return rows > mm::kTileRows && rows <= mm::kBatchTileRows;
+}
+
 /// How target t's weights go through a batch tile.
 mm::BatchWeights batch_weights(const Problem& p, const MatmulTarget& t) {
     switch (t.w.type) {

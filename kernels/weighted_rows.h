@@ -131,21 +131,21 @@ void weighted_rows_group(const RowOf& row_of, const float* p, int ld, int group,
             for (int g0 = 0; g0 < group; g0 += kMaxHeads) {
                 const float* pg = p + static_cast<int64_t>(g0) * ld;
                 float* og = o + static_cast<int64_t>(g0) * d;
-                const int heads = std::min(kMaxHeads, group - g0);
-                if constexpr (kMaxHeads == 4) {
-                    if (heads == 4) {
-                        weighted_rows_heads_in<L, NW, 4>(row_of, pg, ld, n, d, j0, add, og);
-                        continue;
-                    }
-                    if (heads == 3) {
-                        weighted_rows_heads_in<L, NW, 3>(row_of, pg, ld, n, d, j0, add, og);
-                        continue;
-                    }
-                }
-                if (heads == 2) {
-                    weighted_rows_heads_in<L, NW, 2>(row_of, pg, ld, n, d, j0, add, og);
-                } else {
-                    weighted_rows_heads_in<L, NW, 1>(row_of, pg, ld, n, d, j0, add, og);
+                // Heads are at most kMaxHeads: with 8-lane registers the 3- and 4-head cases are never taken, and
+                // the std::min keeps them from instantiating kernels whose accumulators would not fit the registers.
+                switch (std::min(kMaxHeads, group - g0)) {
+                    case 4:
+                        weighted_rows_heads_in<L, NW, std::min(4, kMaxHeads)>(row_of, pg, ld, n, d, j0, add, og);
+                        break;
+                    case 3:
+                        weighted_rows_heads_in<L, NW, std::min(3, kMaxHeads)>(row_of, pg, ld, n, d, j0, add, og);
+                        break;
+                    case 2:
+                        weighted_rows_heads_in<L, NW, 2>(row_of, pg, ld, n, d, j0, add, og);
+                        break;
+                    default:
+                        weighted_rows_heads_in<L, NW, 1>(row_of, pg, ld, n, d, j0, add, og);
+                        break;
                 }
             }
         });
