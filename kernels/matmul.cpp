@@ -282,13 +282,11 @@ void compute_batch_panels(const Problem& p, const PanelIndex& panels, int p_begi
         for (int h = 0; h < n_halves; ++h) {
             if (c0 == 0) tiles[h] = mm::BatchTile{};
             const HalfPanel& half = halves[h];
+            const bool wraps = h + 1 == n_halves;  // the tile after the last one is the first, in the next block
+            const HalfPanel& after = halves[wraps ? 0 : h + 1];
+            const size_t skip = wraps ? mm::kBatchColumnBlock * matrix_type_size(after.target->w.type) : 0;
             const char* next[mm::kBatchPanelRows];
-            for (int j = 0; j < mm::kBatchPanelRows; ++j) {
-                const HalfPanel& after = h + 1 < n_halves ? halves[h + 1] : halves[0];
-                const size_t skip =
-                    h + 1 < n_halves ? 0 : mm::kBatchColumnBlock * matrix_type_size(after.target->w.type);
-                next[j] = static_cast<const char*>(after.rows[j]) + skip;
-            }
+            for (int j = 0; j < mm::kBatchPanelRows; ++j) next[j] = static_cast<const char*>(after.rows[j]) + skip;
             switch (half.weights) {
                 case mm::BatchWeights::F32:
                     mm::batch_span<MR, mm::BatchWeights::F32>(x, p.cols, half.rows, p.cols, c0, c1, tiles[h], next);
