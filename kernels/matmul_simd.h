@@ -86,9 +86,9 @@ using ActBf16 = uint16_t;
 constexpr int kBatchTileRows = 8;
 constexpr int kBatchPanelRows = 3;
 /// Columns per block of a batch tile (batch_span). Eight fp32 activation rows of 2048 columns (64 KB) do not stay in
-/// L1, and with the rows reloaded from L2 at every step a batch of 8 read its weights at 16-17 GB/s against 22-24 for
-/// one row. A block of 512 columns (16 KB of rows) stays in L1 across all the half panels of a work unit: 19-20 GB/s,
-/// and 2048 -> 8192 at 20 GB/s where it was 15 (2-vCPU Xeon, bench/README.md).
+/// L1: the tile reloaded them from L2 at every step, and a batch of 8 read its weights at 16-17 GB/s (15-16 at 8192
+/// columns) where one row read them at 22-24. A block of 512 columns (16 KB of rows) stays in L1 across all the half
+/// panels of a work unit: 19.7-20.4 GB/s at both widths (2-vCPU Xeon, bench/README.md).
 constexpr int kBatchColumnBlock = 512;
 
 inline __mmask16 mask16(int remaining) {
