@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -130,13 +131,12 @@ struct Problem {
     std::span<const MatmulTarget> targets;
 };
 
-/// Pointers to the kPanelRows weight rows from `row0` (rows past the matrix repeat its last row; their results are
+/// Pointers to the N (kPanelRows) weight rows from `row0` (rows past the matrix repeat its last row; their results are
 /// discarded).
-template <typename Element>
-void panel_rows(const MatrixView& w, int row0, const Element* (&rows)[mm::kPanelRows]) {
+template <typename Element, int N = mm::kPanelRows>
+void panel_rows(const MatrixView& w, int row0, const Element* (&rows)[N]) {
     const auto* data = static_cast<const Element*>(w.data);
-    for (int j = 0; j < mm::kPanelRows; ++j)
-        rows[j] = data + static_cast<size_t>(std::min(row0 + j, w.rows - 1)) * w.cols;
+    for (int j = 0; j < N; ++j) rows[j] = data + static_cast<size_t>(std::min(row0 + j, w.rows - 1)) * w.cols;
 }
 
 /// Rows [r0, r0 + MR) of x against the NR weight rows from `row0` of target t; `widened` (or null): the panel's
@@ -249,7 +249,7 @@ void compute_batch_panels(const Problem& p, const PanelIndex& panels, int p_begi
         const MatmulTarget* target;
         int row0, n_rows;
         mm::BatchWeights weights;
-        const void* rows[mm::kBatchPanelRows];  ///< rows past the matrix repeat its last row (results discarded)
+        const void* rows[mm::kBatchPanelRows];  ///< as panel_rows gives them
     };
     constexpr int kMaxHalves = 2 * kBatchPanels;
     static_assert(mm::kPanelRows == 2 * mm::kBatchPanelRows);
@@ -260,18 +260,23 @@ void compute_batch_panels(const Problem& p, const PanelIndex& panels, int p_begi
         while (panel >= panels.first_panel[t + 1]) ++t;
         const MatmulTarget& target = p.targets[t];
         const int panel_row0 = (panel - panels.first_panel[t]) * mm::kPanelRows;
-        const int panel_rows = std::min(mm::kPanelRows, target.w.rows - panel_row0);
-        const size_t row_bytes = static_cast<size_t>(p.cols) * matrix_type_size(target.w.type);
-        for (int half = 0; half < panel_rows; half += mm::kBatchPanelRows) {
+        const int rows_in_panel = std::min(mm::kPanelRows, target.w.rows - panel_row0);
+        for (int half = 0; half < rows_in_panel; half += mm::kBatchPanelRows) {
             KASCADE_ASSERT(n_halves < kMaxHalves);
             HalfPanel& h = halves[n_halves++];
             h.target = &target;
             h.row0 = panel_row0 + half;
-            h.n_rows = std::min(mm::kBatchPanelRows, panel_rows - half);
+            h.n_rows = std::min(mm::kBatchPanelRows, rows_in_panel - half);
             h.weights = batch_weights(p, target);
-            for (int j = 0; j < mm::kBatchPanelRows; ++j)
-                h.rows[j] =
-                    static_cast<const char*>(target.w.data) + std::min(h.row0 + j, target.w.rows - 1) * row_bytes;
+            if (target.w.type == MatrixType::F32) {
+                const float* rows[mm::kBatchPanelRows];
+                panel_rows(target.w, h.row0, rows);
+                std::copy(std::begin(rows), std::end(rows), h.rows);
+            } else {
+                const uint16_t* rows[mm::kBatchPanelRows];
+                panel_rows(target.w, h.row0, rows);
+                std::copy(std::begin(rows), std::end(rows), h.rows);
+            }
         }
     }
     const float* x = p.x + static_cast<size_t>(r_begin) * p.cols;
@@ -287,20 +292,25 @@ void compute_batch_panels(const Problem& p, const PanelIndex& panels, int p_begi
             const size_t skip = wraps ? mm::kBatchColumnBlock * matrix_type_size(after.target->w.type) : 0;
             const char* next[mm::kBatchPanelRows];
             for (int j = 0; j < mm::kBatchPanelRows; ++j) next[j] = static_cast<const char*>(after.rows[j]) + skip;
+            // BF16 products read the activations rounded to BF16, every other kind the fp32 ones.
+            const bool bf16 = half.weights == mm::BatchWeights::Bf16;
+            const void* xs = bf16 ? static_cast<const void*>(x_bf16) : x;
+            const size_t stride = bf16 ? p.bf16_stride : p.cols;
+            const auto span = [&](auto weights) {
+                mm::batch_span<MR, decltype(weights)::value>(xs, stride, half.rows, p.cols, c0, c1, tiles[h], next);
+            };
             switch (half.weights) {
                 case mm::BatchWeights::F32:
-                    mm::batch_span<MR, mm::BatchWeights::F32>(x, p.cols, half.rows, p.cols, c0, c1, tiles[h], next);
+                    span(std::integral_constant<mm::BatchWeights, mm::BatchWeights::F32>{});
                     break;
                 case mm::BatchWeights::F16:
-                    mm::batch_span<MR, mm::BatchWeights::F16>(x, p.cols, half.rows, p.cols, c0, c1, tiles[h], next);
+                    span(std::integral_constant<mm::BatchWeights, mm::BatchWeights::F16>{});
                     break;
                 case mm::BatchWeights::Bf16Exact:
-                    mm::batch_span<MR, mm::BatchWeights::Bf16Exact>(x, p.cols, half.rows, p.cols, c0, c1, tiles[h],
-                                                                    next);
+                    span(std::integral_constant<mm::BatchWeights, mm::BatchWeights::Bf16Exact>{});
                     break;
                 case mm::BatchWeights::Bf16:
-                    mm::batch_span<MR, mm::BatchWeights::Bf16>(x_bf16, p.bf16_stride, half.rows, p.cols, c0, c1,
-                                                               tiles[h], next);
+                    span(std::integral_constant<mm::BatchWeights, mm::BatchWeights::Bf16>{});
                     break;
             }
         }
