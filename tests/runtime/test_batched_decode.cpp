@@ -1,8 +1,9 @@
 // tests/runtime/test_batched_decode.cpp: a batched decode step (Transformer::forward over several sequences, each with
 // its own cache and policy) equals the same sequences decoded one at a time, bit for bit, for every attention method
 // and both KV cache dtypes; on stories260K (fp32 weights) and on a random GQA model with a sliding window (BF16
-// weights, exact and bf16 products). The sequences have prompts
-// of different lengths, so each step attends a different number of keys per sequence.
+// weights, exact and bf16 products), also with caches long enough that the decode kernels split their work into
+// pieces. The sequences have prompts of different lengths, so each step attends a different number of keys per
+// sequence.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -136,6 +137,18 @@ TEST(BatchedDecode, EqualsSingleSequenceDecodesBitwiseOnAWindowedGqaModel) {
         const Transformer model(w, 0, precision);
         expect_batched_equals_single(model, prompts, 10);
     }
+}
+
+TEST(BatchedDecode, EqualsSingleSequenceDecodesBitwiseOnCachesOfManyPieces) {
+    // Past the decode kernels' piece sizes (256 keys per dense decode piece, 1024 per anchor scoring piece) and inside
+    // a 1200-key window, so each sequence's attention splits into pieces over the threads and merges them.
+    test::TempDir dir("batched-decode-long");
+    naive::write_random_checkpoint(test::small_windowed_gqa_config(1200), dir.path(), 71);
+    const ModelWeights w = load_model(dir.path());
+    const Transformer model(w);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int length : {1500, 1100, 1300}) prompts.push_back(test::tokens_for_test(length, w.config.vocab_size));
+    expect_batched_equals_single(model, prompts, 2);
 }
 
 }  // namespace
