@@ -2,14 +2,12 @@
 #include "pipeline/runtime/lessismore_attention.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "kernels/decode_head_scores.h"
-#include "kernels/decode_scoring.h"
-#include "kernels/dense_attention.h"
-#include "pipeline/runtime/kascade_attention.h"
 
 namespace kascade {
 
@@ -73,73 +71,38 @@ std::vector<int32_t> lessismore_selection(const float* scores, int n_heads, int 
     return keys;
 }
 
-LessIsMoreAttention::LessIsMoreAttention(int n_layers, LessIsMoreOptions options)
-    : options_(std::move(options)),
-      roles_(n_layers, Role::Dense),
-      source_(n_layers, -1),
-      sets_(n_layers),
-      density_(n_layers) {
-    KASCADE_CHECK(options_.tile >= 1, "LessIsMore tile {} is invalid (must be at least 1 key)", options_.tile);
-    KASCADE_CHECK(options_.sink_tokens >= 0, "LessIsMore sink tokens {} is invalid (must be >= 0)",
-                  options_.sink_tokens);
-    check_lessismore_options(options_.selection_layers, options_.window_ratio, n_layers, "selection-layers",
+namespace {
+
+/// The layer each layer reads its keys from (SharedSetAttention's source), after checking the options.
+std::vector<int> lessismore_sources(int n_layers, const LessIsMoreOptions& options) {
+    KASCADE_CHECK(options.tile >= 1, "LessIsMore tile {} is invalid (must be at least 1 key)", options.tile);
+    KASCADE_CHECK(options.sink_tokens >= 0, "LessIsMore sink tokens {} is invalid (must be >= 0)", options.sink_tokens);
+    check_lessismore_options(options.selection_layers, options.window_ratio, n_layers, "selection-layers",
                              "window-ratio");
+    std::vector<int> source(n_layers, -1);
     int last_selection = -1;
     for (int l = 0; l < n_layers; ++l) {
-        if (std::find(options_.selection_layers.begin(), options_.selection_layers.end(), l) !=
-            options_.selection_layers.end()) {
-            roles_[l] = Role::Selection;
+        if (std::find(options.selection_layers.begin(), options.selection_layers.end(), l) !=
+            options.selection_layers.end()) {
             last_selection = l;
-        } else if (last_selection >= 0) {
-            roles_[l] = Role::Reuse;
-            source_[l] = last_selection;
         }
+        source[l] = last_selection;
     }
+    return source;
 }
 
-RunLayerRole LessIsMoreAttention::layer_role(int layer) const {
-    switch (roles_[layer]) {
-        case Role::Selection:
-            return RunLayerRole::Selection;
-        case Role::Reuse:
-            return RunLayerRole::Reuse;
-        case Role::Dense:
-            break;
-    }
-    return RunLayerRole::Dense;
-}
+}  // namespace
 
-void LessIsMoreAttention::reset_density() {
-    density_.assign(density_.size(), LayerDensity{});
-}
+LessIsMoreAttention::LessIsMoreAttention(int n_layers, LessIsMoreOptions options)
+    : SharedSetAttention(lessismore_sources(n_layers, options), RunLayerRole::Selection, options.tile, options.topk),
+      options_(std::move(options)) {}
 
-void LessIsMoreAttention::attend(const AttentionCall& call) {
+std::vector<int32_t> LessIsMoreAttention::pick_keys(const AttentionCall& call, int first, int end, int budget) {
     const AttnShape& shape = call.shape;
-    check_sparse_call(shape);
-    const int l = call.layer;
-    if (shape.n_q > 1) {
-        attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
-        density_[l].add(dense_prefill_density(shape));
-        return;
-    }
-    if (roles_[l] == Role::Reuse) {
-        SharedKeySet& set = sets_[source_[l]];
-        set.attend(shape, call.q, call.k, call.v, call.out);
-        density_[l].add(set.density(shape));
-        return;
-    }
-    attn_dense_decode(shape, call.q, call.k, call.v, call.out);
-    density_[l].add(dense_decode_density(shape));
-    if (roles_[l] != Role::Selection) return;
     scores_.resize(static_cast<size_t>(shape.n_q_heads) * shape.n_k);
     decode_head_scores(shape, call.q, call.k, scores_.data());
-    const int window = shape.effective_window();
-    const int first = decode_first_key(shape.n_k, window);
-    const int end = (shape.n_k - 1) / options_.tile * options_.tile;
-    const int budget = decode_token_budget(options_.topk, options_.tile, shape.n_k, window);
-    sets_[l].assign(lessismore_selection(scores_.data(), shape.n_q_heads, shape.n_k, first, end, budget,
-                                         options_.window_ratio, options_.sink_tokens),
-                    options_.tile);
+    return lessismore_selection(scores_.data(), shape.n_q_heads, shape.n_k, first, end, budget, options_.window_ratio,
+                                options_.sink_tokens);
 }
 
 }  // namespace kascade

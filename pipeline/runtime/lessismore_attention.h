@@ -7,22 +7,17 @@
 // score, the rest the sinks and the recent window (no sinks when that rest is smaller than sink_tokens). Each query
 // head ranks the keys between the sinks and the window by its scaled raw score; the union is taken rank by rank (every
 // head's best, then every head's second, ..., heads in order), repeats skipped, until it holds the score share. The
-// layers after a selection layer, up to the next one, attend only that set (plus the query's own tile, as every
-// method here) in every head; the layers before the first selection layer attend densely.
-//
-// B is Kascade's decode budget in keys (kernels/decode_scoring.h: decode_token_budget, chosen among the keys before
-// the query's tile, inside its window), so LessIsMore is compared at the same density as the other methods; when B
-// covers every such key the set is all of them (the reference's dense case). A prefill runs dense attention in every
-// layer: LessIsMore selects only for generated tokens.
+// layers after a selection layer, up to the next one, attend only that set in every head
+// (pipeline/runtime/shared_set_attention.h, with the budget B and the prefill); the layers before the first selection
+// layer attend densely. When B covers every candidate key the set is all of them (the reference's dense case).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "kernels/attention_types.h"
-#include "pipeline/runtime/attention_density.h"
-#include "pipeline/runtime/attention_policy.h"
-#include "pipeline/runtime/shared_key_set.h"
+#include "pipeline/runtime/shared_set_attention.h"
 
 namespace kascade {
 
@@ -54,30 +49,17 @@ LessIsMoreSplit lessismore_split(int budget, double window_ratio, int sink_token
 std::vector<int32_t> lessismore_selection(const float* scores, int n_heads, int row_stride, int first, int end,
                                           int budget, double window_ratio, int sink_tokens);
 
-class LessIsMoreAttention : public AttentionPolicy {
+/// The selecting layers are the selection layers (layer_role "selection"); every layer after one reads its set, up to
+/// the next.
+class LessIsMoreAttention : public SharedSetAttention {
   public:
     LessIsMoreAttention(int n_layers, LessIsMoreOptions options);
 
-    void attend(const AttentionCall& call) override;
-    /// "dense", "selection" (attends densely, picks the set) or "reuse" (attends the last selection layer's set).
-    RunLayerRole layer_role(int layer) const override;
-
-    /// Keys attended per layer since construction (or the last reset_density()).
-    const std::vector<LayerDensity>& layer_density() const { return density_; }
-    void reset_density();
-
-    /// The keys the selection layer `layer` picked in the last decode call (one KV head, ascending).
-    const TokenSelection& selection(int layer) const { return sets_[layer].selection(); }
-
   private:
-    enum class Role { Dense, Selection, Reuse };
+    std::vector<int32_t> pick_keys(const AttentionCall& call, int first, int end, int budget) override;
 
     LessIsMoreOptions options_;
-    std::vector<Role> roles_;
-    std::vector<int> source_;  ///< [layer] the selection layer a reuse layer reads
-    std::vector<SharedKeySet> sets_;
-    std::vector<LayerDensity> density_;
-    std::vector<float> scores_;
+    std::vector<float> scores_;  ///< [n_q_heads][n_k], reused between calls
 };
 
 }  // namespace kascade

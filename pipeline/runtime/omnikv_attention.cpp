@@ -7,9 +7,6 @@
 
 #include "base/error.h"
 #include "kernels/decode_head_scores.h"
-#include "kernels/decode_scoring.h"
-#include "kernels/dense_attention.h"
-#include "pipeline/runtime/kascade_attention.h"
 
 namespace kascade {
 
@@ -34,61 +31,31 @@ void check_omnikv_filter_layers(const std::vector<int>& filter_layers, int n_lay
     }
 }
 
-OmniKvAttention::OmniKvAttention(int n_layers, OmniKvOptions options)
-    : options_(std::move(options)),
-      roles_(n_layers, Role::Dense),
-      source_(n_layers, -1),
-      sets_(n_layers),
-      density_(n_layers) {
-    KASCADE_CHECK(options_.tile >= 1, "OmniKV tile {} is invalid (must be at least 1 key)", options_.tile);
-    check_omnikv_filter_layers(options_.filter_layers, n_layers, "filter-layers", options_.dense_layers);
+namespace {
+
+/// The layer each layer reads its keys from (SharedSetAttention's source), after checking the options.
+std::vector<int> omnikv_sources(int n_layers, const OmniKvOptions& options) {
+    KASCADE_CHECK(options.tile >= 1, "OmniKV tile {} is invalid (must be at least 1 key)", options.tile);
+    check_omnikv_filter_layers(options.filter_layers, n_layers, "filter-layers", options.dense_layers);
+    std::vector<int> source(n_layers, -1);
     int last_filter = -1;
     for (int l = 0; l < n_layers; ++l) {
-        if (std::find(options_.filter_layers.begin(), options_.filter_layers.end(), l) !=
-            options_.filter_layers.end()) {
-            roles_[l] = Role::Filter;
-            last_filter = l;
+        if (std::find(options.filter_layers.begin(), options.filter_layers.end(), l) != options.filter_layers.end()) {
+            source[l] = last_filter = l;
         } else if (last_filter >= 0 && l > last_filter + 1) {
-            roles_[l] = Role::Reuse;
-            source_[l] = last_filter;
+            source[l] = last_filter;
         }
     }
+    return source;
 }
 
-RunLayerRole OmniKvAttention::layer_role(int layer) const {
-    switch (roles_[layer]) {
-        case Role::Filter:
-            return RunLayerRole::Filter;
-        case Role::Reuse:
-            return RunLayerRole::Reuse;
-        case Role::Dense:
-            break;
-    }
-    return RunLayerRole::Dense;
-}
+}  // namespace
 
-void OmniKvAttention::reset_density() {
-    density_.assign(density_.size(), LayerDensity{});
-}
+OmniKvAttention::OmniKvAttention(int n_layers, const OmniKvOptions& options)
+    : SharedSetAttention(omnikv_sources(n_layers, options), RunLayerRole::Filter, options.tile, options.topk) {}
 
-void OmniKvAttention::attend(const AttentionCall& call) {
+std::vector<int32_t> OmniKvAttention::pick_keys(const AttentionCall& call, int first, int end, int budget) {
     const AttnShape& shape = call.shape;
-    check_sparse_call(shape);
-    const int l = call.layer;
-    if (shape.n_q > 1) {
-        attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
-        density_[l].add(dense_prefill_density(shape));
-        return;
-    }
-    if (roles_[l] == Role::Reuse) {
-        SharedKeySet& set = sets_[source_[l]];
-        set.attend(shape, call.q, call.k, call.v, call.out);
-        density_[l].add(set.density(shape));
-        return;
-    }
-    attn_dense_decode(shape, call.q, call.k, call.v, call.out);
-    density_[l].add(dense_decode_density(shape));
-    if (roles_[l] != Role::Filter) return;
     // The new token's probabilities over every key it sees, maximised over all query heads (the reference's
     // amax over dim 1), rank the keys before its tile.
     probabilities_.resize(static_cast<size_t>(shape.n_q_heads) * shape.n_k);
@@ -97,11 +64,7 @@ void OmniKvAttention::attend(const AttentionCall& call) {
         const float* row = probabilities_.data() + static_cast<size_t>(h) * shape.n_k;
         for (int j = 0; j < shape.n_k; ++j) probabilities_[j] = std::max(probabilities_[j], row[j]);
     }
-    const int window = shape.effective_window();
-    const int first = decode_first_key(shape.n_k, window);
-    const int end = (shape.n_k - 1) / options_.tile * options_.tile;
-    const int budget = decode_token_budget(options_.topk, options_.tile, shape.n_k, window);
-    sets_[l].assign(top_keys_by_score(probabilities_.data(), first, end, budget), options_.tile);
+    return top_keys_by_score(probabilities_.data(), first, end, budget);
 }
 
 }  // namespace kascade

@@ -3,21 +3,18 @@
 //
 // At each decode step a *filter layer* attends densely and picks one set of keys for all heads: the softmax
 // probabilities of the new token over every key it sees, maximised over all query heads, keep their top-k. The layers
-// after it, up to the next filter layer, attend only that set (plus the query's own tile, as every method here) in
-// every head. Layers 0 and 1 and the layer right after each filter layer attend densely, as in the reference
-// (`layer_idx in [0, 1] or layer_idx - 1 in recompute_layers`); so do the layers before the first filter layer. The
-// budget is Kascade's decode budget in keys (kernels/decode_scoring.h: decode_token_budget, chosen among the keys
-// before the query's tile), so OmniKV is compared at the same density as the other methods. A prefill runs dense
-// attention in every layer: OmniKV selects only for generated tokens.
+// after it, up to the next filter layer, attend only that set in every head (pipeline/runtime/shared_set_attention.h,
+// with the budget and the prefill). Layers 0 and 1 and the layer right after each filter layer attend densely, as in
+// the reference (`layer_idx in [0, 1] or layer_idx - 1 in recompute_layers`); so do the layers before the first
+// filter layer.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "kernels/attention_types.h"
-#include "pipeline/runtime/attention_density.h"
-#include "pipeline/runtime/attention_policy.h"
-#include "pipeline/runtime/shared_key_set.h"
+#include "pipeline/runtime/shared_set_attention.h"
 
 namespace kascade {
 
@@ -35,30 +32,16 @@ struct OmniKvOptions {
 void check_omnikv_filter_layers(const std::vector<int>& filter_layers, int n_layers, std::string_view option,
                                 int dense_layers = OmniKvOptions{}.dense_layers);
 
-class OmniKvAttention : public AttentionPolicy {
+/// The selecting layers are the filter layers (layer_role "filter"); the layers after one, up to the next, read its
+/// set, except the layer right after it.
+class OmniKvAttention : public SharedSetAttention {
   public:
-    OmniKvAttention(int n_layers, OmniKvOptions options);
-
-    void attend(const AttentionCall& call) override;
-    /// "dense", "filter" (attends densely, picks the set) or "reuse" (attends the last filter layer's set).
-    RunLayerRole layer_role(int layer) const override;
-
-    /// Keys attended per layer since construction (or the last reset_density()).
-    const std::vector<LayerDensity>& layer_density() const { return density_; }
-    void reset_density();
-
-    /// The keys the filter layer `layer` picked in the last decode call (one KV head, ascending).
-    const TokenSelection& selection(int layer) const { return sets_[layer].selection(); }
+    OmniKvAttention(int n_layers, const OmniKvOptions& options);
 
   private:
-    enum class Role { Dense, Filter, Reuse };
+    std::vector<int32_t> pick_keys(const AttentionCall& call, int first, int end, int budget) override;
 
-    OmniKvOptions options_;
-    std::vector<Role> roles_;
-    std::vector<int> source_;  ///< [layer] the filter layer a reuse layer reads
-    std::vector<SharedKeySet> sets_;
-    std::vector<LayerDensity> density_;
-    std::vector<float> probabilities_;
+    std::vector<float> probabilities_;  ///< [n_q_heads][n_k], reused between calls
 };
 
 }  // namespace kascade
