@@ -353,21 +353,27 @@ int token_budget(const TopKRule& rule, int q_tile, int tile, int n_keys, int win
     return static_cast<int>(std::min<int64_t>(k, candidate_keys(q_tile, tile, window).size()));
 }
 
-TokenSelection select_topk_tokens(const TokenMass& scores, const TopKRule& rule) {
-    TokenSelection sel;
+namespace {
+
+/// The top-k of either granularity: per (KV head, query tile) the candidates (candidates(qt, tile, window)) ordered by
+/// mass, ties to the lower index, the first budget(rule, qt, tile, n_keys, window) of them, ascending, into `ids`.
+template <class Selection, class Mass, class Candidates, class Budget>
+Selection select_top(const Mass& scores, const TopKRule& rule, Candidates candidates, Budget budget,
+                     std::vector<int32_t> Selection::*ids) {
+    Selection sel;
     sel.n_kv_heads = scores.n_kv_heads;
     sel.n_q_tiles = scores.n_q_tiles;
     sel.tile = scores.tile;
     for (int qt = 0; qt < scores.n_q_tiles; ++qt)
-        sel.max_k = std::max(sel.max_k, token_budget(rule, qt, scores.tile, scores.n_keys, scores.window));
+        sel.max_k = std::max(sel.max_k, budget(rule, qt, scores.tile, scores.n_keys, scores.window));
     sel.count.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles, 0);
-    sel.keys.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles * sel.max_k, -1);
+    (sel.*ids).assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles * sel.max_k, -1);
     for (int h = 0; h < scores.n_kv_heads; ++h) {
         for (int qt = 0; qt < scores.n_q_tiles; ++qt) {
-            std::vector<int> cand = candidate_keys(qt, scores.tile, scores.window);
+            std::vector<int> cand = candidates(qt, scores.tile, scores.window);
             const float* row = scores.row(h, qt);
             std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) { return row[a] > row[b]; });
-            const int kk = token_budget(rule, qt, scores.tile, scores.n_keys, scores.window);
+            const int kk = budget(rule, qt, scores.tile, scores.n_keys, scores.window);
             std::vector<int> keep(cand.begin(), cand.begin() + kk);
             std::sort(keep.begin(), keep.end());
             std::copy(keep.begin(), keep.end(), sel.list(h, qt));
@@ -375,6 +381,12 @@ TokenSelection select_topk_tokens(const TokenMass& scores, const TopKRule& rule)
         }
     }
     return sel;
+}
+
+}  // namespace
+
+TokenSelection select_topk_tokens(const TokenMass& scores, const TopKRule& rule) {
+    return select_top(scores, rule, candidate_keys, token_budget, &TokenSelection::keys);
 }
 
 std::vector<int> candidate_tiles(int q_tile, int tile, int window) {
@@ -391,27 +403,7 @@ int topk_budget(const TopKRule& rule, int q_tile, int tile, int n_keys, int wind
 }
 
 TileSelection select_topk(const TileMass& scores, const TopKRule& rule) {
-    TileSelection sel;
-    sel.n_kv_heads = scores.n_kv_heads;
-    sel.n_q_tiles = scores.n_q_tiles;
-    sel.tile = scores.tile;
-    for (int qt = 0; qt < scores.n_q_tiles; ++qt)
-        sel.max_k = std::max(sel.max_k, topk_budget(rule, qt, scores.tile, scores.n_keys, scores.window));
-    sel.count.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles, 0);
-    sel.tiles.assign(static_cast<size_t>(sel.n_kv_heads) * sel.n_q_tiles * sel.max_k, -1);
-    for (int h = 0; h < scores.n_kv_heads; ++h) {
-        for (int qt = 0; qt < scores.n_q_tiles; ++qt) {
-            std::vector<int> cand = candidate_tiles(qt, scores.tile, scores.window);
-            const float* row = scores.row(h, qt);
-            std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) { return row[a] > row[b]; });
-            const int kk = topk_budget(rule, qt, scores.tile, scores.n_keys, scores.window);
-            std::vector<int> keep(cand.begin(), cand.begin() + kk);
-            std::sort(keep.begin(), keep.end());
-            std::copy(keep.begin(), keep.end(), sel.list(h, qt));
-            sel.count[static_cast<size_t>(h) * sel.n_q_tiles + qt] = kk;
-        }
-    }
-    return sel;
+    return select_top(scores, rule, candidate_tiles, topk_budget, &TileSelection::tiles);
 }
 
 TileSimilarity similarity(const TileMass& mass_b, const TileSelection& sel_b, int head_b, const TileSelection& sel_a,
