@@ -159,6 +159,13 @@ double causal_pairs(int n) {
     return static_cast<double>(n) * (n + 1) / 2;
 }
 
+/// The KV-head map of the reuse rows: KV head h reads the selection of head h + 1 (mod n), so no head reads its own.
+std::vector<int32_t> reuse_head_map(int n_kv_heads) {
+    std::vector<int32_t> head_map(n_kv_heads);
+    for (int h = 0; h < n_kv_heads; ++h) head_map[h] = (h + 1) % n_kv_heads;
+    return head_map;
+}
+
 /// Runs `body` once per iteration, timing it (wall clock); sets the speedup against (or records) the group's dense
 /// time. body makes `calls` calls of the kernel (decode: one per copy of the cache); the time per call is the
 /// iteration time of rows registered with UseManualTime. Returns seconds per call.
@@ -263,8 +270,7 @@ void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill 
         }
         case Prefill::kTokenReuse: {
             const TokenSelection sel = random_token_selection(m.n_kv_heads, n, rule, 7);
-            std::vector<int32_t> head_map(m.n_kv_heads);
-            for (int h = 0; h < m.n_kv_heads; ++h) head_map[h] = (h + 1) % m.n_kv_heads;
+            const std::vector<int32_t> head_map = reuse_head_map(m.n_kv_heads);
             seconds = timed_loop(state, group, false, [&] {
                 attn_token_sparse_prefill(in.shape, kTile, in.q.data(), in.k.data(), in.v.data(), sel, head_map.data(),
                                           in.out.data());
@@ -276,8 +282,7 @@ void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill 
         case Prefill::kReuse: {
             // A reuse layer reads another layer's selection through a KV-head map.
             reuse_sel = random_selection(m.n_kv_heads, n, pct, 7);
-            std::vector<int32_t> head_map(m.n_kv_heads);
-            for (int h = 0; h < m.n_kv_heads; ++h) head_map[h] = (h + 1) % m.n_kv_heads;
+            const std::vector<int32_t> head_map = reuse_head_map(m.n_kv_heads);
             seconds = timed_loop(state, group, false, [&] {
                 attn_sparse_prefill(in.shape, kTile, in.q.data(), in.k.data(), in.v.data(), reuse_sel, head_map.data(),
                                     in.out.data());
@@ -376,8 +381,7 @@ void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode va
         keys = n / 2.0;  // K only
     } else if (variant == Decode::kTokenAnchor || variant == Decode::kTokenReuse) {
         for (int c = 0; c < copies; ++c) select_decode_keys(shape, q, caches.k(c), options, &scratch, &selections[c]);
-        std::vector<int32_t> head_map(m.n_kv_heads);
-        for (int h = 0; h < m.n_kv_heads; ++h) head_map[h] = (h + 1) % m.n_kv_heads;
+        const std::vector<int32_t> head_map = reuse_head_map(m.n_kv_heads);
         const bool anchor = variant == Decode::kTokenAnchor;
         seconds = timed(false, each_copy([&](int c) {
                             if (anchor) select_decode_keys(shape, q, caches.k(c), options, &scratch, &selections[c]);
