@@ -2,7 +2,6 @@
 #include "pipeline/runtime/lessismore_attention.h"
 
 #include <algorithm>
-#include <utility>
 
 #include <fmt/ranges.h>
 
@@ -93,16 +92,17 @@ std::vector<int> lessismore_sources(int n_layers, const LessIsMoreOptions& optio
 
 }  // namespace
 
-LessIsMoreAttention::LessIsMoreAttention(int n_layers, LessIsMoreOptions options)
+LessIsMoreAttention::LessIsMoreAttention(int n_layers, const LessIsMoreOptions& options)
     : SharedSetAttention(lessismore_sources(n_layers, options), RunLayerRole::Selection, options.tile, options.topk),
-      options_(std::move(options)) {}
+      window_ratio_(options.window_ratio),
+      sink_tokens_(options.sink_tokens) {}
 
 std::vector<int32_t> LessIsMoreAttention::pick_keys(const AttentionCall& call, int first, int end, int budget) {
     const AttnShape& shape = call.shape;
     scores_.resize(static_cast<size_t>(shape.n_q_heads) * shape.n_k);
     decode_head_scores(shape, call.q, call.k, scores_.data());
-    return lessismore_selection(scores_.data(), shape.n_q_heads, shape.n_k, first, end, budget, options_.window_ratio,
-                                options_.sink_tokens);
+    return lessismore_selection(scores_.data(), shape.n_q_heads, shape.n_k, first, end, budget, window_ratio_,
+                                sink_tokens_);
 }
 
 }  // namespace kascade

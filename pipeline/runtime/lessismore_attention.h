@@ -53,12 +53,13 @@ std::vector<int32_t> lessismore_selection(const float* scores, int n_heads, int 
 /// the next.
 class LessIsMoreAttention : public SharedSetAttention {
   public:
-    LessIsMoreAttention(int n_layers, LessIsMoreOptions options);
+    LessIsMoreAttention(int n_layers, const LessIsMoreOptions& options);
 
   private:
     std::vector<int32_t> pick_keys(const AttentionCall& call, int first, int end, int budget) override;
 
-    LessIsMoreOptions options_;
+    double window_ratio_;  ///< the options' split of the budget (the base keeps tile and topk)
+    int sink_tokens_;
     std::vector<float> scores_;  ///< [n_q_heads][n_k], reused between calls
 };
 
