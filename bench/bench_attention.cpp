@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "base/bf16.h"
+#include "base/cache_aligned.h"
 #include "bench/bench_results_reporter.h"
 #include "bench/machine_limits.h"
 #include "kernels/decode_scoring.h"
@@ -301,10 +302,12 @@ void bench_prefill(benchmark::State& state, const ModelShape& m, int n, Prefill 
 /// real decode step's caches (every layer's, every sequence's of a batch) are far larger than that cache, so a call
 /// finds its rows in memory; one copy would leave a 32K-key cache of the 1B shape (67 MB in BF16) in a large L3
 /// between calls and time a step no model runs.
+/// Held as KvCache holds a decode's layers (CacheAlignedVector: cache-line aligned rows, 2 MiB pages where the OS gives
+/// them), so the rows time what the pipeline's decode reads.
 struct DecodeCaches {
     int copies = 0;
-    std::vector<std::vector<float>> k32, v32;
-    std::vector<std::vector<uint16_t>> k16, v16;
+    std::vector<CacheAlignedVector<float>> k32, v32;
+    std::vector<CacheAlignedVector<uint16_t>> k16, v16;
 
     KvPtr k(int c) const { return k16.empty() ? KvPtr(k32[c].data()) : KvPtr::bf16(k16[c].data()); }
     KvPtr v(int c) const { return v16.empty() ? KvPtr(v32[c].data()) : KvPtr::bf16(v16[c].data()); }
@@ -319,9 +322,9 @@ DecodeCaches make_decode_caches(const ModelShape& m, int n, KvDType dtype) {
     const auto add = [&](uint64_t seed, auto& f32, auto& b16) {
         std::vector<float> values = machine_limits::uniform_floats(count, seed);
         if (dtype == KvDType::F32) {
-            f32.push_back(std::move(values));
+            f32.emplace_back(values.begin(), values.end());
         } else {
-            std::vector<uint16_t>& bits = b16.emplace_back(count);
+            CacheAlignedVector<uint16_t>& bits = b16.emplace_back(count);
             for (size_t e = 0; e < count; ++e) bits[e] = bf16_from_float(values[e]);
         }
     };
@@ -334,10 +337,11 @@ DecodeCaches make_decode_caches(const ModelShape& m, int n, KvDType dtype) {
 
 /// Decode rows: dense; tile-sparse over random tiles; and the Kascade decode steps as KascadeAttention runs them at
 /// token granularity (tile 32, the paper's k rule at pct %): the anchor's scoring alone (decode_token_mass), the
-/// anchor's whole step (select_decode_keys + attend_selection) and a reuse layer's step (attend_selection of the
-/// anchor's selection through a head map). kv: the cache's dtype; products: MatmulPrecision::Bf16 (BF16 queries and
-/// weights, BF16 dot products) as `--matmul bf16` runs a BF16 cache, or exact. Each iteration runs one call per
-/// copy of the cache (DecodeCaches), each with its own selection; the time and the counters are per call.
+/// anchor's whole step (anchor_select_and_attend: the scoring pass, the top-k and the selected keys' V rows) and a
+/// reuse layer's step (attend_selection of the anchor's selection through a head map). kv: the cache's dtype; products:
+/// MatmulPrecision::Bf16 (BF16 queries and weights, BF16 dot products) as `--matmul bf16` runs a BF16 cache, or exact.
+/// Each iteration runs one call per copy of the cache (DecodeCaches), each with its own selection; the time and the
+/// counters are per call.
 enum class Decode { kDense, kSparse, kTokenMass, kTokenAnchor, kTokenReuse };
 
 /// The name suffix of a decode row's cache dtype and products (bench_forward's `<matmul>/kv:<dtype>`); none for the
@@ -384,9 +388,13 @@ void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode va
         const std::vector<int32_t> head_map = reuse_head_map(m.n_kv_heads);
         const bool anchor = variant == Decode::kTokenAnchor;
         seconds = timed(false, each_copy([&](int c) {
-                            if (anchor) select_decode_keys(shape, q, caches.k(c), options, &scratch, &selections[c]);
-                            attend_selection(shape, q, caches.k(c), caches.v(c), kTile, selections[c],
-                                             anchor ? nullptr : head_map.data(), out);
+                            if (anchor) {
+                                anchor_select_and_attend(shape, q, caches.k(c), caches.v(c), options, &scratch,
+                                                         &selections[c], out);
+                            } else {
+                                attend_selection(shape, q, caches.k(c), caches.v(c), kTile, selections[c],
+                                                 head_map.data(), out);
+                            }
                         }));
         const double attended = selections[0].tokens.size(0, 0) + (n - (n - 1) / kTile * kTile);
         keys = (anchor ? n / 2.0 : 0.0) + attended;  // the anchor also reads every K row

@@ -122,6 +122,12 @@ void decode_pass(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const
 void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
                           const int* key_begin, float* out);
 
+/// decode_pass_gathered with the scores of the listed keys taken from a decode scoring pass instead of their K rows:
+/// the scaled scores (log2 units, prescaled as the decode passes prescale) of query head h * group + g and key j at
+/// scores[(h * group + g) * ld + j - first_key]; every listed key >= first_key. Only the listed V rows are read.
+void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, int first_key, KvPtr v,
+                        const int32_t* keys, const int* key_begin, float* out);
+
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n and the group's g: the prescaled queries qs [group][d] against n
 /// consecutive key rows, register-blocked over query heads and keys and finished by transposing reductions (BF16
 /// rows widened as they are loaded). qs16, if not null, holds the same queries as BF16 (their values BF16 already):

@@ -48,7 +48,8 @@ struct DecodeScores {
     int n_keys = 0;     ///< keys key_begin .. n_k - 1
     int ld = 0;         ///< floats per query head row of scores
     int n_pieces = 0;
-    const float* s = nullptr;      ///< [n_kv_heads][group][ld]
+    const float* s = nullptr;      ///< [n_kv_heads][group][ld] what pools: exp2(score - piece max) post-softmax, else
+                                   ///< the scaled scores
     const float* state = nullptr;  ///< [n_kv_heads][n_pieces][group][kStateFloats] (post-softmax)
 
     const float* state_of(int h, int piece, int group, int g) const {
@@ -102,8 +103,9 @@ void piece_values(const float* s, int ld, int group, int n, KvPtr v, int d, bool
     });
 }
 
-/// Pass 1: per (KV head, piece) the scaled scores of the group's query heads; for post-softmax also exp2(s - piece
-/// max) in place and the piece's state, and (v not null) the piece's unnormalised output (piece_values) into
+/// Pass 1: per (KV head, piece) the scaled scores of the group's query heads into scratch->scores (kept there for an
+/// anchor's attention over its selection: scratch->scored); for post-softmax also exp2(s - piece max) into
+/// scratch->exp_scores and the piece's state, and (v not null) the piece's unnormalised output (piece_values) into
 /// scratch->output ([n_kv_heads][n_pieces][group][head_dim]). after_head(r, h) runs once every piece of KV head h is
 /// scored, inside the parallel region:
 ///  - when the threads divide the KV heads evenly, each thread scores whole heads, piece after piece, and runs
@@ -140,12 +142,15 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         scratch->scores.resize(score_floats + per_thread * threads);
     if (dot16 && scratch->queries.size() < per_thread * threads) scratch->queries.resize(per_thread * threads);
     if (scratch->state.size() < n_states * kStateFloats) scratch->state.resize(n_states * kStateFloats);
+    if (post_softmax && scratch->exp_scores.size() < score_floats) scratch->exp_scores.resize(score_floats);
     if (v != nullptr && scratch->output.size() < n_states * d) scratch->output.resize(n_states * d);
     float* scores = scratch->scores.data();
     float* state = scratch->state.data();
     float* output = scratch->output.data();
-    r.s = scores;
+    float* exp_scores = scratch->exp_scores.data();
+    r.s = post_softmax ? exp_scores : scores;
     r.state = state;
+    scratch->scored = DecodeScoreLayout{shape.n_k, r.key_begin, r.ld, post_softmax};
     // Post-softmax works in log2 units (exp2); pre-softmax keeps the scaled score itself.
     const float prescale = post_softmax ? shape.scale * detail::kLog2e : shape.scale;
     const int n_pieces = r.n_pieces;
@@ -185,8 +190,10 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         detail::decode_scores(t.qs, group, d, k + first_row, n, sh + off, ld, t.qs16);
         if (!post_softmax) return;
         const int64_t at = (static_cast<int64_t>(h) * n_pieces + piece) * group;
+        float* eh = exp_scores + static_cast<int64_t>(h) * group * ld;
         for (int g = 0; g < group; ++g) {
-            float* s = sh + static_cast<int64_t>(g) * ld + off;
+            const float* s = sh + static_cast<int64_t>(g) * ld + off;
+            float* e_out = eh + static_cast<int64_t>(g) * ld + off;
             const int n8 = n / kLanes * kLanes;
             vf mx = v_set1(kNegInf);
             for (int j = 0; j < n8; j += kLanes) mx = v_max(mx, v_load(s + j));
@@ -196,17 +203,17 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
             vf sum = v_zero();
             for (int j = 0; j < n8; j += kLanes) {
                 const vf e = v_exp2(v_sub(v_load(s + j), mv));
-                v_store(s + j, e);
+                v_store(e_out + j, e);
                 sum = v_add(sum, e);
             }
             float l = v_hsum(sum);
-            for (int j = n8; j < n; ++j) l += s[j] = std::exp2(s[j] - m);
+            for (int j = n8; j < n; ++j) l += e_out[j] = std::exp2(s[j] - m);
             float* st = state + (at + g) * kStateFloats;
             st[0] = m;
             st[1] = st[2] = l;
         }
         if (v != nullptr)
-            piece_values(sh + off, ld, group, n, v + first_row, d, bf16_products, dot16, t.w, t.w16,
+            piece_values(eh + off, ld, group, n, v + first_row, d, bf16_products, dot16, t.w, t.w16,
                          state + at * kStateFloats, output + at * d);
     };
 

@@ -33,12 +33,26 @@ int decode_token_budget(const TopKRule& rule, int tile, int n_k, int window = 0)
 /// (decode_first_key / tile .. q_tile - 1).
 int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window = 0);
 
+/// Where a decode scoring pass (decode_token_mass, decode_tile_mass and the dense + mass passes) left its scores in
+/// DecodeScoringScratch::scores: row (h, g) holds query head h * group + g's scaled scores of keys key_begin ..
+/// n_k - 1. An anchor's attention over its selection reads them back instead of the selected K rows
+/// (attn_token_sparse_decode_scored).
+struct DecodeScoreLayout {
+    int n_k = 0;        ///< the pass's n_k (0: no pass has run)
+    int key_begin = 0;  ///< the first key scored (the window's start): entry 0 of each row
+    int ld = 0;         ///< floats per row
+    bool log2 = false;  ///< post-softmax passes scale by scale * log2(e) (the decode kernels' exp2 units), pre-softmax
+                        ///< ones by scale
+};
+
 /// Buffers the decode scoring and selection reuse from step to step (so a decode step allocates nothing once they
 /// have grown to the longest context).
 struct DecodeScoringScratch {
-    /// [n_kv_heads][group][padded keys] scores, then exp2(score - piece max); after them each thread's prescaled
+    /// [n_kv_heads][group][padded keys] scaled scores (laid out as `scored` says); after them each thread's prescaled
     /// queries and rounded piece weights
     CacheAlignedVector<float> scores;
+    DecodeScoreLayout scored;                ///< what `scores` holds
+    CacheAlignedVector<float> exp_scores;    ///< post-softmax: exp2(score - piece max), laid out as `scores`
     CacheAlignedVector<float> state;         ///< per (KV head, key piece, query head): running max and sums
     CacheAlignedVector<float> output;        ///< dense output per (KV head, key piece, query head) before the merge
     CacheAlignedVector<uint32_t> values;     ///< top-k: candidate rank keys per KV head

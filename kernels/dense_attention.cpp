@@ -327,17 +327,19 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
     const float prescale = shape.scale * kLog2e;
 
     // One piece: its scores, online softmax and values into its own state (so the merge does not depend on which
-    // thread ran it).
+    // thread ran it). Without queries (q null) score() has the scores already.
     const auto run_piece = [&](int pi, int thread) {
         float* qs = scratch.get() + per_thread * thread;
         float* sc = qs + query_floats;
         const DecodePiece& piece = pieces[pi];
         const int64_t head_off = static_cast<int64_t>(piece.kv_head) * shape.kv_stride * d;
-        for (int g = 0; g < group; ++g) {
-            const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
-            for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
+        if (q != nullptr) {
+            for (int g = 0; g < group; ++g) {
+                const float* qh = q + static_cast<int64_t>(piece.kv_head * group + g) * d;
+                for (int p = 0; p < d; ++p) qs[g * d + p] = qh[p] * prescale;
+            }
+            if (bf16_products) round_to_bf16(qs, group * d);
         }
-        if (bf16_products) round_to_bf16(qs, group * d);
         float* o = state_o.get() + static_cast<int64_t>(pi) * group * d;
         const auto runs = runs_of(piece, v + head_off);
 #if KASCADE_DECODE_BF16_DOT
@@ -345,7 +347,7 @@ void run_decode_pieces(const AttnShape& shape, const float* q, const T* v, const
             if (dot16) {
                 uint16_t* qs16 = scratch16.get() + per_thread * thread;
                 uint16_t* p16 = qs16 + query_floats;
-                pack_bf16(qs, group * d, qs16);
+                if (q != nullptr) pack_bf16(qs, group * d, qs16);
                 score(piece, qs, qs16, head_off, sc, ld);
                 for (int g = 0; g < group; ++g) {
                     const int64_t st = static_cast<int64_t>(pi) * group + g;
@@ -529,20 +531,15 @@ void decode_pass(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const
     v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, runs_of, out); });
 }
 
-void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
-                          const int* key_begin, float* out) {
-    check_attn_shape(shape);
-    KASCADE_ASSERT(shape.n_q == 1);
-    KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr && keys != nullptr);
-    const int group = shape.group_size();
-    const int d = shape.head_dim;
+/// The pieces of a decode over listed keys (decode_pass_gathered, decode_pass_scored): kDecodePiece consecutive list
+/// entries of one head each, (head, first entry, entries); piece_begin[h] is head h's first.
+std::vector<DecodePiece> listed_pieces(const AttnShape& shape, const int32_t* keys, const int* key_begin,
+                                       std::vector<int>* piece_begin) {
     const int n_kv = shape.n_kv_heads;
-
-    // Pieces of kDecodePiece consecutive list entries of one head: (head, first entry, entries).
     std::vector<DecodePiece> pieces;
-    std::vector<int> piece_begin(n_kv + 1, 0);
+    piece_begin->assign(n_kv + 1, 0);
     for (int h = 0; h < n_kv; ++h) {
-        piece_begin[h] = static_cast<int>(pieces.size());
+        (*piece_begin)[h] = static_cast<int>(pieces.size());
         KASCADE_ASSERT(key_begin[h + 1] > key_begin[h]);  // every head attends to a key
         bool in_range = true;                             // one check after the loop, so the loop vectorises
         for (int i = key_begin[h]; i < key_begin[h + 1]; ++i) in_range &= keys[i] >= 0 && keys[i] < shape.n_k;
@@ -550,7 +547,19 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
         for (int i = key_begin[h]; i < key_begin[h + 1]; i += kDecodePiece)
             pieces.push_back({h, i, 0, std::min(kDecodePiece, key_begin[h + 1] - i)});
     }
-    piece_begin[n_kv] = static_cast<int>(pieces.size());
+    (*piece_begin)[n_kv] = static_cast<int>(pieces.size());
+    return pieces;
+}
+
+void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
+                          const int* key_begin, float* out) {
+    check_attn_shape(shape);
+    KASCADE_ASSERT(shape.n_q == 1);
+    KASCADE_ASSERT(q != nullptr && k != nullptr && v != nullptr && out != nullptr && keys != nullptr);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    std::vector<int> piece_begin;
+    const std::vector<DecodePiece> pieces = listed_pieces(shape, keys, key_begin, &piece_begin);
 
     const auto score = [&](const DecodePiece& piece, const float* qs, [[maybe_unused]] const uint16_t* qs16,
                            int64_t head_off, float* sc, int ld) {
@@ -578,6 +587,48 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
         return gathered_runs(keys + piece.range, piece.n_keys, vh, d);
     };
     v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, runs_of, out); });
+}
+
+void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, int first_key, KvPtr v,
+                        const int32_t* keys, const int* key_begin, float* out) {
+    check_attn_shape(shape);
+    KASCADE_ASSERT(shape.n_q == 1);
+    KASCADE_ASSERT(scores != nullptr && v != nullptr && out != nullptr && keys != nullptr);
+    const int group = shape.group_size();
+    const int d = shape.head_dim;
+    std::vector<int> piece_begin;
+    const std::vector<DecodePiece> pieces = listed_pieces(shape, keys, key_begin, &piece_begin);
+    bool scored = true;  // one check after the loop, so the loop vectorises
+    for (int i = 0; i < key_begin[shape.n_kv_heads]; ++i) scored &= keys[i] >= first_key;
+    KASCADE_ASSERT(scored);
+
+    // The piece's scores copied from the rows, and its V rows requested into L2 kGatherAheadRows entries ahead (the
+    // value kernel's own requests, a few rows ahead into L1, leave scattered rows waiting on memory).
+    const auto score = [&](const DecodePiece& piece, const float*, const uint16_t*, int64_t head_off, float* sc,
+                           int sc_ld) {
+        const int32_t* listed = keys + piece.range;
+        const int n_listed = key_begin[piece.kv_head + 1] - piece.range;
+        (v + head_off).visit([&](const auto* v_rows) {
+            const int row_bytes = d * static_cast<int>(sizeof(*v_rows));
+            const auto request = [&](int first, int end) {
+                for (int i = first; i < std::min(end, n_listed); ++i)
+                    prefetch_bytes<CacheLevel::L2>(v_rows + static_cast<int64_t>(listed[i]) * d, row_bytes);
+            };
+            if (piece.range == key_begin[piece.kv_head]) request(0, kGatherAheadRows);  // the head's first piece
+            for (int g = 0; g < group; ++g) {
+                const float* row = scores + (static_cast<int64_t>(piece.kv_head) * group + g) * ld - first_key;
+                float* out_g = sc + static_cast<int64_t>(g) * sc_ld;
+                for (int i = 0; i < piece.n_keys; ++i) out_g[i] = row[listed[i]];
+            }
+            request(kGatherAheadRows, piece.n_keys + kGatherAheadRows);
+        });
+    };
+    const auto runs_of = [&](const DecodePiece& piece, const auto* vh) {
+        return gathered_runs(keys + piece.range, piece.n_keys, vh, d);
+    };
+    v.visit([&](const auto* v_rows) {
+        run_decode_pieces(shape, nullptr, v_rows, pieces, piece_begin, score, runs_of, out);
+    });
 }
 
 }  // namespace detail

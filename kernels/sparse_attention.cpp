@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
+#include "kernels/decode_scoring.h"
 
 namespace kascade {
 namespace {
@@ -193,8 +194,14 @@ void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr 
     detail::decode_pass(shape, q, k, v, ranges.data(), range_begin.data(), out);
 }
 
-void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
-                              const int32_t* count, int max_k, const int32_t* head_map, float* out) {
+namespace {
+
+/// The keys of a token-sparse decode, per KV head (list[list_begin[h] .. list_begin[h + 1])): its selected keys
+/// inside the query's window (ascending, so they start at a binary search), then the keys of the query's own tile.
+/// The lists are sized first and filled per head in parallel: built serially with a check of every key, they took a
+/// fifth of a reuse layer's decode at 32K keys (2 threads).
+void token_decode_lists(const AttnShape& shape, int tile, const int32_t* keys, const int32_t* count, int max_k,
+                        const int32_t* head_map, std::vector<int32_t>* list, std::vector<int>* list_begin) {
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
     KASCADE_ASSERT(keys != nullptr || max_k == 0);
@@ -202,32 +209,52 @@ void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, 
     const int window = shape.effective_window();
     const int key_begin = window > 0 ? shape.n_k - window : 0;  // the query's window: keys key_begin .. n_k-1
     const int own_first = std::max(own_begin, key_begin);
-    // Per KV head its selected keys inside the window (ascending, so they start at a binary search), then the keys of
-    // the query's own tile. The lists are sized first and filled per head in parallel: built serially with a check
-    // of every key, they took a fifth of a reuse layer's decode at 32K keys (2 threads).
     const auto selected_of = [&](int h) { return keys + static_cast<int64_t>(head_map ? head_map[h] : h) * max_k; };
     const auto count_of = [&](int h) { return count[head_map ? head_map[h] : h]; };
-    std::vector<int> skip(shape.n_kv_heads), list_begin(shape.n_kv_heads + 1, 0);
+    std::vector<int> skip(shape.n_kv_heads);
+    list_begin->assign(shape.n_kv_heads + 1, 0);
     for (int h = 0; h < shape.n_kv_heads; ++h) {
         KASCADE_ASSERT(head_map == nullptr || head_map[h] >= 0);
         const int n = count_of(h);
         KASCADE_ASSERT(n >= 0 && n <= max_k);
         skip[h] = static_cast<int>(std::lower_bound(selected_of(h), selected_of(h) + n, key_begin) - selected_of(h));
-        list_begin[h + 1] = list_begin[h] + (n - skip[h]) + (shape.n_k - own_first);
+        (*list_begin)[h + 1] = (*list_begin)[h] + (n - skip[h]) + (shape.n_k - own_first);
     }
-    std::vector<int32_t> list(list_begin[shape.n_kv_heads]);
-#pragma omp parallel for schedule(static) if (list.size() > kParallelListKeys)
+    list->resize((*list_begin)[shape.n_kv_heads]);
+#pragma omp parallel for schedule(static) if (list->size() > kParallelListKeys)
     for (int h = 0; h < shape.n_kv_heads; ++h) {
         const int32_t* selected = selected_of(h);
         const int n = count_of(h);
-        int32_t* out_list = list.data() + list_begin[h];
+        int32_t* out_list = list->data() + (*list_begin)[h];
         bool ascending = n == 0 || (selected[0] >= 0 && selected[n - 1] < own_begin);
         for (int i = 1; i < n; ++i) ascending &= selected[i] > selected[i - 1];
         KASCADE_ASSERT(ascending);  // and inside 0 .. own_begin - 1, so every list entry is a distinct key
         out_list = std::copy(selected + skip[h], selected + n, out_list);
         for (int j = own_first; j < shape.n_k; ++j) *out_list++ = j;
     }
+}
+
+}  // namespace
+
+void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
+                              const int32_t* count, int max_k, const int32_t* head_map, float* out) {
+    std::vector<int32_t> list;
+    std::vector<int> list_begin;
+    token_decode_lists(shape, tile, keys, count, max_k, head_map, &list, &list_begin);
     detail::decode_pass_gathered(shape, q, k, v, list.data(), list_begin.data(), out);
+}
+
+void attn_token_sparse_decode_scored(const AttnShape& shape, int tile, const DecodeScoringScratch& scored, KvPtr v,
+                                     const TokenSelection& selection, float* out) {
+    const DecodeScoreLayout& layout = scored.scored;
+    KASCADE_ASSERT(layout.n_k == shape.n_k && layout.log2 && shape.n_q == 1);
+    KASCADE_ASSERT(selection.n_q_tiles == 1 && selection.tile == tile && selection.n_kv_heads == shape.n_kv_heads);
+    std::vector<int32_t> list;
+    std::vector<int> list_begin;
+    token_decode_lists(shape, tile, selection.keys.data(), selection.count.data(), selection.max_k, nullptr, &list,
+                       &list_begin);
+    detail::decode_pass_scored(shape, scored.scores.data(), layout.ld, layout.key_begin, v, list.data(),
+                               list_begin.data(), out);
 }
 
 }  // namespace kascade

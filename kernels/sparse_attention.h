@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/attention_types.h"
+#include "kernels/decode_scoring.h"
 
 namespace kascade {
 
@@ -35,5 +36,12 @@ void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr 
 /// place (detail::decode_pass_gathered).
 void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
                               const int32_t* count, int max_k, const int32_t* head_map, float* out);
+
+/// attn_token_sparse_decode of a decode anchor over its own selection (no head map), with the scores its scoring pass
+/// left in `scored` (decode_token_mass with Pooling::PostSoftmax, or the dense + mass pass, on this call's q and K)
+/// instead of reading the selected K rows again: only their V rows are read. The scores are the ones the mass was
+/// pooled from, so the result is attn_token_sparse_decode's up to the order of each score's sums.
+void attn_token_sparse_decode_scored(const AttnShape& shape, int tile, const DecodeScoringScratch& scored, KvPtr v,
+                                     const TokenSelection& selection, float* out);
 
 }  // namespace kascade

@@ -165,8 +165,19 @@ LayerDensity selection_density(const AttnShape& shape, int tile, const LayerSele
 void anchor_select_and_attend(const AttnShape& shape, const float* q, KvPtr k, KvPtr v,
                               const SparseAttentionOptions& options, PoolingScratch* scratch, LayerSelection* selection,
                               float* out) {
-    select_layer_keys(shape, q, k, options, scratch, selection);
-    attend_selection(shape, q, k, v, options.tile, *selection, nullptr, out);
+    if (shape.n_q > 1) {
+        select_layer_keys(shape, q, k, options, scratch, selection);
+        attend_selection(shape, q, k, v, options.tile, *selection, nullptr, out);
+        return;
+    }
+    select_decode_keys(shape, q, k, options, scratch, selection);
+    if (options.granularity == KeyGranularity::Token && options.pooling == Pooling::PostSoftmax) {
+        // The scores the selection was pooled from stand in for the selected K rows: the anchor reads only their V
+        // rows, as the byte bound counts it.
+        attn_token_sparse_decode_scored(shape, options.tile, scratch->decode, v, selection->tokens, out);
+    } else {
+        attend_selection(shape, q, k, v, options.tile, *selection, nullptr, out);
+    }
 }
 
 KascadeAttention::KascadeAttention(AttentionSchedule schedule, SparseAttentionOptions options)
@@ -261,8 +272,7 @@ void KascadeAttention::attend_decode(const AttentionCall& call, const LayerPlan&
             density_[l].add(dense_decode_density(shape));
             break;
         case LayerRole::Anchor:
-            select_decode_keys(shape, call.q, call.k, options_, &scratch_, &selections_[l]);
-            attend_selection(shape, call.q, call.k, call.v, tile, selections_[l], nullptr, call.out);
+            anchor_select_and_attend(shape, call.q, call.k, call.v, options_, &scratch_, &selections_[l], call.out);
             density_[l].add(selection_density(shape, tile, selections_[l], nullptr));
             break;
         case LayerRole::Reuse: {

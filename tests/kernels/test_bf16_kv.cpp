@@ -87,6 +87,18 @@ TokenSelection every_third_key(int n_kv_heads, int n_q, int tile) {
 struct DecodeLists {
     std::vector<int32_t> list, count;
     int max_k = 0;
+
+    /// The same as a decode anchor's TokenSelection (one query tile).
+    TokenSelection selection(int n_kv_heads, int tile) const {
+        TokenSelection sel;
+        sel.n_kv_heads = n_kv_heads;
+        sel.n_q_tiles = 1;
+        sel.max_k = max_k;
+        sel.tile = tile;
+        sel.count = count;
+        sel.keys = list;
+        return sel;
+    }
 };
 template <typename Selection>
 DecodeLists decode_lists(const Selection& sel, int n_kv_heads, int qt) {
@@ -213,6 +225,10 @@ TEST(Bf16Kv, DecodeKernelsMatchTheRoundedReference) {
         decode_token_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &mass);
         const std::vector<double> ref_mass = reference::decode_token_mass(s, tile, q, k, false);
         EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
+        // A decode anchor's attention over its selection from the scores the mass was pooled from.
+        std::fill(out.begin(), out.end(), 0.0f);
+        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kAttentionTolerance);
         std::fill(out.begin(), out.end(), 0.0f);
         attn_dense_decode_with_token_mass(s, tile, q, x.k(), x.v(), out.data(), &scratch, &mass);
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_dense.data(), out.size()), kAttentionTolerance);
@@ -304,6 +320,8 @@ TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
         decode_token_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &mass);
         const std::vector<double> ref_mass = reference::decode_token_mass(s, tile, q_rounded.data(), k, false);
         EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
+        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kRoundedWeightsTolerance);
 
         // The fused dense decode + mass of a layer that feeds reuse layers: its mass from the exact weights, its
         // output from the rounded ones (as attn_dense_decode's, though rounded per piece of its own length).

@@ -1,8 +1,8 @@
 // tests/kernels/test_decode_kernels.cpp: the sparse decode kernels against the double-precision references: decode
 // budgets from the rule definitions, the anchor's decode scoring (post- and pre-softmax, per key and per key tile,
 // with windows and across key pieces), the decode top-k against a full sort (ties, NaN), token-level sparse decode
-// over gathered keys (head map, window, every key = dense), and Quest's page bounds, page scores and chosen pages
-// against brute force.
+// over gathered keys (head map, window, every key = dense) and over an anchor's kept scores, and Quest's page bounds,
+// page scores and chosen pages against brute force.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -292,6 +292,48 @@ TEST(TokenSparseDecode, MatchesMaskedReference) {
         std::vector<float> out(in.q.size());
         attn_token_sparse_decode(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), keys.data(), count.data(),
                                  max_k, head_map, out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
+    }
+}
+
+// A decode anchor attends its selection with the scores its scoring pass kept (no K row read again): against the
+// reference over the same keys, for a pass with and without the dense output, windows and GQA included.
+TEST(TokenSparseDecode, AnchorFromItsKeptScoresMatchesMaskedReference) {
+    std::mt19937_64 gen(6);
+    DecodeScoringScratch scratch;
+    for (const DecodeCase& c : decode_cases()) {
+        SCOPED_TRACE(c.name("token_sparse_decode_scored"));
+        const auto in = c.inputs(23);
+        const int own = (c.n_k - 1) / c.tile * c.tile;
+        TokenSelection sel;
+        sel.n_kv_heads = c.n_kv_heads;
+        sel.n_q_tiles = 1;
+        sel.tile = c.tile;
+        sel.max_k = std::max(1, own / 3);
+        sel.count.assign(c.n_kv_heads, 0);
+        sel.keys.assign(static_cast<size_t>(c.n_kv_heads) * sel.max_k, -1);
+        for (int h = 0; h < c.n_kv_heads; ++h) {
+            std::vector<int32_t> cand(own);
+            std::iota(cand.begin(), cand.end(), 0);
+            std::shuffle(cand.begin(), cand.end(), gen);
+            const int k = std::min<int>(own, std::uniform_int_distribution<int>(0, sel.max_k)(gen));
+            std::sort(cand.begin(), cand.begin() + k);
+            std::copy(cand.begin(), cand.begin() + k, sel.list(h, 0));
+            sel.count[h] = k;
+        }
+        const std::vector<double> ref =
+            reference::token_sparse_decode(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), sel.keys.data(),
+                                           sel.count.data(), sel.max_k, nullptr);
+        std::vector<float> out(in.q.size());
+        TokenMass mass;
+        decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PostSoftmax, &scratch, &mass);
+        attn_token_sparse_decode_scored(in.shape, c.tile, scratch, in.v.data(), sel, out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
+        std::vector<float> dense(in.q.size());
+        attn_dense_decode_with_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), dense.data(),
+                                          &scratch, &mass);
+        std::fill(out.begin(), out.end(), 0.0f);
+        attn_token_sparse_decode_scored(in.shape, c.tile, scratch, in.v.data(), sel, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
     }
 }
