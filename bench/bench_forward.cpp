@@ -28,8 +28,9 @@
 //   pct_limit             prefill: GFLOP/s / the GEMM peak of its numerics (BF16 peak for bf16 on BF16 weights, else
 //                         fp32 peak); decode: GB/s / memory bandwidth measured at the start of the run
 //   pct_bound             decode, dense and Kascade/oracle rows: the row's byte bound (the bytes its method reads per
-//                         step at the least, decode_bound_bytes: the weights once, the K/V rows it attends, every key
-//                         of a layer that scores them all) at the run's bandwidth / the row's time per step, in %
+//                         step at the least, decode_bound_bytes: the weights once, the K/V rows it attends; in an
+//                         anchor every K row and the V rows it attends) at the run's bandwidth / the row's time per
+//                         step, in %
 //   adjacent_GB/s, pct_adjacent   decode: the mean of the bandwidth measured just before and just after the row,
 //                         and GB/s over it (a VM's bandwidth drifts with the host's load within minutes)
 //   pct_arith             prefill: GFLOP/s / the arithmetic peak of its numerics (multiply-add instructions on
@@ -211,8 +212,9 @@ double decode_bytes(const ModelWeights& w, int positions, KvDType kv, int batch 
 }
 
 /// The least bytes one decode step of `batch` sequences under `policy` reads: the weights once, and per sequence and
-/// layer the K and V rows it attends plus, in an anchor layer (Kascade's anchors, the oracle's layers), every key
-/// row once more (its scoring reads them all). Dense attends every key; a KascadeAttention its measured share
+/// layer the K and V rows it attends, except in an anchor layer (Kascade's anchors, the oracle's layers): every K row
+/// (its scoring reads them all, and its attention takes the selected keys' scores from there) and the V rows it
+/// attends. Dense attends every key; a KascadeAttention its measured share
 /// (layer_density), the query heads of a KV head sharing their rows. Empty for the other policies, whose selection
 /// reads what this does not count (Quest's page bounds, selection layers' scores).
 std::optional<double> decode_bound_bytes(const ModelWeights& w, const AttentionPolicy& policy, int positions,
@@ -223,8 +225,8 @@ std::optional<double> decode_bound_bytes(const ModelWeights& w, const AttentionP
     for (int layer = 0; layer < w.config.n_layers; ++layer) {
         double passes = 2;  // over the layer's cache: its K and V rows, or the share of them attended
         if (kascade != nullptr && policy.layer_role(layer) != RunLayerRole::Dense) {
-            passes = 2 * kascade->layer_density()[static_cast<size_t>(layer)].ratio();
-            if (policy.layer_role(layer) == RunLayerRole::Anchor) passes += 1;  // every K row for the scores
+            const double attended = kascade->layer_density()[static_cast<size_t>(layer)].ratio();
+            passes = policy.layer_role(layer) == RunLayerRole::Anchor ? 1 + attended : 2 * attended;
         }
         total += passes * batch * layer_cache_bytes(w.config, layer, positions, kv);
     }
@@ -463,7 +465,7 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
         }
     };
     step(nullptr);  // warm-up: weights paged in
-    if (auto* kascade = dynamic_cast<KascadeAttention*>(policies[0].get())) kascade->reset_density();
+    policies[0]->reset_density();
     // The bandwidth just before and just after the row as well as at the start of the run: on a shared VM it moves
     // with the host's other tenants from one minute to the next.
     const double gbps_before = machine_limits::memory_read_gbps();

@@ -53,7 +53,7 @@ struct Generation {
     std::vector<int32_t> tokens;
     size_t prompt_tokens = 0;
     std::unique_ptr<KvCache> cache;
-    MethodPolicy decode;
+    std::unique_ptr<AttentionPolicy> decode;
     Sampler sampler;
     std::vector<float> logits;
     std::string text;  ///< what was generated (printed at the end when several sequences run)
@@ -115,8 +115,8 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
     for (size_t i = 0; i < starts.size(); ++i) {
         SamplerOptions own = sampler_options;
         own.seed += i;  // sequence i samples with seed + i
-        MethodPolicy decode = make_method_policy(method, c.n_layers);
-        const int page_size = decode.policy->kv_page_size();
+        std::unique_ptr<AttentionPolicy> decode = make_method_policy(method, c.n_layers);
+        const int page_size = decode->kv_page_size();
         runs.push_back({std::move(starts[i]),
                         0,
                         std::make_unique<KvCache>(c, max_positions, page_size, kv_dtype),
@@ -146,7 +146,7 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
     const double decode_start = omp_get_wtime();
     int generated = 0;
     std::vector<DecodingSequence> decoding;
-    for (Generation& g : runs) decoding.push_back({g.cache.get(), g.decode.policy.get(), g.logits.data()});
+    for (Generation& g : runs) decoding.push_back({g.cache.get(), g.decode.get(), g.logits.data()});
     const std::vector<DecodeTally> tallies = decode_batched(model, decoding, [&](size_t i) -> std::optional<int32_t> {
         Generation& g = runs[i];
         const int32_t next = g.sampler.sample(g.logits.data(), c.vocab_size);
@@ -179,7 +179,7 @@ void run_generate(const GenerateArgs& args, const std::string& results_dir) {
     // Each sequence's first token comes from its prefill; the others from decode steps, which is what is timed.
     LayerDensity density;
     for (const Generation& g : runs)
-        for (const LayerDensity& d : g.decode.layer_density()) density.add(d);
+        for (const LayerDensity& d : g.decode->layer_density()) density.add(d);
     std::fprintf(stderr,
                  "kascade: prefilled %zu prompt tokens in %.3f s (%.1f prefill tokens/s); generated %d tokens, %d "
                  "decode steps in %.3f s (%.1f decode tokens/s; %s, key density %.4f; %zu sequence%s)\n",

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "kernels/attention_types.h"
 #include "kernels/quest.h"
+#include "pipeline/runtime/attention_density.h"
 
 namespace kascade {
 
@@ -40,6 +42,20 @@ class AttentionPolicy {
     virtual bool observes_layers() const { return false; }
     virtual void observe_layer(int /*layer*/, const float* /*x_in*/, const float* /*attn_out*/, int /*n_rows*/,
                                int /*dim*/) {}
+
+    /// Keys attended per layer since construction or the last reset_density() (run_layers.density); empty for a
+    /// policy that attends every key (density 1).
+    const std::vector<LayerDensity>& layer_density() const { return density_; }
+    void reset_density() { density_.assign(density_.size(), LayerDensity{}); }
+
+  protected:
+    AttentionPolicy() = default;
+    /// A sparse policy counts the keys its n_layers layers attend (add_density).
+    explicit AttentionPolicy(int n_layers) : density_(n_layers) {}
+    void add_density(int layer, const LayerDensity& d) { density_[layer].add(d); }
+
+  private:
+    std::vector<LayerDensity> density_;
 };
 
 /// Exact causal attention in every layer: the baseline every sparse result is compared with.

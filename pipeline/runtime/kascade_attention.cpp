@@ -181,20 +181,15 @@ void anchor_select_and_attend(const AttnShape& shape, const float* q, KvPtr k, K
 }
 
 KascadeAttention::KascadeAttention(AttentionSchedule schedule, SparseAttentionOptions options)
-    : schedule_(std::move(schedule)), options_(options) {
+    : AttentionPolicy(static_cast<int>(schedule.layers.size())), schedule_(std::move(schedule)), options_(options) {
     const int n_layers = static_cast<int>(schedule_.layers.size());
     feeds_reuse_.resize(n_layers);
     for (int l = 0; l < n_layers; ++l) feeds_reuse_[l] = schedule_.is_anchor_for_reuse(l);
     selections_.resize(n_layers);
-    density_.resize(n_layers);
 }
 
 RunLayerRole KascadeAttention::layer_role(int layer) const {
     return run_layer_role(schedule_.layers[layer].role);
-}
-
-void KascadeAttention::reset_density() {
-    density_.assign(density_.size(), LayerDensity{});
 }
 
 void check_sparse_call(const AttnShape& shape) {
@@ -227,17 +222,17 @@ void KascadeAttention::attend(const AttentionCall& call) {
                 attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
                 if (feeds_reuse_[l]) select_layer_keys(shape, call.q, call.k, options_, &scratch_, &selections_[l]);
             }
-            density_[l].add(dense_prefill_density(shape));
+            add_density(l, dense_prefill_density(shape));
             break;
         case LayerRole::Anchor:
             anchor_select_and_attend(shape, call.q, call.k, call.v, options_, &scratch_, &selections_[l], call.out);
-            density_[l].add(selection_density(shape, tile, selections_[l], nullptr));
+            add_density(l, selection_density(shape, tile, selections_[l], nullptr));
             break;
         case LayerRole::Reuse: {
             const LayerSelection& selection = selections_[plan.anchor];
             KASCADE_ASSERT(plan.anchor < l && selection.granularity == options_.granularity);
             attend_selection(shape, call.q, call.k, call.v, tile, selection, plan.head_map.data(), call.out);
-            density_[l].add(selection_density(shape, tile, selection, plan.head_map.data()));
+            add_density(l, selection_density(shape, tile, selection, plan.head_map.data()));
             break;
         }
     }
@@ -269,17 +264,17 @@ void KascadeAttention::attend_decode(const AttentionCall& call, const LayerPlan&
                 attn_dense_decode(shape, call.q, call.k, call.v, call.out);
                 if (feeds_reuse_[l]) select_decode_keys(shape, call.q, call.k, options_, &scratch_, &selections_[l]);
             }
-            density_[l].add(dense_decode_density(shape));
+            add_density(l, dense_decode_density(shape));
             break;
         case LayerRole::Anchor:
             anchor_select_and_attend(shape, call.q, call.k, call.v, options_, &scratch_, &selections_[l], call.out);
-            density_[l].add(selection_density(shape, tile, selections_[l], nullptr));
+            add_density(l, selection_density(shape, tile, selections_[l], nullptr));
             break;
         case LayerRole::Reuse: {
             const LayerSelection& selection = selections_[plan.anchor];
             KASCADE_ASSERT(plan.anchor < l && selection.granularity == options_.granularity);
             attend_selection(shape, call.q, call.k, call.v, tile, selection, plan.head_map.data(), call.out);
-            density_[l].add(selection_density(shape, tile, selection, plan.head_map.data()));
+            add_density(l, selection_density(shape, tile, selection, plan.head_map.data()));
             break;
         }
     }

@@ -93,10 +93,6 @@ class KascadeAttention : public AttentionPolicy {
     void attend(const AttentionCall& call) override;
     RunLayerRole layer_role(int layer) const override;
 
-    /// Keys attended per layer since construction (or the last reset_density()).
-    const std::vector<LayerDensity>& layer_density() const { return density_; }
-    void reset_density();
-
     /// The keys `layer` kept in the last call (anchors, and dense layers that feed reuse layers; empty otherwise).
     const LayerSelection& selection(int layer) const { return selections_[layer]; }
 
@@ -107,7 +103,6 @@ class KascadeAttention : public AttentionPolicy {
     SparseAttentionOptions options_;
     std::vector<bool> feeds_reuse_;           ///< [layer] some reuse layer reads its selection
     std::vector<LayerSelection> selections_;  ///< [layer] keys kept in the current forward pass
-    std::vector<LayerDensity> density_;
     PoolingScratch scratch_;
 };
 

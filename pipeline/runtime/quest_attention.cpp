@@ -9,14 +9,10 @@
 namespace kascade {
 
 QuestAttention::QuestAttention(int n_layers, QuestOptions options)
-    : options_(options), density_(n_layers), selections_(n_layers) {
+    : AttentionPolicy(n_layers), options_(options), selections_(n_layers) {
     KASCADE_CHECK(options_.page > 0, "Quest page size {} is invalid (must be at least 1 key)", options_.page);
     KASCADE_CHECK(options_.dense_layers >= 0, "Quest dense layer count {} is invalid (must be >= 0)",
                   options_.dense_layers);
-}
-
-void QuestAttention::reset_density() {
-    density_.assign(density_.size(), LayerDensity{});
 }
 
 void QuestAttention::attend(const AttentionCall& call) {
@@ -25,12 +21,12 @@ void QuestAttention::attend(const AttentionCall& call) {
     const int l = call.layer;
     if (shape.n_q > 1) {
         attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
-        density_[l].add(dense_prefill_density(shape));
+        add_density(l, dense_prefill_density(shape));
         return;
     }
     if (l < options_.dense_layers) {
         attn_dense_decode(shape, call.q, call.k, call.v, call.out);
-        density_[l].add(dense_decode_density(shape));
+        add_density(l, dense_decode_density(shape));
         return;
     }
     KASCADE_CHECK(call.pages.page == options_.page,
@@ -42,7 +38,7 @@ void QuestAttention::attend(const AttentionCall& call) {
     select_decode_tiles(page_scores_, options_.topk, &scratch_, &selection);
     attn_sparse_decode(shape, options_.page, call.q, call.k, call.v, selection.tiles.data(), selection.count.data(),
                        selection.max_k, nullptr, call.out);
-    density_[l].add(sparse_decode_density(shape, options_.page, selection, nullptr));
+    add_density(l, sparse_decode_density(shape, options_.page, selection, nullptr));
 }
 
 }  // namespace kascade

@@ -33,16 +33,11 @@ class QuestAttention : public AttentionPolicy {
     }
     int kv_page_size() const override { return options_.page; }
 
-    /// Keys attended per layer since construction (or the last reset_density()).
-    const std::vector<LayerDensity>& layer_density() const { return density_; }
-    void reset_density();
-
     /// The pages `layer` attended (besides its own) in the last decode call: a decode selection with tile = page.
     const TileSelection& selection(int layer) const { return selections_[layer]; }
 
   private:
     QuestOptions options_;
-    std::vector<LayerDensity> density_;
     std::vector<TileSelection> selections_;
     TileMass page_scores_;
     DecodeScoringScratch scratch_;

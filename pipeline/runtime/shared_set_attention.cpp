@@ -10,20 +10,16 @@
 namespace kascade {
 
 SharedSetAttention::SharedSetAttention(std::vector<int> source, RunLayerRole selecting_role, int tile, TopKRule topk)
-    : source_(std::move(source)),
+    : AttentionPolicy(static_cast<int>(source.size())),
+      source_(std::move(source)),
       selecting_role_(selecting_role),
       tile_(tile),
       topk_(topk),
-      sets_(source_.size()),
-      density_(source_.size()) {}
+      sets_(source_.size()) {}
 
 RunLayerRole SharedSetAttention::layer_role(int layer) const {
     if (source_[layer] < 0) return RunLayerRole::Dense;
     return source_[layer] == layer ? selecting_role_ : RunLayerRole::Reuse;
-}
-
-void SharedSetAttention::reset_density() {
-    density_.assign(density_.size(), LayerDensity{});
 }
 
 void SharedSetAttention::attend(const AttentionCall& call) {
@@ -32,18 +28,18 @@ void SharedSetAttention::attend(const AttentionCall& call) {
     const int l = call.layer;
     if (shape.n_q > 1) {
         attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
-        density_[l].add(dense_prefill_density(shape));
+        add_density(l, dense_prefill_density(shape));
         return;
     }
     const int source = source_[l];
     if (source >= 0 && source != l) {
         SharedKeySet& set = sets_[source];
         set.attend(shape, call.q, call.k, call.v, call.out);
-        density_[l].add(set.density(shape));
+        add_density(l, set.density(shape));
         return;
     }
     attn_dense_decode(shape, call.q, call.k, call.v, call.out);
-    density_[l].add(dense_decode_density(shape));
+    add_density(l, dense_decode_density(shape));
     if (source != l) return;
     const int window = shape.effective_window();
     const int first = decode_first_key(shape.n_k, window);

@@ -25,10 +25,6 @@ class SharedSetAttention : public AttentionPolicy {
     /// "dense", the selecting layers' role (OmniKV's "filter", LessIsMore's "selection"), or "reuse".
     RunLayerRole layer_role(int layer) const final;
 
-    /// Keys attended per layer since construction (or the last reset_density()).
-    const std::vector<LayerDensity>& layer_density() const { return density_; }
-    void reset_density();
-
     /// The keys the selecting layer `layer` picked in the last decode call (one KV head, ascending).
     const TokenSelection& selection(int layer) const { return sets_[layer].selection(); }
 
@@ -48,7 +44,6 @@ class SharedSetAttention : public AttentionPolicy {
     int tile_;
     TopKRule topk_;
     std::vector<SharedKeySet> sets_;
-    std::vector<LayerDensity> density_;
 };
 
 }  // namespace kascade

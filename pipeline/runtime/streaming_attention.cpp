@@ -102,11 +102,7 @@ TokenSelection streaming_decode_token_selection(int n_k, int tile, const TopKRul
 }
 
 StreamingAttention::StreamingAttention(int n_layers, SparseAttentionOptions options)
-    : options_(options), density_(n_layers) {}
-
-void StreamingAttention::reset_density() {
-    density_.assign(density_.size(), LayerDensity{});
-}
+    : AttentionPolicy(n_layers), options_(options) {}
 
 void StreamingAttention::attend(const AttentionCall& call) {
     const AttnShape& shape = call.shape;
@@ -115,10 +111,10 @@ void StreamingAttention::attend(const AttentionCall& call) {
     if (call.layer == 0) {
         if (decode) {
             attn_dense_decode(shape, call.q, call.k, call.v, call.out);
-            density_[0].add(dense_decode_density(shape));
+            add_density(0, dense_decode_density(shape));
         } else {
             attn_dense_prefill(shape, call.q, call.k, call.v, call.out);
-            density_[0].add(dense_prefill_density(shape));
+            add_density(0, dense_prefill_density(shape));
         }
         return;
     }
@@ -138,7 +134,7 @@ void StreamingAttention::attend(const AttentionCall& call) {
         }
         attend_selection(shape, call.q, call.k, call.v, options_.tile, decode_selection_, shared_head_map_.data(),
                          call.out);
-        density_[call.layer].add(selection_density(shape, options_.tile, decode_selection_, shared_head_map_.data()));
+        add_density(call.layer, selection_density(shape, options_.tile, decode_selection_, shared_head_map_.data()));
         return;
     }
     if (selection_tokens_ != shape.n_q || selection_window_ != shape.effective_window()) {
@@ -153,7 +149,7 @@ void StreamingAttention::attend(const AttentionCall& call) {
         selection_window_ = shape.effective_window();
     }
     attend_selection(shape, call.q, call.k, call.v, options_.tile, selection_, shared_head_map_.data(), call.out);
-    density_[call.layer].add(selection_density(shape, options_.tile, selection_, shared_head_map_.data()));
+    add_density(call.layer, selection_density(shape, options_.tile, selection_, shared_head_map_.data()));
 }
 
 }  // namespace kascade

@@ -42,12 +42,9 @@ class StreamingAttention : public AttentionPolicy {
     RunLayerRole layer_role(int layer) const override {
         return layer == 0 ? RunLayerRole::Dense : RunLayerRole::Streaming;
     }
-    const std::vector<LayerDensity>& layer_density() const { return density_; }
-    void reset_density();
 
   private:
     SparseAttentionOptions options_;
-    std::vector<LayerDensity> density_;
     LayerSelection selection_;  ///< for the last sequence length and window seen
     int selection_tokens_ = -1;
     int selection_window_ = -1;

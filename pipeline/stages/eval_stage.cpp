@@ -245,62 +245,40 @@ SparseAttentionOptions eval_attention_options(const ResolvedEval& r) {
     return options;
 }
 
-MethodPolicy make_method_policy(const ResolvedEval& r, int n_layers) {
+std::unique_ptr<AttentionPolicy> make_method_policy(const ResolvedEval& r, int n_layers) {
     const SparseAttentionOptions options = eval_attention_options(r);
-    MethodPolicy m;
     switch (r.params.method) {
         case EvalMethod::Dense:
-            m.policy = std::make_unique<DenseAttention>();
-            m.layer_density = [] { return std::vector<LayerDensity>{}; };
-            break;
-        case EvalMethod::Streaming: {
-            auto p = std::make_unique<StreamingAttention>(n_layers, options);
-            m.layer_density = [p = p.get()] { return p->layer_density(); };
-            m.policy = std::move(p);
-            break;
-        }
+            return std::make_unique<DenseAttention>();
+        case EvalMethod::Streaming:
+            return std::make_unique<StreamingAttention>(n_layers, options);
         case EvalMethod::Kascade:
-        case EvalMethod::Oracle: {
-            auto p = std::make_unique<KascadeAttention>(
+        case EvalMethod::Oracle:
+            return std::make_unique<KascadeAttention>(
                 r.layer_plan ? *r.layer_plan : AttentionSchedule::oracle(n_layers), options);
-            m.layer_density = [p = p.get()] { return p->layer_density(); };
-            m.policy = std::move(p);
-            break;
-        }
-        case EvalMethod::Quest: {
-            auto p = std::make_unique<QuestAttention>(
+        case EvalMethod::Quest:
+            return std::make_unique<QuestAttention>(
                 n_layers,
                 QuestOptions{.page = r.params.quest_page, .topk = r.topk, .dense_layers = QuestOptions{}.dense_layers});
-            m.layer_density = [p = p.get()] { return p->layer_density(); };
-            m.policy = std::move(p);
-            break;
-        }
-        case EvalMethod::OmniKv: {
-            auto p = std::make_unique<OmniKvAttention>(
+        case EvalMethod::OmniKv:
+            return std::make_unique<OmniKvAttention>(
                 n_layers, OmniKvOptions{.tile = r.tile, .topk = r.topk, .filter_layers = r.params.selection_layers});
-            m.layer_density = [p = p.get()] { return p->layer_density(); };
-            m.policy = std::move(p);
-            break;
-        }
-        case EvalMethod::LessIsMore: {
-            auto p = std::make_unique<LessIsMoreAttention>(
+        case EvalMethod::LessIsMore:
+            return std::make_unique<LessIsMoreAttention>(
                 n_layers, LessIsMoreOptions{.tile = r.tile,
                                             .topk = r.topk,
                                             .selection_layers = r.params.selection_layers,
                                             .window_ratio = r.params.window_ratio});
-            m.layer_density = [p = p.get()] { return p->layer_density(); };
-            m.policy = std::move(p);
-            break;
-        }
     }
-    return m;
+    KASCADE_ASSERT(false && "unknown eval method");
+    return nullptr;
 }
 
 EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, const ResolvedEval& r) {
     const ModelConfig& c = model.weights.config;
     const Transformer runtime(model.weights, 0, r.params.matmul);
-    MethodPolicy method = make_method_policy(r, c.n_layers);
-    AttentionPolicy& policy = *method.policy;
+    const std::unique_ptr<AttentionPolicy> method = make_method_policy(r, c.n_layers);
+    AttentionPolicy& policy = *method;
     const bool sparse = r.params.method != EvalMethod::Dense;
     const int32_t start_token = sequence_start_token(c, model.tokenizer.get());
     const int64_t n_text = static_cast<int64_t>(text.tokens.size());
@@ -328,7 +306,7 @@ EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, c
             evaluate_perplexity(runtime, probe, text.tokens, start_token, first);
             for (int l = 0; l < c.n_layers; ++l) m.out_rel_error.push_back(probe.relative_error(l));
         }
-        m.density = method.layer_density();
+        m.density = policy.layer_density();
     } else {
         DecodeOptions options;
         options.prompt_tokens = r.params.prompt_tokens;
@@ -344,7 +322,7 @@ EvalMeasurement measure_eval(const LoadedModel& model, const LoadedText& text, c
                                                   [&](int done, const PerplexityResult&) { progress.update(done); });
         progress.finish();
         // Density of the timed decode steps only, then the output error over the first window's decode steps.
-        m.density = method.layer_density();
+        m.density = policy.layer_density();
         if (sparse) {
             OutputErrorProbe probe(policy, c.n_layers);
             DecodeOptions first = options;

@@ -8,7 +8,6 @@
 // them and skips the last two for a stored key.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,15 +98,8 @@ ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedT
 /// The sparse attention options of a resolved eval (what the policy is built with).
 SparseAttentionOptions eval_attention_options(const ResolvedEval& r);
 
-/// A method's attention policy and how to read what it attended.
-struct MethodPolicy {
-    std::unique_ptr<AttentionPolicy> policy;
-    /// Keys attended per layer so far; empty for dense (density 1).
-    std::function<std::vector<LayerDensity>()> layer_density;
-};
-
-/// The attention policy of a resolved method for a model of n_layers.
-MethodPolicy make_method_policy(const ResolvedEval& r, int n_layers);
+/// The attention policy of a resolved method for a model of n_layers (its layer_density() says what it attended).
+std::unique_ptr<AttentionPolicy> make_method_policy(const ResolvedEval& r, int n_layers);
 
 /// What step 2 measured.
 struct EvalMeasurement {

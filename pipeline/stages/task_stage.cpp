@@ -128,12 +128,12 @@ std::vector<AnsweredPrompt> answer_prompts(const Transformer& runtime, const Loa
                                            const ResolvedEval& method, TaskPrefill prefill,
                                            std::span<const std::vector<int32_t>> prompts,
                                            const GreedyOptions& options) {
-    std::vector<MethodPolicy> policies;
+    std::vector<std::unique_ptr<AttentionPolicy>> policies;
     std::vector<DenseAttention> dense(prompts.size());
     std::vector<GreedyRequest> requests;
     for (size_t i = 0; i < prompts.size(); ++i) {
-        MethodPolicy& p = policies.emplace_back(make_method_policy(method, model.weights.config.n_layers));
-        requests.push_back({prompts[i], prefill == TaskPrefill::Sparse ? p.policy.get() : &dense[i], p.policy.get()});
+        AttentionPolicy* p = policies.emplace_back(make_method_policy(method, model.weights.config.n_layers)).get();
+        requests.push_back({prompts[i], prefill == TaskPrefill::Sparse ? p : &dense[i], p});
     }
     const std::vector<GreedyResult> answers = generate_greedy_batch(runtime, *model.tokenizer, requests, options);
 
@@ -143,7 +143,7 @@ std::vector<AnsweredPrompt> answer_prompts(const Transformer& runtime, const Loa
         a.answer = answers[i];
         if (method.params.method != EvalMethod::Dense) {
             LayerDensity density;
-            for (const LayerDensity& d : policies[i].layer_density()) density.add(d);
+            for (const LayerDensity& d : policies[i]->layer_density()) density.add(d);
             a.density = density.ratio();
         }
         if (a.answer.prefill_s > 0)
