@@ -397,7 +397,8 @@ void bench_decode(benchmark::State& state, const ModelShape& m, int n, Decode va
                             }
                         }));
         const double attended = selections[0].tokens.size(0, 0) + (n - (n - 1) / kTile * kTile);
-        keys = (anchor ? n / 2.0 : 0.0) + attended;  // the anchor also reads every K row
+        // K and V rows of the attended keys; an anchor reads every K row and the attended keys' V rows.
+        keys = anchor ? (n + attended) / 2.0 : attended;
         state.counters["density"] = attended / n;
     } else {
         // The decode step's selection: the top-k rule's budget of random tiles before the query's tile.

@@ -532,8 +532,9 @@ void decode_pass(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const
 }
 
 /// The pieces of a decode over listed keys (decode_pass_gathered, decode_pass_scored): kDecodePiece consecutive list
-/// entries of one head each, (head, first entry, entries); piece_begin[h] is head h's first.
-std::vector<DecodePiece> listed_pieces(const AttnShape& shape, const int32_t* keys, const int* key_begin,
+/// entries of one head each, (head, first entry, entries); piece_begin[h] is head h's first. Every key must lie in
+/// first_key .. n_k - 1.
+std::vector<DecodePiece> listed_pieces(const AttnShape& shape, const int32_t* keys, const int* key_begin, int first_key,
                                        std::vector<int>* piece_begin) {
     const int n_kv = shape.n_kv_heads;
     std::vector<DecodePiece> pieces;
@@ -542,7 +543,7 @@ std::vector<DecodePiece> listed_pieces(const AttnShape& shape, const int32_t* ke
         (*piece_begin)[h] = static_cast<int>(pieces.size());
         KASCADE_ASSERT(key_begin[h + 1] > key_begin[h]);  // every head attends to a key
         bool in_range = true;                             // one check after the loop, so the loop vectorises
-        for (int i = key_begin[h]; i < key_begin[h + 1]; ++i) in_range &= keys[i] >= 0 && keys[i] < shape.n_k;
+        for (int i = key_begin[h]; i < key_begin[h + 1]; ++i) in_range &= keys[i] >= first_key && keys[i] < shape.n_k;
         KASCADE_ASSERT(in_range);
         for (int i = key_begin[h]; i < key_begin[h + 1]; i += kDecodePiece)
             pieces.push_back({h, i, 0, std::min(kDecodePiece, key_begin[h + 1] - i)});
@@ -559,7 +560,7 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
     const int group = shape.group_size();
     const int d = shape.head_dim;
     std::vector<int> piece_begin;
-    const std::vector<DecodePiece> pieces = listed_pieces(shape, keys, key_begin, &piece_begin);
+    const std::vector<DecodePiece> pieces = listed_pieces(shape, keys, key_begin, 0, &piece_begin);
 
     const auto score = [&](const DecodePiece& piece, const float* qs, [[maybe_unused]] const uint16_t* qs16,
                            int64_t head_off, float* sc, int ld) {
@@ -597,10 +598,7 @@ void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, int
     const int group = shape.group_size();
     const int d = shape.head_dim;
     std::vector<int> piece_begin;
-    const std::vector<DecodePiece> pieces = listed_pieces(shape, keys, key_begin, &piece_begin);
-    bool scored = true;  // one check after the loop, so the loop vectorises
-    for (int i = 0; i < key_begin[shape.n_kv_heads]; ++i) scored &= keys[i] >= first_key;
-    KASCADE_ASSERT(scored);
+    const std::vector<DecodePiece> pieces = listed_pieces(shape, keys, key_begin, first_key, &piece_begin);
 
     // The piece's scores copied from the rows, and its V rows requested into L2 kGatherAheadRows entries ahead (the
     // value kernel's own requests, a few rows ahead into L1, leave scattered rows waiting on memory).

@@ -267,25 +267,39 @@ TEST(DecodeScoring, TopKMatchesAFullSortWithTiesToTheLowerIndex) {
     }
 }
 
+/// A decode selection of n_heads heads: per head up to a third of the keys before the query's tile of an n_k-key
+/// cache, at random, ascending (ignoring any window: an anchor with another window may hand them over).
+TokenSelection random_decode_keys(int n_heads, int n_k, int tile, std::mt19937_64& gen) {
+    const int own = (n_k - 1) / tile * tile;
+    TokenSelection sel;
+    sel.n_kv_heads = n_heads;
+    sel.n_q_tiles = 1;
+    sel.tile = tile;
+    sel.max_k = std::max(1, own / 3);
+    sel.count.assign(n_heads, 0);
+    sel.keys.assign(static_cast<size_t>(n_heads) * sel.max_k, -1);
+    for (int h = 0; h < n_heads; ++h) {
+        std::vector<int32_t> cand(own);
+        std::iota(cand.begin(), cand.end(), 0);
+        std::shuffle(cand.begin(), cand.end(), gen);
+        const int k = std::min<int>(own, std::uniform_int_distribution<int>(0, sel.max_k)(gen));
+        std::sort(cand.begin(), cand.begin() + k);
+        std::copy(cand.begin(), cand.begin() + k, sel.list(h, 0));
+        sel.count[h] = k;
+    }
+    return sel;
+}
+
 TEST(TokenSparseDecode, MatchesMaskedReference) {
     std::mt19937_64 gen(5);
     for (const DecodeCase& c : decode_cases()) {
         SCOPED_TRACE(c.name("token_sparse_decode"));
         const auto in = c.inputs(21);
-        // Random ascending keys before the query's tile for three selection heads, ignoring the window on purpose
-        // (an anchor with another window may hand them over); read through a head map.
-        const int own = (c.n_k - 1) / c.tile * c.tile;
-        const int max_k = std::max(1, own / 3);
-        std::vector<int32_t> keys(3 * max_k, -1), count(3, 0);
-        for (int h = 0; h < 3; ++h) {
-            std::vector<int32_t> cand(own);
-            std::iota(cand.begin(), cand.end(), 0);
-            std::shuffle(cand.begin(), cand.end(), gen);
-            const int k = std::min<int>(own, std::uniform_int_distribution<int>(0, max_k)(gen));
-            std::sort(cand.begin(), cand.begin() + k);
-            std::copy(cand.begin(), cand.begin() + k, keys.begin() + h * max_k);
-            count[h] = k;
-        }
+        // Three selection heads read through a head map.
+        const TokenSelection sel = random_decode_keys(3, c.n_k, c.tile, gen);
+        const std::vector<int32_t>& keys = sel.keys;
+        const std::vector<int32_t>& count = sel.count;
+        const int max_k = sel.max_k;
         const int32_t head_map[3] = {2, 0, 1};
         const std::vector<double> ref = reference::token_sparse_decode(
             in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), keys.data(), count.data(), max_k, head_map);
@@ -304,23 +318,7 @@ TEST(TokenSparseDecode, AnchorFromItsKeptScoresMatchesMaskedReference) {
     for (const DecodeCase& c : decode_cases()) {
         SCOPED_TRACE(c.name("token_sparse_decode_scored"));
         const auto in = c.inputs(23);
-        const int own = (c.n_k - 1) / c.tile * c.tile;
-        TokenSelection sel;
-        sel.n_kv_heads = c.n_kv_heads;
-        sel.n_q_tiles = 1;
-        sel.tile = c.tile;
-        sel.max_k = std::max(1, own / 3);
-        sel.count.assign(c.n_kv_heads, 0);
-        sel.keys.assign(static_cast<size_t>(c.n_kv_heads) * sel.max_k, -1);
-        for (int h = 0; h < c.n_kv_heads; ++h) {
-            std::vector<int32_t> cand(own);
-            std::iota(cand.begin(), cand.end(), 0);
-            std::shuffle(cand.begin(), cand.end(), gen);
-            const int k = std::min<int>(own, std::uniform_int_distribution<int>(0, sel.max_k)(gen));
-            std::sort(cand.begin(), cand.begin() + k);
-            std::copy(cand.begin(), cand.begin() + k, sel.list(h, 0));
-            sel.count[h] = k;
-        }
+        const TokenSelection sel = random_decode_keys(c.n_kv_heads, c.n_k, c.tile, gen);
         const std::vector<double> ref =
             reference::token_sparse_decode(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), sel.keys.data(),
                                            sel.count.data(), sel.max_k, nullptr);
