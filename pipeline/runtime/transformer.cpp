@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <vector>
 
 #include "base/error.h"
@@ -81,7 +82,7 @@ void Transformer::forward(std::span<const ForwardSequence> sequences, float* hid
     for (size_t i = 0; i < sequences.size(); ++i) {
         const ForwardSequence& s = sequences[i];
         KASCADE_ASSERT(s.cache != nullptr && s.policy != nullptr);
-        for (size_t j = 0; j < i; ++j) KASCADE_ASSERT(sequences[j].cache != s.cache);
+        for (size_t j = 0; j < i; ++j) KASCADE_ASSERT(sequences[j].cache != s.cache && sequences[j].policy != s.policy);
         const int n = static_cast<int>(s.tokens.size());
         const int pos0 = s.cache->length();
         KASCADE_CHECK(n > 0, "forward pass needs at least one token");
@@ -141,37 +142,23 @@ void Transformer::forward(std::span<const ForwardSequence> sequences, float* hid
             rmsnorm(a.q.data(), w.q_norm, a.q.data(), rows * c.n_heads, c.head_dim, c.rms_norm_eps);
             rmsnorm(a.k.data(), w.k_norm, a.k.data(), rows * c.n_kv_heads, c.head_dim, c.rms_norm_eps);
         }
-        for (size_t i = 0; i < sequences.size(); ++i) {
-            KvCache& cache = *sequences[i].cache;
-            const int pos0 = cache.length();
-            const int seq_rows = row0[i + 1] - row0[i];
-            float* q = a.q.data() + row0[i] * q_row;
-            float* k = a.k.data() + row0[i] * kv_row;
-            {
-                ScopedTimer t(&st.rope_kv_ms);
-                rope_apply(rope_, interleaved, q, seq_rows, c.n_heads, pos0);
+        {
+            ScopedTimer t(&st.rope_kv_ms);
+            for (size_t i = 0; i < sequences.size(); ++i) {
+                const int seq_rows = row0[i + 1] - row0[i];
+                const int pos0 = sequences[i].cache->length();
+                float* k = a.k.data() + row0[i] * kv_row;
+                rope_apply(rope_, interleaved, a.q.data() + row0[i] * q_row, seq_rows, c.n_heads, pos0);
                 rope_apply(rope_, interleaved, k, seq_rows, c.n_kv_heads, pos0);
-                cache.write(l, k, a.v.data() + row0[i] * kv_row, seq_rows);
+                sequences[i].cache->write(l, k, a.v.data() + row0[i] * kv_row, seq_rows);
             }
-            AttentionCall call;
-            call.layer = l;
-            call.shape.n_q_heads = c.n_heads;
-            call.shape.n_kv_heads = c.n_kv_heads;
-            call.shape.head_dim = c.head_dim;
-            call.shape.n_q = seq_rows;
-            call.shape.n_k = pos0 + seq_rows;
-            call.shape.kv_stride = cache.capacity();
-            call.shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-            call.shape.window = c.window(l);
-            call.shape.products = precision_;
-            call.q = q;
-            call.k = cache.keys(l);
-            call.v = cache.values(l);
-            call.out = a.att.data() + row0[i] * q_row;
-            call.pages = cache.page_bounds(l);
-            const double t0 = omp_get_wtime();
-            sequences[i].policy->attend(call);
-            const double ms = (omp_get_wtime() - t0) * 1e3;
+        }
+        {
+            double ms = 0;
+            {
+                ScopedTimer t(&ms);
+                attend_sequences(sequences, row0, l);
+            }
             st.attention_ms += ms;
             st.layer_attention_ms[l] += ms;
         }
@@ -213,6 +200,43 @@ void Transformer::forward(std::span<const ForwardSequence> sequences, float* hid
     }
     for (size_t i = 0; i < sequences.size(); ++i) sequences[i].cache->advance(row0[i + 1] - row0[i]);
     st.tokens += n;
+}
+
+void Transformer::attend_sequences(std::span<const ForwardSequence> sequences, const std::vector<int>& row0,
+                                   int layer) const {
+    const ModelConfig& c = weights_.config;
+    const size_t q_row = static_cast<size_t>(c.n_heads) * c.head_dim;
+    const int n_seq = static_cast<int>(sequences.size());
+    const bool across = n_seq > 1 && n_seq >= omp_get_max_threads();
+    std::vector<std::exception_ptr> errors(n_seq);  // exceptions must not leave an OpenMP region
+#pragma omp parallel for schedule(dynamic, 1) if (across)
+    for (int i = 0; i < n_seq; ++i) {
+        if (across) omp_set_num_threads(1);  // this thread's share: the kernels' own parallel regions run on it alone
+        const KvCache& cache = *sequences[i].cache;
+        AttentionCall call;
+        call.layer = layer;
+        call.shape.n_q_heads = c.n_heads;
+        call.shape.n_kv_heads = c.n_kv_heads;
+        call.shape.head_dim = c.head_dim;
+        call.shape.n_q = row0[i + 1] - row0[i];
+        call.shape.n_k = cache.length() + call.shape.n_q;
+        call.shape.kv_stride = cache.capacity();
+        call.shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        call.shape.window = c.window(layer);
+        call.shape.products = precision_;
+        call.q = activations_.q.data() + row0[i] * q_row;
+        call.k = cache.keys(layer);
+        call.v = cache.values(layer);
+        call.out = activations_.att.data() + row0[i] * q_row;
+        call.pages = cache.page_bounds(layer);
+        try {
+            sequences[i].policy->attend(call);
+        } catch (...) {
+            errors[i] = std::current_exception();
+        }
+    }
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
 }
 
 void Transformer::lm_head(const float* hidden, int n, float* logits, ForwardStats* stats) const {

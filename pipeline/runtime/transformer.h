@@ -59,6 +59,15 @@ class Transformer {
     void lm_head(const float* hidden, int n, float* logits, ForwardStats* stats = nullptr) const;
 
   private:
+    /// One layer's attention for every sequence of a forward pass (its q rows roped, its keys and values in the
+    /// caches), each through its own policy into the att rows. With at least as many sequences as threads (a batched
+    /// decode step) each thread attends whole sequences, their kernels running on that thread alone: one parallel
+    /// region per layer instead of one or more per sequence, whose starts and barriers had cost a batch-8 decode step
+    /// at 32K keys a quarter of its reuse layers' time (2 threads, bench/README.md). Fewer sequences each split their
+    /// attention over the threads, as a single sequence does. The kernels' results do not depend on their thread
+    /// count, so every sequence's output is bit for bit that of forward() of it alone either way.
+    void attend_sequences(std::span<const ForwardSequence> sequences, const std::vector<int>& row0, int layer) const;
+
     /// The activations of one forward pass, [rows][...] each, grown to the longest call so far.
     struct Activations {
         int rows = 0;

@@ -2,9 +2,11 @@
 // its own cache and policy) equals the same sequences decoded one at a time, bit for bit, for every attention method
 // and both KV cache dtypes; on stories260K (fp32 weights) and on a random GQA model with a sliding window (BF16
 // weights, exact and bf16 products), also with caches long enough that the decode kernels split their work into
-// pieces. The sequences have prompts of different lengths, so each step attends a different number of keys per
+// pieces, and at thread counts that attend whole sequences per thread and that split each sequence's attention over
+// the threads. The sequences have prompts of different lengths, so each step attends a different number of keys per
 // sequence.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cstring>
 #include <functional>
@@ -103,16 +105,35 @@ std::vector<float> decode(const Transformer& model, const std::vector<std::vecto
     return hidden;
 }
 
+/// Sets the OpenMP thread count for its scope.
+class ThreadCount {
+  public:
+    explicit ThreadCount(int threads) : before_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+    ~ThreadCount() { omp_set_num_threads(before_); }
+    ThreadCount(const ThreadCount&) = delete;
+    ThreadCount& operator=(const ThreadCount&) = delete;
+
+  private:
+    int before_;
+};
+
 void expect_batched_equals_single(const Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
                                   int steps) {
+    const int n_seq = static_cast<int>(prompts.size());
     for (KvDType kv : {KvDType::F32, KvDType::BF16}) {
         for (const auto& [name, make] : every_method()) {
             SCOPED_TRACE(name + " kv " + std::string(mode_name(kv)));
             const std::vector<float> single = decode(model, prompts, steps, make, kv, false);
-            const std::vector<float> batched = decode(model, prompts, steps, make, kv, true);
-            ASSERT_EQ(single.size(), batched.size());
-            // Bitwise: memcmp, not a tolerance (and not ==, which would call -0 and 0 equal).
-            EXPECT_EQ(std::memcmp(single.data(), batched.data(), single.size() * sizeof(float)), 0);
+            // As many threads as sequences: each thread attends whole sequences; one more: each sequence's attention
+            // is split over the threads (Transformer::attend_sequences).
+            for (int threads : {n_seq, n_seq + 1}) {
+                SCOPED_TRACE(std::to_string(threads) + " threads");
+                const ThreadCount scope(threads);
+                const std::vector<float> batched = decode(model, prompts, steps, make, kv, true);
+                ASSERT_EQ(single.size(), batched.size());
+                // Bitwise: memcmp, not a tolerance (and not ==, which would call -0 and 0 equal).
+                EXPECT_EQ(std::memcmp(single.data(), batched.data(), single.size() * sizeof(float)), 0);
+            }
         }
     }
 }
