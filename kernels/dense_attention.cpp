@@ -590,11 +590,12 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
     v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, runs_of, out); });
 }
 
-void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, int first_key, KvPtr v,
+void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, int first_key, float to_log2, KvPtr v,
                         const int32_t* keys, const int* key_begin, float* out) {
     check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1);
     KASCADE_ASSERT(scores != nullptr && v != nullptr && out != nullptr && keys != nullptr);
+    KASCADE_ASSERT(std::isfinite(to_log2) && to_log2 > 0);
     const int group = shape.group_size();
     const int d = shape.head_dim;
     std::vector<int> piece_begin;
@@ -616,7 +617,7 @@ void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, int
             for (int g = 0; g < group; ++g) {
                 const float* row = scores + (static_cast<int64_t>(piece.kv_head) * group + g) * ld - first_key;
                 float* out_g = sc + static_cast<int64_t>(g) * sc_ld;
-                for (int i = 0; i < piece.n_keys; ++i) out_g[i] = row[listed[i]];
+                for (int i = 0; i < piece.n_keys; ++i) out_g[i] = row[listed[i]] * to_log2;
             }
             request(kGatherAheadRows, piece.n_keys + kGatherAheadRows);
         });

@@ -244,17 +244,64 @@ void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, 
     detail::decode_pass_gathered(shape, q, k, v, list.data(), list_begin.data(), out);
 }
 
+namespace {
+
+/// The keys of a tile-sparse decode over its own selection, per KV head (list[list_begin[h] .. list_begin[h + 1])):
+/// the keys of its selected tiles inside the query's window (ascending), then those of the query's own tile.
+void tile_decode_lists(const AttnShape& shape, int tile, const TileSelection& selection, std::vector<int32_t>* list,
+                       std::vector<int>* list_begin) {
+    detail::check_attn_shape(shape);
+    KASCADE_ASSERT(shape.n_q == 1 && tile > 0 && selection.n_q_tiles == 1 && selection.tile == tile);
+    KASCADE_ASSERT(selection.n_kv_heads == shape.n_kv_heads);
+    const int last_tile = (shape.n_k - 1) / tile;
+    const int window = shape.effective_window();
+    const int key_begin = window > 0 ? shape.n_k - window : 0;  // the query's window: keys key_begin .. n_k-1
+    list->clear();
+    list_begin->assign(shape.n_kv_heads + 1, 0);
+    const auto add_keys = [&](int start, int end) {
+        for (int j = std::max(start, key_begin); j < end; ++j) list->push_back(j);
+    };
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+        const int32_t* tiles = selection.list(h, 0);
+        const int n = selection.size(h, 0);
+        KASCADE_ASSERT(n >= 0 && n <= selection.max_k);
+        for (int i = 0; i < n; ++i) {
+            KASCADE_ASSERT(tiles[i] >= 0 && tiles[i] < last_tile && (i == 0 || tiles[i] > tiles[i - 1]));
+            add_keys(tiles[i] * tile, (tiles[i] + 1) * tile);
+        }
+        add_keys(last_tile * tile, shape.n_k);
+        (*list_begin)[h + 1] = static_cast<int>(list->size());
+    }
+}
+
+/// The listed keys attended with the scores of the scoring pass in `scored`, which must have run on this call's query
+/// and K.
+void decode_listed_scored(const AttnShape& shape, const DecodeScoringScratch& scored, KvPtr v,
+                          const std::vector<int32_t>& list, const std::vector<int>& list_begin, float* out) {
+    const DecodeScoreLayout& layout = scored.scored;
+    KASCADE_ASSERT(layout.n_k == shape.n_k && shape.n_q == 1);
+    detail::decode_pass_scored(shape, scored.scores.data(), layout.ld, layout.key_begin,
+                               layout.log2 ? 1.0f : detail::kLog2e, v, list.data(), list_begin.data(), out);
+}
+
+}  // namespace
+
+void attn_sparse_decode_scored(const AttnShape& shape, int tile, const DecodeScoringScratch& scored, KvPtr v,
+                               const TileSelection& selection, float* out) {
+    std::vector<int32_t> list;
+    std::vector<int> list_begin;
+    tile_decode_lists(shape, tile, selection, &list, &list_begin);
+    decode_listed_scored(shape, scored, v, list, list_begin, out);
+}
+
 void attn_token_sparse_decode_scored(const AttnShape& shape, int tile, const DecodeScoringScratch& scored, KvPtr v,
                                      const TokenSelection& selection, float* out) {
-    const DecodeScoreLayout& layout = scored.scored;
-    KASCADE_ASSERT(layout.n_k == shape.n_k && layout.log2 && shape.n_q == 1);
     KASCADE_ASSERT(selection.n_q_tiles == 1 && selection.tile == tile && selection.n_kv_heads == shape.n_kv_heads);
     std::vector<int32_t> list;
     std::vector<int> list_begin;
     token_decode_lists(shape, tile, selection.keys.data(), selection.count.data(), selection.max_k, nullptr, &list,
                        &list_begin);
-    detail::decode_pass_scored(shape, scored.scores.data(), layout.ld, layout.key_begin, v, list.data(),
-                               list_begin.data(), out);
+    decode_listed_scored(shape, scored, v, list, list_begin, out);
 }
 
 }  // namespace kascade

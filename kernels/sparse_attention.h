@@ -38,10 +38,17 @@ void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, 
                               const int32_t* count, int max_k, const int32_t* head_map, float* out);
 
 /// attn_token_sparse_decode of a decode anchor over its own selection (no head map), with the scores its scoring pass
-/// left in `scored` (decode_token_mass with Pooling::PostSoftmax, or the dense + mass pass, on this call's q and K)
-/// instead of reading the selected K rows again: only their V rows are read. The scores are the ones the mass was
-/// pooled from, so the result is attn_token_sparse_decode's up to the order of each score's sums.
+/// left in `scored` (decode_token_mass, or the dense + mass pass, on this call's q and K) instead of reading the
+/// selected K rows again: only their V rows are read. The scores are the ones the mass was pooled from, so the result
+/// is attn_token_sparse_decode's up to the order of each score's sums (and, after a pre-softmax pass, which scales in
+/// natural units, the rounding of the change to log2 units).
 void attn_token_sparse_decode_scored(const AttnShape& shape, int tile, const DecodeScoringScratch& scored, KvPtr v,
                                      const TokenSelection& selection, float* out);
+
+/// attn_sparse_decode of a decode anchor over its own tile selection (no head map), with the scores its scoring pass
+/// left in `scored` (decode_tile_mass, or the dense + tile mass pass), as attn_token_sparse_decode_scored: only the V
+/// rows of the selected tiles and the query's own tile are read.
+void attn_sparse_decode_scored(const AttnShape& shape, int tile, const DecodeScoringScratch& scored, KvPtr v,
+                               const TileSelection& selection, float* out);
 
 }  // namespace kascade

@@ -171,12 +171,12 @@ void anchor_select_and_attend(const AttnShape& shape, const float* q, KvPtr k, K
         return;
     }
     select_decode_keys(shape, q, k, options, scratch, selection);
-    if (options.granularity == KeyGranularity::Token && options.pooling == Pooling::PostSoftmax) {
-        // The scores the selection was pooled from stand in for the selected K rows: the anchor reads only their V
-        // rows, as the byte bound counts it.
-        attn_token_sparse_decode_scored(shape, options.tile, scratch->decode, v, selection->tokens, out);
+    // The scores the selection was pooled from stand in for the selected K rows: the anchor reads only their V rows,
+    // as the byte bound counts it.
+    if (selection->granularity == KeyGranularity::Tile) {
+        attn_sparse_decode_scored(shape, options.tile, scratch->decode, v, selection->tiles, out);
     } else {
-        attend_selection(shape, q, k, v, options.tile, *selection, nullptr, out);
+        attn_token_sparse_decode_scored(shape, options.tile, scratch->decode, v, selection->tokens, out);
     }
 }
 

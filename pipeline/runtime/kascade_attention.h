@@ -74,10 +74,9 @@ LayerDensity selection_density(const AttnShape& shape, int tile, const LayerSele
                                const int32_t* head_map);
 
 /// One anchor layer's call. Prefill (shape.n_q == shape.n_k): select_layer_keys, then attend_selection. Decode
-/// (n_q == 1): select_decode_keys, then at token granularity with post-softmax pooling
-/// attn_token_sparse_decode_scored (the selected keys' scores from the scoring pass, their V rows only), else
-/// attend_selection. KascadeAttention runs this for every anchor layer and bench_attention times it, so the benchmark
-/// measures what an evaluation runs. out: [n_q][n_q_heads][head_dim].
+/// (n_q == 1): select_decode_keys, then attn_token_sparse_decode_scored or attn_sparse_decode_scored (the selected
+/// keys' scores from the scoring pass, their V rows only). KascadeAttention runs this for every anchor layer and
+/// bench_attention times it, so the benchmark measures what an evaluation runs. out: [n_q][n_q_heads][head_dim].
 void anchor_select_and_attend(const AttnShape& shape, const float* q, KvPtr k, KvPtr v,
                               const SparseAttentionOptions& options, PoolingScratch* scratch, LayerSelection* selection,
                               float* out);

@@ -99,6 +99,17 @@ struct DecodeLists {
         sel.keys = list;
         return sel;
     }
+    /// The same as a tile-granularity decode anchor's TileSelection.
+    TileSelection tile_selection(int n_kv_heads, int tile) const {
+        TileSelection sel;
+        sel.n_kv_heads = n_kv_heads;
+        sel.n_q_tiles = 1;
+        sel.max_k = max_k;
+        sel.tile = tile;
+        sel.count = count;
+        sel.tiles = list;
+        return sel;
+    }
 };
 template <typename Selection>
 DecodeLists decode_lists(const Selection& sel, int n_kv_heads, int qt) {
@@ -229,6 +240,16 @@ TEST(Bf16Kv, DecodeKernelsMatchTheRoundedReference) {
         std::fill(out.begin(), out.end(), 0.0f);
         attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kAttentionTolerance);
+        // The same after a pre-softmax pass (scores in natural units), and a tile-granularity anchor's.
+        decode_token_mass(s, tile, q, x.k(), Pooling::PreSoftmax, &scratch, &mass);
+        std::fill(out.begin(), out.end(), 0.0f);
+        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kAttentionTolerance);
+        TileMass tile_mass;
+        decode_tile_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &tile_mass);
+        std::fill(out.begin(), out.end(), 0.0f);
+        attn_sparse_decode_scored(s, tile, scratch, x.v(), tile_lists.tile_selection(c.n_kv_heads, tile), out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kAttentionTolerance);
         std::fill(out.begin(), out.end(), 0.0f);
         attn_dense_decode_with_token_mass(s, tile, q, x.k(), x.v(), out.data(), &scratch, &mass);
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_dense.data(), out.size()), kAttentionTolerance);
@@ -322,6 +343,13 @@ TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
         EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
         attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kRoundedWeightsTolerance);
+        decode_token_mass(s, tile, q, x.k(), Pooling::PreSoftmax, &scratch, &mass);
+        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kRoundedWeightsTolerance);
+        TileMass tile_mass;
+        decode_tile_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &tile_mass);
+        attn_sparse_decode_scored(s, tile, scratch, x.v(), tile_lists.tile_selection(c.n_kv_heads, tile), out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kRoundedWeightsTolerance);
 
         // The fused dense decode + mass of a layer that feeds reuse layers: its mass from the exact weights, its
         // output from the rounded ones (as attn_dense_decode's, though rounded per piece of its own length).

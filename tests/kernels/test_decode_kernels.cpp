@@ -310,8 +310,32 @@ TEST(TokenSparseDecode, MatchesMaskedReference) {
     }
 }
 
+/// A decode tile selection of n_heads heads: per head up to a third of the tiles before the query's tile of an
+/// n_k-key cache, at random, ascending (ignoring any window, as random_decode_keys).
+TileSelection random_decode_tiles(int n_heads, int n_k, int tile, std::mt19937_64& gen) {
+    const int own = (n_k - 1) / tile;
+    TileSelection sel;
+    sel.n_kv_heads = n_heads;
+    sel.n_q_tiles = 1;
+    sel.tile = tile;
+    sel.max_k = std::max(1, own / 3);
+    sel.count.assign(n_heads, 0);
+    sel.tiles.assign(static_cast<size_t>(n_heads) * sel.max_k, -1);
+    for (int h = 0; h < n_heads; ++h) {
+        std::vector<int32_t> cand(own);
+        std::iota(cand.begin(), cand.end(), 0);
+        std::shuffle(cand.begin(), cand.end(), gen);
+        const int k = std::min<int>(own, std::uniform_int_distribution<int>(0, sel.max_k)(gen));
+        std::sort(cand.begin(), cand.begin() + k);
+        std::copy(cand.begin(), cand.begin() + k, sel.list(h, 0));
+        sel.count[h] = k;
+    }
+    return sel;
+}
+
 // A decode anchor attends its selection with the scores its scoring pass kept (no K row read again): against the
-// reference over the same keys, for a pass with and without the dense output, windows and GQA included.
+// reference over the same keys, after every scoring pass an anchor runs (post- and pre-softmax pooling, with and
+// without the dense output), at both granularities, windows and GQA included.
 TEST(TokenSparseDecode, AnchorFromItsKeptScoresMatchesMaskedReference) {
     std::mt19937_64 gen(6);
     DecodeScoringScratch scratch;
@@ -324,15 +348,37 @@ TEST(TokenSparseDecode, AnchorFromItsKeptScoresMatchesMaskedReference) {
                                            sel.count.data(), sel.max_k, nullptr);
         std::vector<float> out(in.q.size());
         TokenMass mass;
-        decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), Pooling::PostSoftmax, &scratch, &mass);
-        attn_token_sparse_decode_scored(in.shape, c.tile, scratch, in.v.data(), sel, out.data());
-        EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
+        for (Pooling pooling : {Pooling::PostSoftmax, Pooling::PreSoftmax}) {
+            SCOPED_TRACE(mode_name(pooling));
+            decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), pooling, &scratch, &mass);
+            std::fill(out.begin(), out.end(), 0.0f);
+            attn_token_sparse_decode_scored(in.shape, c.tile, scratch, in.v.data(), sel, out.data());
+            EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
+        }
         std::vector<float> dense(in.q.size());
         attn_dense_decode_with_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), dense.data(),
                                           &scratch, &mass);
         std::fill(out.begin(), out.end(), 0.0f);
         attn_token_sparse_decode_scored(in.shape, c.tile, scratch, in.v.data(), sel, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
+
+        const TileSelection tiles = random_decode_tiles(c.n_kv_heads, c.n_k, c.tile, gen);
+        const std::vector<double> ref_tiles =
+            reference::sparse_decode(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), tiles.tiles.data(),
+                                     tiles.count.data(), tiles.max_k, nullptr);
+        TileMass tile_mass;
+        for (Pooling pooling : {Pooling::PostSoftmax, Pooling::PreSoftmax}) {
+            SCOPED_TRACE(std::string("tiles ") + std::string(mode_name(pooling)));
+            decode_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), pooling, &scratch, &tile_mass);
+            std::fill(out.begin(), out.end(), 0.0f);
+            attn_sparse_decode_scored(in.shape, c.tile, scratch, in.v.data(), tiles, out.data());
+            EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kAttentionTolerance);
+        }
+        attn_dense_decode_with_tile_mass(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), dense.data(),
+                                         &scratch, &tile_mass);
+        std::fill(out.begin(), out.end(), 0.0f);
+        attn_sparse_decode_scored(in.shape, c.tile, scratch, in.v.data(), tiles, out.data());
+        EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kAttentionTolerance);
     }
 }
 
