@@ -31,6 +31,25 @@ void check_head_map(const int32_t* head_map, int n_kv_heads, int n_selection_hea
     for (int h = 0; h < n_kv_heads; ++h) KASCADE_ASSERT(head_map[h] >= 0 && head_map[h] < n_selection_heads);
 }
 
+/// Calls add(start, end) for the key ranges a tile-sparse decode attends for one KV head, ascending: each selected tile
+/// (tiles[0 .. n), ascending, before the query's tile) and then the query's own, possibly partial, tile, clipped to the
+/// query's window (ranges left empty are skipped).
+template <typename Add>
+void for_each_decode_tile_range(const AttnShape& shape, int tile, const int32_t* tiles, int n, Add add) {
+    const int last_tile = (shape.n_k - 1) / tile;
+    const int window = shape.effective_window();
+    const int key_begin = window > 0 ? shape.n_k - window : 0;  // the query's window: keys key_begin .. n_k-1
+    const auto clipped = [&](int start, int end) {
+        start = std::max(start, key_begin);
+        if (start < end) add(start, end);
+    };
+    for (int i = 0; i < n; ++i) {
+        KASCADE_ASSERT(tiles[i] >= 0 && tiles[i] < last_tile && (i == 0 || tiles[i] > tiles[i - 1]));
+        clipped(tiles[i] * tile, (tiles[i] + 1) * tile);
+    }
+    clipped(last_tile * tile, shape.n_k);
+}
+
 /// One query tile of one KV head inside the prefill driver: its query block and where its keys are.
 struct PrefillItem {
     detail::QueryBlock& block;
@@ -161,34 +180,23 @@ void attn_sparse_decode(const AttnShape& shape, int tile, const float* q, KvPtr 
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1 && tile > 0 && max_k >= 0 && count != nullptr);
     KASCADE_ASSERT(tiles != nullptr || max_k == 0);
-    const int last_tile = (shape.n_k - 1) / tile;
-    const int window = shape.effective_window();
-    const int key_begin = window > 0 ? shape.n_k - window : 0;  // the query's window: keys key_begin .. n_k-1
     std::vector<detail::KeyRange> ranges;
     std::vector<int> range_begin(shape.n_kv_heads + 1, 0);
-    // Appends keys [start, end) clipped to the window, merged with the previous range when adjacent.
-    const auto add_keys = [&](int h, int start, int end) {
-        start = std::max(start, key_begin);
-        if (start >= end) return;
-        if (static_cast<int>(ranges.size()) > range_begin[h] && ranges.back().start + ranges.back().len == start) {
-            ranges.back().len += end - start;
-        } else {
-            ranges.push_back({start, end - start});
-        }
-    };
     for (int h = 0; h < shape.n_kv_heads; ++h) {
         // head_map values are only known to be in range of the caller's selection, which we cannot see here.
         const int src = head_map ? head_map[h] : h;
         KASCADE_ASSERT(src >= 0);
         range_begin[h] = static_cast<int>(ranges.size());
-        const int32_t* list = tiles + static_cast<int64_t>(src) * max_k;
         const int n = count[src];
         KASCADE_ASSERT(n >= 0 && n <= max_k);
-        for (int i = 0; i < n; ++i) {
-            KASCADE_ASSERT(list[i] >= 0 && list[i] < last_tile && (i == 0 || list[i] > list[i - 1]));
-            add_keys(h, list[i] * tile, (list[i] + 1) * tile);
-        }
-        add_keys(h, last_tile * tile, shape.n_k);
+        // Adjacent ranges merged.
+        for_each_decode_tile_range(shape, tile, tiles + static_cast<int64_t>(src) * max_k, n, [&](int start, int end) {
+            if (static_cast<int>(ranges.size()) > range_begin[h] && ranges.back().start + ranges.back().len == start) {
+                ranges.back().len += end - start;
+            } else {
+                ranges.push_back({start, end - start});
+            }
+        });
     }
     range_begin[shape.n_kv_heads] = static_cast<int>(ranges.size());
     detail::decode_pass(shape, q, k, v, ranges.data(), range_begin.data(), out);
@@ -246,30 +254,21 @@ void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, 
 
 namespace {
 
-/// The keys of a tile-sparse decode over its own selection, per KV head (list[list_begin[h] .. list_begin[h + 1])):
-/// the keys of its selected tiles inside the query's window (ascending), then those of the query's own tile.
+/// The keys of a tile-sparse decode over its own selection, per KV head (list[list_begin[h] .. list_begin[h + 1])): the
+/// keys of for_each_decode_tile_range's ranges.
 void tile_decode_lists(const AttnShape& shape, int tile, const TileSelection& selection, std::vector<int32_t>* list,
                        std::vector<int>* list_begin) {
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1 && tile > 0 && selection.n_q_tiles == 1 && selection.tile == tile);
     KASCADE_ASSERT(selection.n_kv_heads == shape.n_kv_heads);
-    const int last_tile = (shape.n_k - 1) / tile;
-    const int window = shape.effective_window();
-    const int key_begin = window > 0 ? shape.n_k - window : 0;  // the query's window: keys key_begin .. n_k-1
     list->clear();
     list_begin->assign(shape.n_kv_heads + 1, 0);
-    const auto add_keys = [&](int start, int end) {
-        for (int j = std::max(start, key_begin); j < end; ++j) list->push_back(j);
-    };
     for (int h = 0; h < shape.n_kv_heads; ++h) {
-        const int32_t* tiles = selection.list(h, 0);
         const int n = selection.size(h, 0);
         KASCADE_ASSERT(n >= 0 && n <= selection.max_k);
-        for (int i = 0; i < n; ++i) {
-            KASCADE_ASSERT(tiles[i] >= 0 && tiles[i] < last_tile && (i == 0 || tiles[i] > tiles[i - 1]));
-            add_keys(tiles[i] * tile, (tiles[i] + 1) * tile);
-        }
-        add_keys(last_tile * tile, shape.n_k);
+        for_each_decode_tile_range(shape, tile, selection.list(h, 0), n, [list](int start, int end) {
+            for (int j = start; j < end; ++j) list->push_back(j);
+        });
         (*list_begin)[h + 1] = static_cast<int>(list->size());
     }
 }

@@ -88,26 +88,16 @@ struct DecodeLists {
     std::vector<int32_t> list, count;
     int max_k = 0;
 
-    /// The same as a decode anchor's TokenSelection (one query tile).
-    TokenSelection selection(int n_kv_heads, int tile) const {
-        TokenSelection sel;
+    /// The same as a decode anchor's selection (one query tile): a TokenSelection's keys or a TileSelection's tiles.
+    template <class Selection>
+    Selection as(int n_kv_heads, int tile, std::vector<int32_t> Selection::*entries) const {
+        Selection sel;
         sel.n_kv_heads = n_kv_heads;
         sel.n_q_tiles = 1;
         sel.max_k = max_k;
         sel.tile = tile;
         sel.count = count;
-        sel.keys = list;
-        return sel;
-    }
-    /// The same as a tile-granularity decode anchor's TileSelection.
-    TileSelection tile_selection(int n_kv_heads, int tile) const {
-        TileSelection sel;
-        sel.n_kv_heads = n_kv_heads;
-        sel.n_q_tiles = 1;
-        sel.max_k = max_k;
-        sel.tile = tile;
-        sel.count = count;
-        sel.tiles = list;
+        sel.*entries = list;
         return sel;
     }
 };
@@ -225,6 +215,9 @@ TEST(Bf16Kv, DecodeKernelsMatchTheRoundedReference) {
 
         const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
         const DecodeLists key_lists = decode_lists(keys, c.n_kv_heads, qt);
+        // The same lists as a decode anchor's selections.
+        const TokenSelection anchor_keys = key_lists.as(c.n_kv_heads, tile, &TokenSelection::keys);
+        const TileSelection anchor_tiles = tile_lists.as(c.n_kv_heads, tile, &TileSelection::tiles);
         const std::vector<double> ref_keys = reference::token_sparse_decode(
             s, tile, q, k, v, key_lists.list.data(), key_lists.count.data(), key_lists.max_k, nullptr);
         attn_token_sparse_decode(s, tile, q, x.k(), x.v(), key_lists.list.data(), key_lists.count.data(),
@@ -238,17 +231,17 @@ TEST(Bf16Kv, DecodeKernelsMatchTheRoundedReference) {
         EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
         // A decode anchor's attention over its selection from the scores the mass was pooled from.
         std::fill(out.begin(), out.end(), 0.0f);
-        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
+        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), anchor_keys, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kAttentionTolerance);
         // The same after a pre-softmax pass (scores in natural units), and a tile-granularity anchor's.
         decode_token_mass(s, tile, q, x.k(), Pooling::PreSoftmax, &scratch, &mass);
         std::fill(out.begin(), out.end(), 0.0f);
-        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
+        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), anchor_keys, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kAttentionTolerance);
         TileMass tile_mass;
         decode_tile_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &tile_mass);
         std::fill(out.begin(), out.end(), 0.0f);
-        attn_sparse_decode_scored(s, tile, scratch, x.v(), tile_lists.tile_selection(c.n_kv_heads, tile), out.data());
+        attn_sparse_decode_scored(s, tile, scratch, x.v(), anchor_tiles, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kAttentionTolerance);
         std::fill(out.begin(), out.end(), 0.0f);
         attn_dense_decode_with_token_mass(s, tile, q, x.k(), x.v(), out.data(), &scratch, &mass);
@@ -331,6 +324,9 @@ TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
 
         const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
         const DecodeLists key_lists = decode_lists(keys, c.n_kv_heads, qt);
+        // The same lists as a decode anchor's selections.
+        const TokenSelection anchor_keys = key_lists.as(c.n_kv_heads, tile, &TokenSelection::keys);
+        const TileSelection anchor_tiles = tile_lists.as(c.n_kv_heads, tile, &TileSelection::tiles);
         const std::vector<double> ref_keys = reference::token_sparse_decode(
             s, tile, q_rounded.data(), k, v, key_lists.list.data(), key_lists.count.data(), key_lists.max_k, nullptr);
         attn_token_sparse_decode(s, tile, q, x.k(), x.v(), key_lists.list.data(), key_lists.count.data(),
@@ -341,14 +337,14 @@ TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
         decode_token_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &mass);
         const std::vector<double> ref_mass = reference::decode_token_mass(s, tile, q_rounded.data(), k, false);
         EXPECT_LT(reference::max_abs_diff(mass.mass.data(), ref_mass.data(), ref_mass.size()), kAttentionTolerance);
-        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
+        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), anchor_keys, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kRoundedWeightsTolerance);
         decode_token_mass(s, tile, q, x.k(), Pooling::PreSoftmax, &scratch, &mass);
-        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), key_lists.selection(c.n_kv_heads, tile), out.data());
+        attn_token_sparse_decode_scored(s, tile, scratch, x.v(), anchor_keys, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_keys.data(), out.size()), kRoundedWeightsTolerance);
         TileMass tile_mass;
         decode_tile_mass(s, tile, q, x.k(), Pooling::PostSoftmax, &scratch, &tile_mass);
-        attn_sparse_decode_scored(s, tile, scratch, x.v(), tile_lists.tile_selection(c.n_kv_heads, tile), out.data());
+        attn_sparse_decode_scored(s, tile, scratch, x.v(), anchor_tiles, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kRoundedWeightsTolerance);
 
         // The fused dense decode + mass of a layer that feeds reuse layers: its mass from the exact weights, its

@@ -267,27 +267,39 @@ TEST(DecodeScoring, TopKMatchesAFullSortWithTiesToTheLowerIndex) {
     }
 }
 
-/// A decode selection of n_heads heads: per head up to a third of the keys before the query's tile of an n_k-key
-/// cache, at random, ascending (ignoring any window: an anchor with another window may hand them over).
-TokenSelection random_decode_keys(int n_heads, int n_k, int tile, std::mt19937_64& gen) {
-    const int own = (n_k - 1) / tile * tile;
-    TokenSelection sel;
+/// A decode selection of n_heads heads over n_cand candidates (keys or tiles before the query's tile): per head up to
+/// a third of them at random, ascending, in `entries` (ignoring any window: an anchor with another window may hand them
+/// over).
+template <class Selection>
+Selection random_decode_selection(int n_heads, int n_cand, int tile, std::vector<int32_t> Selection::*entries,
+                                  std::mt19937_64& gen) {
+    Selection sel;
     sel.n_kv_heads = n_heads;
     sel.n_q_tiles = 1;
     sel.tile = tile;
-    sel.max_k = std::max(1, own / 3);
+    sel.max_k = std::max(1, n_cand / 3);
     sel.count.assign(n_heads, 0);
-    sel.keys.assign(static_cast<size_t>(n_heads) * sel.max_k, -1);
+    (sel.*entries).assign(static_cast<size_t>(n_heads) * sel.max_k, -1);
     for (int h = 0; h < n_heads; ++h) {
-        std::vector<int32_t> cand(own);
+        std::vector<int32_t> cand(n_cand);
         std::iota(cand.begin(), cand.end(), 0);
         std::shuffle(cand.begin(), cand.end(), gen);
-        const int k = std::min<int>(own, std::uniform_int_distribution<int>(0, sel.max_k)(gen));
+        const int k = std::min<int>(n_cand, std::uniform_int_distribution<int>(0, sel.max_k)(gen));
         std::sort(cand.begin(), cand.begin() + k);
         std::copy(cand.begin(), cand.begin() + k, sel.list(h, 0));
         sel.count[h] = k;
     }
     return sel;
+}
+
+/// Random keys before the query's tile of an n_k-key cache (random_decode_selection).
+TokenSelection random_decode_keys(int n_heads, int n_k, int tile, std::mt19937_64& gen) {
+    return random_decode_selection(n_heads, (n_k - 1) / tile * tile, tile, &TokenSelection::keys, gen);
+}
+
+/// Random tiles before the query's tile of an n_k-key cache (random_decode_selection).
+TileSelection random_decode_tiles(int n_heads, int n_k, int tile, std::mt19937_64& gen) {
+    return random_decode_selection(n_heads, (n_k - 1) / tile, tile, &TileSelection::tiles, gen);
 }
 
 TEST(TokenSparseDecode, MatchesMaskedReference) {
@@ -308,29 +320,6 @@ TEST(TokenSparseDecode, MatchesMaskedReference) {
                                  max_k, head_map, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref.data(), out.size()), kAttentionTolerance);
     }
-}
-
-/// A decode tile selection of n_heads heads: per head up to a third of the tiles before the query's tile of an
-/// n_k-key cache, at random, ascending (ignoring any window, as random_decode_keys).
-TileSelection random_decode_tiles(int n_heads, int n_k, int tile, std::mt19937_64& gen) {
-    const int own = (n_k - 1) / tile;
-    TileSelection sel;
-    sel.n_kv_heads = n_heads;
-    sel.n_q_tiles = 1;
-    sel.tile = tile;
-    sel.max_k = std::max(1, own / 3);
-    sel.count.assign(n_heads, 0);
-    sel.tiles.assign(static_cast<size_t>(n_heads) * sel.max_k, -1);
-    for (int h = 0; h < n_heads; ++h) {
-        std::vector<int32_t> cand(own);
-        std::iota(cand.begin(), cand.end(), 0);
-        std::shuffle(cand.begin(), cand.end(), gen);
-        const int k = std::min<int>(own, std::uniform_int_distribution<int>(0, sel.max_k)(gen));
-        std::sort(cand.begin(), cand.begin() + k);
-        std::copy(cand.begin(), cand.begin() + k, sel.list(h, 0));
-        sel.count[h] = k;
-    }
-    return sel;
 }
 
 // A decode anchor attends its selection with the scores its scoring pass kept (no K row read again): against the
