@@ -306,6 +306,12 @@ struct Vec<kLanes> {
     static vf fma(vf a, vf b, vf c) { return v_fma(a, b, c); }
     static vf mul(vf a, vf b) { return v_mul(a, b); }
     static vf add(vf a, vf b) { return v_add(a, b); }
+    static vf sub(vf a, vf b) { return v_sub(a, b); }
+    static vf max(vf a, vf b) { return v_max(a, b); }
+    static vf exp2(vf a) { return v_exp2(a); }
+    static vf round_bf16(vf a) { return v_round_bf16(a); }
+    static float hsum(vf a) { return v_hsum(a); }
+    static float hmax(vf a) { return v_hmax(a); }
     static vf fold(vf a) { return a; }
 };
 
@@ -331,12 +337,43 @@ struct Vec<16> {
     static vf16 fma(vf16 a, vf16 b, vf16 c) { return _mm512_fmadd_ps(a, b, c); }
     static vf16 mul(vf16 a, vf16 b) { return _mm512_mul_ps(a, b); }
     static vf16 add(vf16 a, vf16 b) { return _mm512_add_ps(a, b); }
-    /// Lane j of the result = lane j + lane j + 8 of a: a 16-lane partial sum folded into an 8-lane one.
-    static vf fold(vf16 a) {
-        const __m512d d = _mm512_castps_pd(a);
-        return _mm256_add_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 0)),
-                             _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 1)));
+    static vf16 sub(vf16 a, vf16 b) { return _mm512_sub_ps(a, b); }
+    static vf16 max(vf16 a, vf16 b) { return _mm512_maskz_max_ps(0xFFFF, a, b); }
+    /// v_exp2 in sixteen lanes: the same operations, so each lane's result is v_exp2's bit for bit.
+    static vf16 exp2(vf16 x) {
+        constexpr __mmask16 kAll = 0xFFFF;
+        const __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_LT_OQ);
+        x = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, x, _mm512_set1_ps(-126.0f)), _mm512_set1_ps(127.0f));
+        const __m512 n = _mm512_maskz_roundscale_ps(kAll, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512 f = _mm512_sub_ps(x, n);
+        __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.339887440266574e-3f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+        const __m512i e = _mm512_maskz_slli_epi32(
+            kAll, _mm512_add_epi32(_mm512_maskz_cvtps_epi32(kAll, n), _mm512_set1_epi32(127)), 23);
+        return _mm512_maskz_mul_ps(static_cast<__mmask16>(~zero), p, _mm512_castsi512_ps(e));
     }
+    /// v_round_bf16 in sixteen lanes.
+    static vf16 round_bf16(vf16 a) {
+        const __m512i u = _mm512_castps_si512(a);
+        const __m512i odd = _mm512_and_si512(_mm512_maskz_srli_epi32(0xFFFF, u, 16), _mm512_set1_epi32(1));
+        const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+        return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+    }
+    static float hsum(vf16 a) { return v_hsum(fold(a)); }
+    static float hmax(vf16 a) { return v_hmax(v_max(half(a, 0), half(a, 1))); }
+    /// Lanes 8 i .. 8 i + 7 of a.
+    static vf half(vf16 a, int i) {
+        const __m512d d = _mm512_castps_pd(a);
+        return _mm256_castpd_ps(i == 0 ? _mm512_maskz_extractf64x4_pd(0xF, d, 0)
+                                       : _mm512_maskz_extractf64x4_pd(0xF, d, 1));
+    }
+    /// Lane j of the result = lane j + lane j + 8 of a: a 16-lane partial sum folded into an 8-lane one.
+    static vf fold(vf16 a) { return _mm256_add_ps(half(a, 0), half(a, 1)); }
 };
 
 constexpr int kWideLanes = 16;  ///< lanes of the widest register the build has

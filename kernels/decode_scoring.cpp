@@ -171,6 +171,7 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         uint16_t* qs16 = dot16 ? scratch->queries.data() + per_thread * thread : nullptr;
         return ThreadScratch{qs, qs + query_floats, qs16, dot16 ? qs16 + query_floats : nullptr};
     };
+    using W = detail::Vec<detail::kWideLanes>;  // the max and exp2 passes in the widest registers
     const auto score_piece = [&](int h, int piece, ThreadScratch& t) {
         if (h != t.loaded_head) {
             for (int g = 0; g < group; ++g) {
@@ -194,20 +195,20 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         for (int g = 0; g < group; ++g) {
             const float* s = sh + static_cast<int64_t>(g) * ld + off;
             float* e_out = eh + static_cast<int64_t>(g) * ld + off;
-            const int n8 = n / kLanes * kLanes;
-            vf mx = v_set1(kNegInf);
-            for (int j = 0; j < n8; j += kLanes) mx = v_max(mx, v_load(s + j));
-            float m = v_hmax(mx);
-            for (int j = n8; j < n; ++j) m = std::max(m, s[j]);
-            const vf mv = v_set1(m);
-            vf sum = v_zero();
-            for (int j = 0; j < n8; j += kLanes) {
-                const vf e = v_exp2(v_sub(v_load(s + j), mv));
-                v_store(e_out + j, e);
-                sum = v_add(sum, e);
+            const int n_vec = n / W::lanes * W::lanes;
+            W::type mx = W::set1(kNegInf);
+            for (int j = 0; j < n_vec; j += W::lanes) mx = W::max(mx, W::load(s + j));
+            float m = W::hmax(mx);
+            for (int j = n_vec; j < n; ++j) m = std::max(m, s[j]);
+            const W::type mv = W::set1(m);
+            W::type sum = W::zero();
+            for (int j = 0; j < n_vec; j += W::lanes) {
+                const W::type e = W::exp2(W::sub(W::load(s + j), mv));
+                W::store(e_out + j, e);
+                sum = W::add(sum, e);
             }
-            float l = v_hsum(sum);
-            for (int j = n8; j < n; ++j) l += e_out[j] = std::exp2(s[j] - m);
+            float l = W::hsum(sum);
+            for (int j = n_vec; j < n; ++j) l += e_out[j] = std::exp2(s[j] - m);
             float* st = state + (at + g) * kStateFloats;
             st[0] = m;
             st[1] = st[2] = l;

@@ -215,11 +215,13 @@ void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n,
     }
 }
 
-/// decode_scores over gathered rows of one KV head, the rows k[keys[kk]] for kk < n: eight rows per block for each
-/// query head (the rows stay in L1 across the group's heads, and eight scattered rows keep eight cache misses in
-/// flight: measured faster here than the head-blocked kernels of decode_scores_of). Each block also requests the K and
-/// V rows (v: the head's value rows) of the entries kGatherAheadRows on into L2, for the value pass and the next
-/// blocks; n_listed >= n entries from keys on belong to the head, so the requests run on into its next piece.
+/// decode_scores over gathered rows of one KV head, the rows k[keys[kk]] for kk < n, eight rows per block: a group of
+/// four query heads by score_4x4 (each row loaded and widened once for the four heads), other groups a head at a time
+/// (the rows stay in L1 across the group's heads). Each block also requests the K and V rows (v: the head's value rows)
+/// of the entries kGatherAheadRows on into L2, for the value pass and the next blocks; n_listed >= n entries from keys
+/// /// on belong to the head, so the requests run on into its next piece. With the requests in place the head-at-a-time
+/// kernel, widening each BF16 row once per head, made a reuse layer as much work for the core as for memory (its
+/// time with every row in L3 was three quarters of its time cold; 2-vCPU Xeon, bench/README.md).
 template <typename Q, typename T>
 void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const T* v, const int32_t* keys, int n,
                             int n_listed, float* sc, int ld) {
@@ -236,12 +238,11 @@ void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const T* 
     int kk = 0;
     for (; kk + kLanes <= n; kk += kLanes) {
         request_ahead(kk);
-        if constexpr (std::is_same_v<Q, uint16_t>) {
-            if (group == 4) {
-                score_block<4, 4>(qs, d, row_of, kk, sc, ld);
-                score_block<4, 4>(qs, d, row_of, kk + 4, sc, ld);
-                continue;
-            }
+        // BF16 queries come only with d % 64 == 0 (run_decode_pieces' dot16).
+        if (kScores4x4<Q> && group == 4 && d % 16 == 0) {
+            score_block<4, 4>(qs, d, row_of, kk, sc, ld);
+            score_block<4, 4>(qs, d, row_of, kk + 4, sc, ld);
+            continue;
         }
         for (int g = 0; g < group; ++g) score_block<1, kLanes>(qs + g * d, d, row_of, kk, sc + g * ld, ld);
     }
@@ -254,21 +255,23 @@ void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const T* 
 /// place): s <- exp2(s - m), rounded to BF16 values when `round` (BF16 products; the sum is then of the rounded
 /// weights, so the output stays a weighted mean), returns m and the sum.
 void piece_softmax(float* s, int n, bool round, float* m_out, float* l_out) {
+    using W = Vec<kWideLanes>;
     const int n16 = round_up(n, 2 * kLanes);
+    static_assert(2 * kLanes % W::lanes == 0);
     std::fill(s + n, s + n16, kNegInf);
-    vf mx = v_set1(kNegInf);
-    for (int j = 0; j < n16; j += kLanes) mx = v_max(mx, v_load(s + j));
-    const float m = v_hmax(mx);
-    const vf mv = v_set1(m);
-    vf sum = v_zero();
-    for (int j = 0; j < n16; j += kLanes) {
-        vf e = v_exp2(v_sub(v_load(s + j), mv));
-        if (round) e = v_round_bf16(e);
-        v_store(s + j, e);
-        sum = v_add(sum, e);
+    W::type mx = W::set1(kNegInf);
+    for (int j = 0; j < n16; j += W::lanes) mx = W::max(mx, W::load(s + j));
+    const float m = W::hmax(mx);
+    const W::type mv = W::set1(m);
+    W::type sum = W::zero();
+    for (int j = 0; j < n16; j += W::lanes) {
+        W::type e = W::exp2(W::sub(W::load(s + j), mv));
+        if (round) e = W::round_bf16(e);
+        W::store(s + j, e);
+        sum = W::add(sum, e);
     }
     *m_out = m;
-    *l_out = v_hsum(sum);
+    *l_out = W::hsum(sum);
 }
 
 /// Merges the per-piece states of query head h in piece order into its output row (see decode_pass): the same order
