@@ -23,16 +23,12 @@ namespace {
 using detail::kLanes;
 using detail::kNegInf;
 using detail::v_add;
-using detail::v_exp2;
 using detail::v_fma;
-using detail::v_hmax;
 using detail::v_hsum;
 using detail::v_load;
 using detail::v_max;
-using detail::v_mul;
 using detail::v_set1;
 using detail::v_store;
-using detail::v_sub;
 using detail::v_zero;
 using detail::vf;
 

@@ -219,7 +219,7 @@ void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n,
 /// four query heads by score_4x4 (each row loaded and widened once for the four heads), other groups a head at a time
 /// (the rows stay in L1 across the group's heads). Each block also requests the K and V rows (v: the head's value rows)
 /// of the entries kGatherAheadRows on into L2, for the value pass and the next blocks; n_listed >= n entries from keys
-/// /// on belong to the head, so the requests run on into its next piece. With the requests in place the head-at-a-time
+/// on belong to the head, so the requests run on into its next piece. With the requests in place the head-at-a-time
 /// kernel, widening each BF16 row once per head, made a reuse layer as much work for the core as for memory (its
 /// time with every row in L3 was three quarters of its time cold; 2-vCPU Xeon, bench/README.md).
 template <typename Q, typename T>
