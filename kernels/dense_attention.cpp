@@ -238,11 +238,13 @@ void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const T* 
     int kk = 0;
     for (; kk + kLanes <= n; kk += kLanes) {
         request_ahead(kk);
-        // BF16 queries come only with d % 64 == 0 (run_decode_pieces' dot16).
-        if (kScores4x4<Q> && group == 4 && d % 16 == 0) {
-            score_block<4, 4>(qs, d, row_of, kk, sc, ld);
-            score_block<4, 4>(qs, d, row_of, kk + 4, sc, ld);
-            continue;
+        if constexpr (kScores4x4<Q>) {
+            // BF16 queries come only with d % 64 == 0 (run_decode_pieces' dot16).
+            if (group == 4 && d % 16 == 0) {
+                score_block<4, 4>(qs, d, row_of, kk, sc, ld);
+                score_block<4, 4>(qs, d, row_of, kk + 4, sc, ld);
+                continue;
+            }
         }
         for (int g = 0; g < group; ++g) score_block<1, kLanes>(qs + g * d, d, row_of, kk, sc + g * ld, ld);
     }
