@@ -68,6 +68,18 @@ inline void prefetch_bytes(const void* p, int bytes) {
     }
 }
 constexpr float kLog2e = 1.4426950408889634f;
+/// exp2's range in the vector kernels: below kExp2Min the result is 0 (no subnormals), above kExp2Max it is clamped.
+constexpr float kExp2Min = -126.0f;
+constexpr float kExp2Max = 127.0f;
+/// The Cephes exp2f polynomial of 2^f for f in [-0.5, 0.5], highest degree first (Horner order).
+constexpr int kExp2Terms = 7;
+constexpr float kExp2Poly[kExp2Terms] = {1.535336188319500e-4f,
+                                         1.339887440266574e-3f,
+                                         9.618437357674640e-3f,
+                                         5.550332471162809e-2f,
+                                         2.402264791363012e-1f,
+                                         6.931472028550421e-1f,
+                                         1.0f};
 constexpr float kLn2 = 0.6931471805599453f;
 
 /// A KV row element as a float: fp32 as it is, BF16 widened (the scalar twin of the v_load overloads).
@@ -142,20 +154,17 @@ inline vf v_neginf_to_zero(vf a) {
     return _mm256_andnot_ps(m, a);
 }
 
-/// 2^x for x <= ~0 with relative error ~2e-7; x < -126 (including -inf) gives exactly 0. Cephes exp2f polynomial on
-/// the reduced argument f = x - round(x) in [-0.5, 0.5], scaled by 2^round(x) through the exponent bits.
+/// 2^x for x <= ~0 with relative error ~2e-7; x < kExp2Min (including -inf) gives exactly 0. Cephes exp2f polynomial
+/// (kExp2Poly) on the reduced argument f = x - round(x) in [-0.5, 0.5], scaled by 2^round(x) through the exponent bits.
+/// Vec<16>::exp2 does the same in sixteen lanes.
 inline vf v_exp2(vf x) {
-    const __m256 zero_mask = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(127.0f));
+    const __m256 zero_mask = _mm256_cmp_ps(x, _mm256_set1_ps(kExp2Min), _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExp2Min)), _mm256_set1_ps(kExp2Max));
     const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m256 f = _mm256_sub_ps(x, n);
-    __m256 p = _mm256_set1_ps(1.535336188319500e-4f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.339887440266574e-3f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618437357674640e-3f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550332471162809e-2f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402264791363012e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931472028550421e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    __m256 p = _mm256_set1_ps(kExp2Poly[0]);
+    KASCADE_UNROLL
+    for (int i = 1; i < kExp2Terms; ++i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[i]));
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_andnot_ps(zero_mask, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
@@ -264,7 +273,7 @@ inline vf v_neginf_to_zero(vf a) {
     return a;
 }
 inline vf v_exp2(vf a) {
-    for (float& e : a.x) e = e < -126.0f ? 0.0f : std::exp2(e);
+    for (float& e : a.x) e = e < kExp2Min ? 0.0f : std::exp2(e);
     return a;
 }
 inline float v_hsum(vf a) {
@@ -342,17 +351,13 @@ struct Vec<16> {
     /// v_exp2 in sixteen lanes: the same operations, so each lane's result is v_exp2's bit for bit.
     static vf16 exp2(vf16 x) {
         constexpr __mmask16 kAll = 0xFFFF;
-        const __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_LT_OQ);
-        x = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, x, _mm512_set1_ps(-126.0f)), _mm512_set1_ps(127.0f));
+        const __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExp2Min), _CMP_LT_OQ);
+        x = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, x, _mm512_set1_ps(kExp2Min)), _mm512_set1_ps(kExp2Max));
         const __m512 n = _mm512_maskz_roundscale_ps(kAll, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         const __m512 f = _mm512_sub_ps(x, n);
-        __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.339887440266574e-3f));
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+        __m512 p = _mm512_set1_ps(kExp2Poly[0]);
+        KASCADE_UNROLL
+        for (int i = 1; i < kExp2Terms; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[i]));
         const __m512i e = _mm512_maskz_slli_epi32(
             kAll, _mm512_add_epi32(_mm512_maskz_cvtps_epi32(kAll, n), _mm512_set1_epi32(127)), 23);
         return _mm512_maskz_mul_ps(static_cast<__mmask16>(~zero), p, _mm512_castsi512_ps(e));
@@ -365,15 +370,14 @@ struct Vec<16> {
         return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
     }
     static float hsum(vf16 a) { return v_hsum(fold(a)); }
-    static float hmax(vf16 a) { return v_hmax(v_max(half(a, 0), half(a, 1))); }
-    /// Lanes 8 i .. 8 i + 7 of a.
-    static vf half(vf16 a, int i) {
-        const __m512d d = _mm512_castps_pd(a);
-        return _mm256_castpd_ps(i == 0 ? _mm512_maskz_extractf64x4_pd(0xF, d, 0)
-                                       : _mm512_maskz_extractf64x4_pd(0xF, d, 1));
+    static float hmax(vf16 a) { return v_hmax(v_max(half<0>(a), half<1>(a))); }
+    /// Lanes 8 I .. 8 I + 7 of a.
+    template <int I>
+    static vf half(vf16 a) {
+        return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(a), I));
     }
     /// Lane j of the result = lane j + lane j + 8 of a: a 16-lane partial sum folded into an 8-lane one.
-    static vf fold(vf16 a) { return _mm256_add_ps(half(a, 0), half(a, 1)); }
+    static vf fold(vf16 a) { return _mm256_add_ps(half<0>(a), half<1>(a)); }
 };
 
 constexpr int kWideLanes = 16;  ///< lanes of the widest register the build has
