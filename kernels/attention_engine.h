@@ -122,11 +122,11 @@ void decode_pass(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const
 void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, const int32_t* keys,
                           const int* key_begin, float* out);
 
-/// decode_pass_gathered with the scores of the listed keys taken from a decode scoring pass instead of their K rows:
-/// the scaled score of query head h * group + g and key j at scores[(h * group + g) * ld + j - first_key], times
-/// to_log2 in the log2 units the decode passes prescale to (1 when the pass prescaled so; log2(e) for a pass in natural
-/// units); every listed key >= first_key. Only the listed V rows are read.
-void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, int first_key, float to_log2, KvPtr v,
+/// decode_pass_gathered with the scores of the listed keys taken from a decode scoring pass instead of their K rows,
+/// in list order: the scaled score of query head h * group + g and list entry key_begin[h] + e at
+/// scores[(h * group + g) * ld + e], times to_log2 in the log2 units the decode passes prescale to (1 when the pass
+/// prescaled so; log2(e) for a pass in natural units). Only the listed V rows are read.
+void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, float to_log2, KvPtr v,
                         const int32_t* keys, const int* key_begin, float* out);
 
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n and the group's g: the prescaled queries qs [group][d] against n

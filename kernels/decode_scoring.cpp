@@ -46,7 +46,12 @@ struct DecodeScores {
     int n_pieces = 0;
     const float* s = nullptr;      ///< [n_kv_heads][group][ld] what pools: exp2(score - piece max) post-softmax, else
                                    ///< the scaled scores
+    const float* raw = nullptr;    ///< [n_kv_heads][group][ld] the scaled scores
     const float* state = nullptr;  ///< [n_kv_heads][n_pieces][group][kStateFloats] (post-softmax)
+    int slot = -1;  ///< >= 0: every head's rows in this block of s and raw (score_heads' rows_per_thread)
+
+    /// Where KV head h's group of rows starts in s and raw.
+    int64_t rows_of(int h, int group) const { return static_cast<int64_t>(slot >= 0 ? slot : h) * group * ld; }
 
     const float* state_of(int h, int piece, int group, int g) const {
         return state + ((static_cast<int64_t>(h) * n_pieces + piece) * group + g) * kStateFloats;
@@ -111,8 +116,11 @@ void piece_values(const float* s, int ld, int group, int n, KvPtr v, int d, bool
 ///  - otherwise (more threads than KV heads, or an uneven split) the (head, piece) items go to all threads, and
 ///    after_head runs over the heads behind the items' barrier.
 /// Either way every piece is scored alike and after_head sees the same scores: the results do not depend on it.
+/// rows_per_thread (for a pass whose after_head leaves all that later calls read): in the first case each thread
+/// writes every head's rows into one block of them (its thread number's), reused while in its caches, and
+/// scratch->scored says no complete set of rows is kept.
 template <typename AfterHead>
-void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool post_softmax,
+void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool post_softmax, bool rows_per_thread,
                  DecodeScoringScratch* scratch, AfterHead after_head) {
     detail::check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1 && q != nullptr && k != nullptr && scratch != nullptr);
@@ -145,8 +153,10 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
     float* output = scratch->output.data();
     float* exp_scores = scratch->exp_scores.data();
     r.s = post_softmax ? exp_scores : scores;
+    r.raw = scores;
     r.state = state;
     scratch->scored = DecodeScoreLayout{shape.n_k, r.key_begin, r.ld, post_softmax};
+    scratch->listed_ld = 0;  // a pass that gathers its lists sets it after this one
     // Post-softmax works in log2 units (exp2); pre-softmax keeps the scaled score itself.
     const float prescale = post_softmax ? shape.scale * detail::kLog2e : shape.scale;
     const int n_pieces = r.n_pieces;
@@ -160,6 +170,7 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         float* w;
         uint16_t* qs16;
         uint16_t* w16;
+        int slot = -1;  ///< >= 0: the block of rows every head this thread scores is written to
         int loaded_head = -1;
     };
     const auto thread_scratch = [&](int thread) {
@@ -182,12 +193,13 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         }
         const int off = piece * kScorePiece;
         const int n = std::min(kScorePiece, n_keys - off);
-        float* sh = scores + static_cast<int64_t>(h) * group * ld;
+        const int64_t rows = static_cast<int64_t>(t.slot >= 0 ? t.slot : h) * group * ld;
+        float* sh = scores + rows;
         const int64_t first_row = (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
         detail::decode_scores(t.qs, group, d, k + first_row, n, sh + off, ld, t.qs16);
         if (!post_softmax) return;
         const int64_t at = (static_cast<int64_t>(h) * n_pieces + piece) * group;
-        float* eh = exp_scores + static_cast<int64_t>(h) * group * ld;
+        float* eh = exp_scores + rows;
         for (int g = 0; g < group; ++g) {
             const float* s = sh + static_cast<int64_t>(g) * ld + off;
             float* e_out = eh + static_cast<int64_t>(g) * ld + off;
@@ -215,11 +227,18 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
     };
 
     if (n_kv % threads == 0) {
+        // With rows_per_thread each thread writes every head's rows over its previous head's, still in its caches:
+        // an anchor at 32K keys no longer writes a fresh half megabyte of scores, and one of exp2 weights, per KV
+        // head back to memory.
+        scratch->scored.rows_kept = !rows_per_thread;
 #pragma omp parallel for schedule(static)
         for (int h = 0; h < n_kv; ++h) {
-            ThreadScratch t = thread_scratch(omp_get_thread_num());
+            const int thread = omp_get_thread_num();
+            ThreadScratch t = thread_scratch(thread);
+            DecodeScores rt = r;
+            if (rows_per_thread) t.slot = rt.slot = thread;
             for (int piece = 0; piece < n_pieces; ++piece) score_piece(h, piece, t);
-            after_head(r, h);
+            after_head(rt, h);
         }
         return;
     }
@@ -262,7 +281,7 @@ void merge_head_output(const AttnShape& shape, const DecodeScores& r, const Deco
 /// pooled value (sum over the group of the exact probabilities, or max of the scaled scores). w: [n_pieces][group].
 template <typename Emit>
 void pool_head(const DecodeScores& r, int h, int group, bool post_softmax, int first, int end, float* w, Emit&& emit) {
-    const float* sh = r.s + static_cast<int64_t>(h) * group * r.ld;
+    const float* sh = r.s + r.rows_of(h, group);
     if (post_softmax) {
         // Each piece's exp2(s - m_piece) times exp2(m_piece - M) / L is the exact probability.
         for (int g = 0; g < group; ++g) {
@@ -352,8 +371,21 @@ void select_head_tokens(const float* row, int h, int first, int n_cand, int budg
                                          selection->list(h, 0));
 }
 
+/// The scores of KV head h's attention list into `listed` (row (h, g) at (h * group + g) * listed_ld): its `count`
+/// selected keys, then the keys own_first .. n_k - 1 of the query's own tile, from the score rows the pass left.
+void gather_listed_scores(const AttnShape& shape, const DecodeScores& r, int h, const int32_t* selected, int count,
+                          int own_first, int listed_ld, float* listed) {
+    const int group = shape.group_size();
+    for (int g = 0; g < group; ++g) {
+        const float* row = r.raw + r.rows_of(h, group) + static_cast<int64_t>(g) * r.ld - r.key_begin;
+        float* out = listed + (static_cast<int64_t>(h) * group + g) * listed_ld;
+        for (int i = 0; i < count; ++i) out[i] = row[selected[i]];
+        std::copy(row + own_first, row + shape.n_k, out + count);
+    }
+}
+
 /// Pass 1 (score_heads), then per KV head the dense output if v is given, the pooling and, if rule is given, the
-/// head's top-k.
+/// head's top-k (and without v, the scores of its attention list: gather_listed_scores).
 void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out, Pooling pooling,
                      DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule, TokenSelection* selection) {
     KASCADE_ASSERT(tile > 0 && mass != nullptr && (rule == nullptr) == (selection == nullptr));
@@ -374,7 +406,17 @@ void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, 
     const size_t weights_floats = weight_floats(shape) * omp_get_max_threads();
     if (scratch->pool_weights.size() < weights_floats) scratch->pool_weights.resize(weights_floats);
     float* const weights = scratch->pool_weights.data();
-    score_heads(shape, q, k, v, post, scratch, [&](const DecodeScores& r, int h) {
+    // An anchor (a rule, no V) attends its selection next, from these scores: each head's list gathered below.
+    const bool gather_lists = rule != nullptr && v == nullptr;
+    const int own_first = std::max(end, decode_first_key(shape.n_k, mass->window));
+    const int listed_ld = detail::round_up(std::max(1, budget) + shape.n_k - own_first, kLanes);
+    if (gather_lists) {
+        const size_t listed_floats = static_cast<size_t>(shape.n_q_heads) * listed_ld;
+        if (scratch->listed_scores.size() < listed_floats) scratch->listed_scores.resize(listed_floats);
+    }
+    // With a rule the selection is made here, and what its attention reads is gathered here too: no later call reads
+    // the rows, so each thread reuses one block of them (score_heads' rows_per_thread).
+    score_heads(shape, q, k, v, post, rule != nullptr, scratch, [&](const DecodeScores& r, int h) {
         if (v != nullptr) merge_head_output(shape, r, *scratch, h, out);
         float* row = mass->row(h, 0);
         std::fill(row, row + first, 0.0f);
@@ -382,7 +424,14 @@ void token_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, 
         float* w = weights + weight_floats(shape) * omp_get_thread_num();
         pool_head(r, h, group, post, first, end, w, [row](int j, float x) { row[j] = x; });
         if (rule != nullptr) select_head_tokens(row, h, first, end - first, budget, per_head, scratch, selection);
+        if (gather_lists)
+            gather_listed_scores(shape, r, h, selection->list(h, 0), selection->count[h], own_first, listed_ld,
+                                 scratch->listed_scores.data());
     });
+    if (gather_lists) {
+        scratch->listed_ld = listed_ld;
+        scratch->listed_count = selection->count;
+    }
 }
 
 void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out, Pooling pooling,
@@ -403,7 +452,7 @@ void tile_mass_pass(const AttnShape& shape, int tile, const float* q, KvPtr k, K
     const size_t weights_floats = weight_floats(shape) * omp_get_max_threads();
     if (scratch->pool_weights.size() < weights_floats) scratch->pool_weights.resize(weights_floats);
     float* const weights = scratch->pool_weights.data();
-    score_heads(shape, q, k, v, post, scratch, [&](const DecodeScores& r, int h) {
+    score_heads(shape, q, k, v, post, false, scratch, [&](const DecodeScores& r, int h) {
         if (v != nullptr) merge_head_output(shape, r, *scratch, h, out);
         float* row = mass->row(h, 0);
         std::fill(row, row + mass->n_k_tiles, post ? 0.0f : kNegInf);

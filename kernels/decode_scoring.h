@@ -35,14 +35,17 @@ int decode_tile_budget(const TopKRule& rule, int tile, int n_k, int window = 0);
 
 /// Where a decode scoring pass (decode_token_mass, decode_tile_mass and the dense + mass passes) left its scores in
 /// DecodeScoringScratch::scores: row (h, g) holds query head h * group + g's scaled scores of keys key_begin ..
-/// n_k - 1. An anchor's attention over its selection reads them back instead of the selected K rows
-/// (attn_token_sparse_decode_scored).
+/// n_k - 1. An anchor's attention over a selection made apart from the pass reads them back instead of the selected K
+/// rows (attn_token_sparse_decode_scored, attn_sparse_decode_scored); one over the selection its own pass made reads
+/// the pass's listed_scores instead.
 struct DecodeScoreLayout {
     int n_k = 0;        ///< the pass's n_k (0: no pass has run)
     int key_begin = 0;  ///< the first key scored (the window's start): entry 0 of each row
     int ld = 0;         ///< floats per row
     bool log2 = false;  ///< post-softmax passes scale by scale * log2(e) (the decode kernels' exp2 units), pre-softmax
                         ///< ones by scale
+    bool rows_kept = true;  ///< every head's rows are in `scores`; false after a pass given a rule, which reuses one
+                            ///< block of rows per thread (what its selection's attention reads is in listed_scores)
 };
 
 /// Buffers the decode scoring and selection reuse from step to step (so a decode step allocates nothing once they
@@ -58,6 +61,13 @@ struct DecodeScoringScratch {
     CacheAlignedVector<uint32_t> values;     ///< top-k: candidate rank keys per KV head
     CacheAlignedVector<float> pool_weights;  ///< each thread's per-piece softmax weights of the pooling
     CacheAlignedVector<uint16_t> queries;    ///< BF16 products: each thread's prescaled queries and weights as BF16
+    /// decode_token_mass given a rule (an anchor's pass) gathers, per KV head right after its top-k while the head's
+    /// score rows are still in cache, the scores of the list its attention reads (the selected keys, then the keys of
+    /// the query's own tile, in that order): [n_kv_heads][group][listed_ld]. Read back from the rows after every head
+    /// was scored, the scattered scores cost the anchor's attention about as much memory traffic as its V rows.
+    CacheAlignedVector<float> listed_scores;
+    int listed_ld = 0;                  ///< floats per (KV head, query head) row of listed_scores; 0: not gathered
+    std::vector<int32_t> listed_count;  ///< the selection's count per KV head the lists were gathered for
 };
 
 /// The anchor signal of one decode query, per (KV head, candidate key): with Pooling::PostSoftmax the post-softmax
@@ -67,7 +77,8 @@ struct DecodeScoringScratch {
 /// q: [n_q_heads][head_dim]; k: [n_kv_heads][kv_stride][head_dim]; shape.n_q must be 1.
 /// With a rule and a selection it also makes each KV head's top-k (the selection select_decode_tokens makes of the
 /// mass) right after pooling the head: one parallel region fewer, where a decode step is short and every region costs
-/// a barrier.
+/// a barrier. Then it also gathers the scores attn_token_sparse_decode_scored reads for that selection
+/// (DecodeScoringScratch::listed_scores) and keeps no other rows (DecodeScoreLayout::rows_kept).
 void decode_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, Pooling pooling,
                        DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
                        TokenSelection* selection = nullptr);
@@ -81,7 +92,8 @@ void decode_tile_mass(const AttnShape& shape, int tile, const float* q, KvPtr k,
 /// decode_token_mass in one pass over K and V, for a dense layer whose selection reuse layers read: the scores and
 /// probabilities are computed once for both. Under BF16 products the output takes BF16-rounded weights, as
 /// attn_dense_decode does (per piece of its own length, so the two agree to the weights' rounding), the mass the exact
-/// ones. A rule and a selection add each head's top-k, as in decode_token_mass.
+/// ones. A rule and a selection add each head's top-k, as in decode_token_mass; the layer's output is made here, so
+/// nothing is gathered for a later attention and no rows are kept.
 void attn_dense_decode_with_token_mass(const AttnShape& shape, int tile, const float* q, KvPtr k, KvPtr v, float* out,
                                        DecodeScoringScratch* scratch, TokenMass* mass, const TopKRule* rule = nullptr,
                                        TokenSelection* selection = nullptr);

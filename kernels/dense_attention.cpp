@@ -595,7 +595,7 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
     v.visit([&](const auto* v_rows) { run_decode_pieces(shape, q, v_rows, pieces, piece_begin, score, runs_of, out); });
 }
 
-void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, int first_key, float to_log2, KvPtr v,
+void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, float to_log2, KvPtr v,
                         const int32_t* keys, const int* key_begin, float* out) {
     check_attn_shape(shape);
     KASCADE_ASSERT(shape.n_q == 1);
@@ -604,25 +604,26 @@ void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, int
     const int group = shape.group_size();
     const int d = shape.head_dim;
     std::vector<int> piece_begin;
-    const std::vector<DecodePiece> pieces = listed_pieces(shape, keys, key_begin, first_key, &piece_begin);
+    const std::vector<DecodePiece> pieces = listed_pieces(shape, keys, key_begin, 0, &piece_begin);
 
-    // The piece's scores copied from the rows, and its V rows requested into L2 kGatherAheadRows entries ahead (the
-    // value kernel's own requests, a few rows ahead into L1, leave scattered rows waiting on memory).
+    // The piece's scores copied from the list-order rows, and its V rows requested into L2 kGatherAheadRows entries
+    // ahead (the value kernel's own requests, a few rows ahead into L1, leave scattered rows waiting on memory).
     const auto score = [&](const DecodePiece& piece, const float*, const uint16_t*, int64_t head_off, float* sc,
                            int sc_ld) {
         const int32_t* listed = keys + piece.range;
         const int n_listed = key_begin[piece.kv_head + 1] - piece.range;
+        const int entry = piece.range - key_begin[piece.kv_head];  // the piece's first entry in the head's list
         (v + head_off).visit([&](const auto* v_rows) {
             const int row_bytes = d * static_cast<int>(sizeof(*v_rows));
             const auto request = [&](int first, int end) {
                 for (int i = first; i < std::min(end, n_listed); ++i)
                     prefetch_bytes<CacheLevel::L2>(v_rows + static_cast<int64_t>(listed[i]) * d, row_bytes);
             };
-            if (piece.range == key_begin[piece.kv_head]) request(0, kGatherAheadRows);  // the head's first piece
+            if (entry == 0) request(0, kGatherAheadRows);  // the head's first piece
             for (int g = 0; g < group; ++g) {
-                const float* row = scores + (static_cast<int64_t>(piece.kv_head) * group + g) * ld - first_key;
+                const float* row = scores + (static_cast<int64_t>(piece.kv_head) * group + g) * ld + entry;
                 float* out_g = sc + static_cast<int64_t>(g) * sc_ld;
-                for (int i = 0; i < piece.n_keys; ++i) out_g[i] = row[listed[i]] * to_log2;
+                for (int i = 0; i < piece.n_keys; ++i) out_g[i] = row[i] * to_log2;
             }
             request(kGatherAheadRows, piece.n_keys + kGatherAheadRows);
         });

@@ -274,13 +274,28 @@ void tile_decode_lists(const AttnShape& shape, int tile, const TileSelection& se
 }
 
 /// The listed keys attended with the scores of the scoring pass in `scored`, which must have run on this call's query
-/// and K.
+/// and K: gathered here from its score rows into list order (decode_pass_scored's layout).
 void decode_listed_scored(const AttnShape& shape, const DecodeScoringScratch& scored, KvPtr v,
                           const std::vector<int32_t>& list, const std::vector<int>& list_begin, float* out) {
     const DecodeScoreLayout& layout = scored.scored;
-    KASCADE_ASSERT(layout.n_k == shape.n_k && shape.n_q == 1);
-    detail::decode_pass_scored(shape, scored.scores.data(), layout.ld, layout.key_begin,
-                               layout.log2 ? 1.0f : detail::kLog2e, v, list.data(), list_begin.data(), out);
+    KASCADE_ASSERT(layout.n_k == shape.n_k && layout.rows_kept && shape.n_q == 1);
+    const int group = shape.group_size();
+    int ld = 0;
+    for (int h = 0; h < shape.n_kv_heads; ++h) ld = std::max(ld, list_begin[h + 1] - list_begin[h]);
+    std::vector<float> listed(static_cast<size_t>(shape.n_q_heads) * ld);
+#pragma omp parallel for schedule(static) if (list.size() > kParallelListKeys)
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+        for (int g = 0; g < group; ++g) {
+            const float* row = scored.scores.data() + (static_cast<int64_t>(h) * group + g) * layout.ld;
+            float* dst = listed.data() + (static_cast<int64_t>(h) * group + g) * ld;
+            for (int i = list_begin[h]; i < list_begin[h + 1]; ++i) {
+                KASCADE_ASSERT(list[i] >= layout.key_begin);  // inside the window the pass scored
+                *dst++ = row[list[i] - layout.key_begin];
+            }
+        }
+    }
+    detail::decode_pass_scored(shape, listed.data(), ld, layout.log2 ? 1.0f : detail::kLog2e, v, list.data(),
+                               list_begin.data(), out);
 }
 
 }  // namespace
@@ -300,7 +315,14 @@ void attn_token_sparse_decode_scored(const AttnShape& shape, int tile, const Dec
     std::vector<int> list_begin;
     token_decode_lists(shape, tile, selection.keys.data(), selection.count.data(), selection.max_k, nullptr, &list,
                        &list_begin);
-    decode_listed_scored(shape, scored, v, list, list_begin, out);
+    if (scored.listed_ld == 0) {
+        decode_listed_scored(shape, scored, v, list, list_begin, out);
+        return;
+    }
+    // The pass made this selection and gathered its lists' scores (DecodeScoringScratch::listed_scores).
+    KASCADE_ASSERT(scored.scored.n_k == shape.n_k && scored.listed_count == selection.count);
+    detail::decode_pass_scored(shape, scored.listed_scores.data(), scored.listed_ld,
+                               scored.scored.log2 ? 1.0f : detail::kLog2e, v, list.data(), list_begin.data(), out);
 }
 
 }  // namespace kascade

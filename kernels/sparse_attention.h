@@ -41,7 +41,8 @@ void attn_token_sparse_decode(const AttnShape& shape, int tile, const float* q, 
 /// left in `scored` (decode_token_mass, or the dense + mass pass, on this call's q and K) instead of reading the
 /// selected K rows again: only their V rows are read. The scores are the ones the mass was pooled from, so the result
 /// is attn_token_sparse_decode's up to the order of each score's sums (and, after a pre-softmax pass, which scales in
-/// natural units, the rounding of the change to log2 units).
+/// natural units, the rounding of the change to log2 units). After a decode_token_mass given a rule, `selection` must
+/// be the one that pass made (its counts are checked): the scores are then the ones it gathered for it.
 void attn_token_sparse_decode_scored(const AttnShape& shape, int tile, const DecodeScoringScratch& scored, KvPtr v,
                                      const TokenSelection& selection, float* out);
 

@@ -371,6 +371,39 @@ TEST(TokenSparseDecode, AnchorFromItsKeptScoresMatchesMaskedReference) {
     }
 }
 
+// An anchor's pass given a rule makes the selection and gathers, per head while its rows are in cache, the scores of
+// the list its attention reads: the same output, bit for bit, as the scores read back from the rows a pass without a
+// rule keeps (the same floats in the same order), and the masked reference's.
+TEST(TokenSparseDecode, AnchorFromItsGatheredScoresMatchesRowsAndReference) {
+    DecodeScoringScratch scratch;
+    const TopKRule rule{.tiles = 0, .pct = 20, .k_min_tokens = 16};
+    for (const DecodeCase& c : decode_cases()) {
+        SCOPED_TRACE(c.name("token_sparse_decode_gathered_scores"));
+        const auto in = c.inputs(29);
+        for (Pooling pooling : {Pooling::PostSoftmax, Pooling::PreSoftmax}) {
+            SCOPED_TRACE(mode_name(pooling));
+            TokenMass mass;
+            TokenSelection sel;
+            decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), pooling, &scratch, &mass, &rule, &sel);
+            EXPECT_GT(scratch.listed_ld, 0);
+            std::vector<float> gathered(in.q.size());
+            attn_token_sparse_decode_scored(in.shape, c.tile, scratch, in.v.data(), sel, gathered.data());
+
+            decode_token_mass(in.shape, c.tile, in.q.data(), in.k.data(), pooling, &scratch, &mass);
+            EXPECT_EQ(scratch.listed_ld, 0);
+            EXPECT_TRUE(scratch.scored.rows_kept);
+            std::vector<float> from_rows(in.q.size());
+            attn_token_sparse_decode_scored(in.shape, c.tile, scratch, in.v.data(), sel, from_rows.data());
+            EXPECT_EQ(gathered, from_rows);
+
+            const std::vector<double> ref =
+                reference::token_sparse_decode(in.shape, c.tile, in.q.data(), in.k.data(), in.v.data(), sel.keys.data(),
+                                               sel.count.data(), sel.max_k, nullptr);
+            EXPECT_LT(reference::max_abs_diff(gathered.data(), ref.data(), ref.size()), kAttentionTolerance);
+        }
+    }
+}
+
 TEST(TokenSparseDecode, EveryKeySelectedEqualsDense) {
     for (int n_k : {1, 16, 17, 1000, 4097}) {
         SCOPED_TRACE("token_sparse_decode_all(n_k=" + std::to_string(n_k) + ",hq=8,hkv=2,d=64,tile=16)");
