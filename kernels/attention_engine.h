@@ -131,7 +131,8 @@ void decode_pass_scored(const AttnShape& shape, const float* scores, int ld, flo
 
 /// sc[g * ld + kk] = qs[g] . k[kk] for kk < n and the group's g: the prescaled queries qs [group][d] against n
 /// consecutive key rows, register-blocked over query heads and keys and finished by transposing reductions (BF16
-/// rows widened as they are loaded). qs16, if not null, holds the same queries as BF16 (their values BF16 already):
+/// rows widened as they are loaded, or with AVX-512 split into even and odd values against queries stored in that
+/// order: detail::Bf16Halves). qs16, if not null, holds the same queries as BF16 (their values BF16 already):
 /// against BF16 rows the products are then BF16 dot products where the CPU has them (kernels/decode_bf16_dot.h).
 void decode_scores(const float* qs, int group, int d, KvPtr k, int n, float* sc, int ld,
                    const uint16_t* qs16 = nullptr);

@@ -1,7 +1,7 @@
 // kernels/decode_score_4x4.h: the decode score micro-kernel of four query heads against four keys, in 16-lane
-// registers (internal to the decode kernels; not a public API). It serves both products: fp32 queries against fp32 or
-// widened BF16 rows (Vec<16>), and BF16 queries against BF16 rows by BF16 dot products (Bf16Pairs,
-// kernels/decode_bf16_dot.h).
+// registers (internal to the decode kernels; not a public API). It serves both products: fp32 queries against fp32
+// rows (Vec<16>) or against BF16 rows split into even and odd values (Bf16Halves, queries in that order), and BF16
+// queries against BF16 rows by BF16 dot products (Bf16Pairs, kernels/decode_bf16_dot.h).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,53 @@ namespace kascade::detail {
 /// products: on a 2-core Zen 5 the 4 x 4 BF16 kernel took an anchor's scoring, pooling and top-k over 32K keys of the
 /// 1B shape from 1.25 to 0.94-1.0 ms, and on a 2-vCPU Xeon the fp32 one took one thread's dense decode attention
 /// over 8K keys of the 1B shape (BF16 cache in L3, exact products) from 2.36-2.66 to 1.89-2.07 ms (bench/README.md).
+/// A query value stored in Bf16Halves' order (split_even_odd): a type of its own, so queries in that order reach only
+/// the kernels that read them so.
+struct SplitQuery {
+    float value;
+};
+
+/// fp32 queries against BF16 rows without widening instructions: a 64-byte load of 32 BF16 values is split into two
+/// float vectors, the even-indexed values (each the low half of a 32-bit lane, moved up by a shift) and the odd ones
+/// (the high halves, by a mask); the queries are stored in the same order, each 32 values as their 16 even ones then
+/// their 16 odd ones (split_even_odd). Widening each 16 values took a shuffle (vpmovzxwd) and a shift, both on the two
+/// ports the multiply-adds use; the split takes a shift and a mask per 32 values. The products are the same; the
+/// order of their additions differs (within the kernels' tested tolerance).
+struct Bf16Halves {
+    using type = __m512;
+    struct operand {
+        __m512 even, odd;
+    };
+    static constexpr int lanes = 32;
+    static __m512 zero() { return _mm512_setzero_ps(); }
+    /// The zero-masking shift with every lane kept is the plain instruction (GCC 12 warns about the undefined
+    /// pass-through of the unmasked one, as in Vec<16>::load).
+    static operand load(const uint16_t* p) {
+        const __m512i x = _mm512_loadu_si512(p);
+        return {_mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, x, 16)),
+                _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))))};
+    }
+    static operand load(const SplitQuery* q) { return {_mm512_loadu_ps(&q[0].value), _mm512_loadu_ps(&q[16].value)}; }
+    static __m512 fma(operand a, operand b, __m512 acc) {
+        return _mm512_fmadd_ps(a.odd, b.odd, _mm512_fmadd_ps(a.even, b.even, acc));
+    }
+    static vf fold(__m512 a) { return Vec<16>::fold(a); }
+};
+
+/// Query values a decode call splits on the stack at most (split_even_odd): a group of 16 query heads of 128.
+constexpr int kMaxSplitQueries = 2048;
+
+/// out[0 .. n) = q[0 .. n) in Bf16Halves' order: per 32 values, the 16 even-indexed ones then the 16 odd ones
+/// (n % 32 == 0).
+inline void split_even_odd(const float* q, int n, SplitQuery* out) {
+    for (int c = 0; c < n; c += 32) {
+        for (int i = 0; i < 16; ++i) {
+            out[c + i].value = q[c + 2 * i];
+            out[c + 16 + i].value = q[c + 2 * i + 1];
+        }
+    }
+}
+
 template <class O, typename Q, typename RowOf>
 inline void score_4x4(const Q* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
     using Operand = typename O::operand;
