@@ -102,8 +102,8 @@ auto gathered_runs(const int32_t* keys, int n, const T* v, int d) {
 // Decode scores: sc[g * ld + kk] = qs[g] . row_of(kk) for the group's query heads g and keys kk < n. Micro-kernels
 // take GC query heads against NK keys (GC * NK <= 8 accumulators): each key vector loaded is used by GC heads and each
 // query vector by NK keys, and one transposing reduction finishes the GC * NK dot products. O is the register type:
-// Vec<L> on float queries (row_of returns a float or a BF16 row; Vec::load widens the latter), or Bf16Pairs on BF16
-// queries against BF16 rows.
+// Vec<L> on float queries (row_of returns a float or a BF16 row; Vec::load widens the latter), Bf16Halves on split
+// float queries (SplitQuery) against BF16 rows, or Bf16Pairs on BF16 queries against BF16 rows.
 template <class O, int GC, int NK, typename Q, typename RowOf>
 inline void score_block_in(const Q* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
     static_assert(GC * NK <= kLanes);
@@ -228,12 +228,12 @@ void decode_scores_of(const Q* qs, int group, int d, const RowOf& row_of, int n,
 }
 
 /// decode_scores over gathered rows of one KV head, the rows k[keys[kk]] for kk < n, eight rows per block: a group of
-/// four query heads by score_4x4 (each row loaded and widened once for the four heads), other groups a head at a time
-/// (the rows stay in L1 across the group's heads). Each block also requests the K and V rows (v: the head's value rows)
-/// of the entries kGatherAheadRows on into L2, for the value pass and the next blocks; n_listed >= n entries from keys
-/// on belong to the head, so the requests run on into its next piece. With the requests in place the head-at-a-time
-/// kernel, widening each BF16 row once per head, made a reuse layer as much work for the core as for memory (its
-/// time with every row in L3 was three quarters of its time cold; 2-vCPU Xeon, bench/README.md).
+/// four query heads by score_4x4 (each row loaded, and widened or split, once for the four heads), other groups a head
+/// at a time (the rows stay in L1 across the group's heads). Each block also requests the K and V rows (v: the head's
+/// value rows) of the entries kGatherAheadRows on into L2, for the value pass and the next blocks; n_listed >= n
+/// entries from keys on belong to the head, so the requests run on into its next piece. With the requests in place the
+/// head-at-a-time kernel, widening each BF16 row once per head, made a reuse layer as much work for the core as for
+/// memory (its time with every row in L3 was three quarters of its time cold; 2-vCPU Xeon, bench/README.md).
 template <typename Q, typename T>
 void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const T* v, const int32_t* keys, int n,
                             int n_listed, float* sc, int ld) {
