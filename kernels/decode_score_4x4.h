@@ -70,6 +70,17 @@ inline void split_even_odd(const float* q, int n, SplitQuery* out) {
     }
 }
 
+/// Where a group's fp32 queries qs [group][d] can be split (d % 32 == 0, at most kMaxSplitQueries values): calls
+/// score(split) with them in Bf16Halves' order, on the stack, and returns true; else returns false and calls nothing.
+template <typename Score>
+bool with_split_queries(const float* qs, int group, int d, Score&& score) {
+    if (d % 32 != 0 || group * d > kMaxSplitQueries) return false;
+    alignas(64) SplitQuery split[kMaxSplitQueries];
+    split_even_odd(qs, group * d, split);
+    score(static_cast<const SplitQuery*>(split));
+    return true;
+}
+
 template <class O, typename Q, typename RowOf>
 inline void score_4x4(const Q* qs, int d, const RowOf& row_of, int kk, float* sc, int ld) {
     using Operand = typename O::operand;

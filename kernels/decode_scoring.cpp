@@ -170,7 +170,6 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         float* w;
         uint16_t* qs16;
         uint16_t* w16;
-        int slot = -1;  ///< >= 0: the block of rows every head this thread scores is written to
         int loaded_head = -1;
     };
     const auto thread_scratch = [&](int thread) {
@@ -179,7 +178,7 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         return ThreadScratch{qs, qs + query_floats, qs16, dot16 ? qs16 + query_floats : nullptr};
     };
     using W = detail::Vec<detail::kWideLanes>;  // the max and exp2 passes in the widest registers
-    const auto score_piece = [&](int h, int piece, ThreadScratch& t) {
+    const auto score_piece = [&](int h, int piece, ThreadScratch& t, const DecodeScores& rows_at) {
         if (h != t.loaded_head) {
             for (int g = 0; g < group; ++g) {
                 const float* qh = q + static_cast<int64_t>(h * group + g) * d;
@@ -193,7 +192,7 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         }
         const int off = piece * kScorePiece;
         const int n = std::min(kScorePiece, n_keys - off);
-        const int64_t rows = static_cast<int64_t>(t.slot >= 0 ? t.slot : h) * group * ld;
+        const int64_t rows = rows_at.rows_of(h, group);
         float* sh = scores + rows;
         const int64_t first_row = (static_cast<int64_t>(h) * shape.kv_stride + key_begin + off) * d;
         detail::decode_scores(t.qs, group, d, k + first_row, n, sh + off, ld, t.qs16);
@@ -236,8 +235,8 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
             const int thread = omp_get_thread_num();
             ThreadScratch t = thread_scratch(thread);
             DecodeScores rt = r;
-            if (rows_per_thread) t.slot = rt.slot = thread;
-            for (int piece = 0; piece < n_pieces; ++piece) score_piece(h, piece, t);
+            if (rows_per_thread) rt.slot = thread;
+            for (int piece = 0; piece < n_pieces; ++piece) score_piece(h, piece, t, rt);
             after_head(rt, h);
         }
         return;
@@ -247,7 +246,7 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
     {
         ThreadScratch t = thread_scratch(omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1)
-        for (int item = 0; item < n_items; ++item) score_piece(item / n_pieces, item % n_pieces, t);
+        for (int item = 0; item < n_items; ++item) score_piece(item / n_pieces, item % n_pieces, t, r);
 #pragma omp for schedule(static)
         for (int h = 0; h < n_kv; ++h) after_head(r, h);
     }

@@ -427,11 +427,10 @@ void decode_scores(const float* qs, int group, int d, KvPtr k, int n, float* sc,
         // fp32 queries against BF16 rows: split once per call into Bf16Halves' order. The anchor's scoring with its K
         // in L2 (1B shape, 32K keys, 8 sequences on a 2-vCPU Xeon) went from 9.6 to 7.4 ms (bench/README.md).
         if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*rows)>, uint16_t>) {
-            if (d % 32 == 0 && group * d <= kMaxSplitQueries) {
-                alignas(64) SplitQuery split[kMaxSplitQueries];
-                split_even_odd(qs, group * d, split);
-                return decode_scores_of(split, group, d, row_of, n, sc, ld);
-            }
+            if (with_split_queries(qs, group, d, [&](const SplitQuery* split) {
+                    decode_scores_of(split, group, d, row_of, n, sc, ld);
+                }))
+                return;
         }
 #endif
         decode_scores_of(qs, group, d, row_of, n, sc, ld);
@@ -611,12 +610,10 @@ void decode_pass_gathered(const AttnShape& shape, const float* q, KvPtr k, KvPtr
 #endif
 #if KASCADE_DECODE_SCORE_4X4
             if constexpr (std::is_same_v<T, uint16_t>) {
-                if (d % 32 == 0 && group * d <= kMaxSplitQueries) {
-                    alignas(64) SplitQuery split[kMaxSplitQueries];
-                    split_even_odd(qs, group * d, split);
-                    return decode_scores_gathered(split, group, d, k_rows, v_rows, listed, piece.n_keys, n_listed, sc,
-                                                  ld);
-                }
+                if (with_split_queries(qs, group, d, [&](const SplitQuery* split) {
+                        decode_scores_gathered(split, group, d, k_rows, v_rows, listed, piece.n_keys, n_listed, sc, ld);
+                    }))
+                    return;
             }
 #endif
             decode_scores_gathered(qs, group, d, k_rows, v_rows, listed, piece.n_keys, n_listed, sc, ld);

@@ -124,9 +124,11 @@ struct Case {
 // without a sliding window.
 constexpr Case kPrefillCases[] = {{2, 1, 64, 17, 0}, {1, 4, 128, 300, 0}, {2, 2, 64, 200, 50}, {1, 3, 8, 129, 0}};
 // Groups of 7 and 8 split into chunks of four heads in the value kernel; head_dim 72 is no whole number of 16-lane
-// registers (no 4 x 4 score kernel; a 64- and an 8-column value chunk).
-constexpr Case kDecodeCases[] = {{2, 1, 64, 17, 0},   {1, 4, 128, 1500, 0}, {2, 2, 64, 2100, 700},
-                                 {2, 4, 128, 300, 0}, {1, 7, 72, 300, 0},   {1, 8, 64, 500, 0}};
+// registers (no 4 x 4 score kernel; a 64- and an 8-column value chunk). With AVX-512, exact products split the BF16
+// rows into even and odd values where head_dim % 32 == 0: a group of 3 at 96 takes that split's 3 x 2 and 3 x 1
+// kernels, and 9 heads of 256 (more query values than kMaxSplitQueries) the widening kernels instead.
+constexpr Case kDecodeCases[] = {{2, 1, 64, 17, 0},  {1, 4, 128, 1500, 0}, {2, 2, 64, 2100, 700}, {2, 4, 128, 300, 0},
+                                 {1, 7, 72, 300, 0}, {1, 8, 64, 500, 0},   {1, 3, 96, 301, 0},    {1, 9, 256, 130, 0}};
 
 TEST(Bf16Kv, DensePrefillAndLseMatchTheRoundedReference) {
     for (const Case& c : kPrefillCases) {
