@@ -37,6 +37,9 @@
 //                         registers, machine_limits::arithmetic_peak_gflops), where the build has one
 //   speedup               dense time / own time in the same (model, ctx or T, numerics, kv) group, measured in this run
 //   attn_speedup          the same for the attention time alone
+//   paired_speedup, paired_attn_speedup   decode, sparse rows: the same two ratios against dense steps run in this row,
+//                         one before each of its own steps on the same caches (the row's own counters time only its
+//                         own steps), so that a stretch of a shared VM's slower memory falls on both methods alike
 //   <role>_layer_ms       decode: the attention time of one layer of that role per step, averaged over the method's
 //                         layers of the role (dense_layer_ms; Kascade adds anchor_layer_ms and reuse_layer_ms)
 //   kv_speedup            decode, kv:bf16 rows: the same method's kv:f32 time / own time, measured in this run
@@ -448,32 +451,43 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
         caches.push_back(std::make_unique<KvCache>(c, positions + 1, policies.back()->kv_page_size(), kv));
         fill_cache(*caches.back(), c, positions);
     }
+    // A sparse row also runs dense steps on the same caches, one before each of its own (paired_speedup): each
+    // method its own policies and its own greedy tokens, so each runs the steps it would run alone.
+    const bool paired = method.method != EvalMethod::Dense;
+    std::vector<std::unique_ptr<AttentionPolicy>> dense_policies;
+    for (int b = 0; paired && b < batch; ++b) dense_policies.push_back(dense_method().make(c));
     std::vector<float> hidden(static_cast<size_t>(batch) * c.dim), logits(static_cast<size_t>(batch) * c.vocab_size);
-    std::vector<int32_t> tokens(batch, c.bos_token_id >= 0 ? c.bos_token_id : 0);
-    ForwardStats stats;
-    auto step = [&](ForwardStats* s) {
+    const int32_t first_token = c.bos_token_id >= 0 ? c.bos_token_id : 0;
+    std::vector<int32_t> tokens(batch, first_token), dense_tokens(batch, first_token);
+    ForwardStats stats, dense_stats;
+    auto step = [&](const std::vector<std::unique_ptr<AttentionPolicy>>& step_policies, std::vector<int32_t>& ids,
+                    ForwardStats* s) {
         std::vector<ForwardSequence> sequences;
         for (int b = 0; b < batch; ++b) {
             caches[b]->truncate(positions);
-            sequences.push_back({std::span(&tokens[b], 1), caches[b].get(), policies[b].get()});
+            sequences.push_back({std::span(&ids[b], 1), caches[b].get(), step_policies[b].get()});
         }
+        const double t0 = omp_get_wtime();
         model.forward(sequences, hidden.data(), s);
         model.lm_head(hidden.data(), batch, logits.data(), s);
         for (int b = 0; b < batch; ++b) {
             const float* row = logits.data() + static_cast<size_t>(b) * c.vocab_size;
-            tokens[b] = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
+            ids[b] = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
         }
+        return omp_get_wtime() - t0;
     };
-    step(nullptr);  // warm-up: weights paged in
+    step(policies, tokens, nullptr);  // warm-up: weights paged in
+    if (paired) step(dense_policies, dense_tokens, nullptr);
     policies[0]->reset_density();
     // The bandwidth just before and just after the row as well as at the start of the run: on a shared VM it moves
     // with the host's other tenants from one minute to the next.
     const double gbps_before = machine_limits::memory_read_gbps();
-    double seconds = 0;
+    double seconds = 0, dense_seconds = 0;
     for (auto _ : state) {
-        const double t0 = omp_get_wtime();
-        step(&stats);
-        seconds += omp_get_wtime() - t0;
+        if (paired) dense_seconds += step(dense_policies, dense_tokens, &dense_stats);
+        const double own = step(policies, tokens, &stats);
+        state.SetIterationTime(own);  // the row's time column: its own steps only
+        seconds += own;
     }
     const double adjacent_gbps = (gbps_before + machine_limits::memory_read_gbps()) / 2;
     const double n = static_cast<double>(state.iterations());
@@ -492,6 +506,10 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
     const std::string kv_name(mode_name(kv));
     report_speedup(state, "decode/" + row + "/" + std::to_string(batch) + "/" + kv_name, method.method, seconds / n,
                    stats.attention_ms / n);
+    if (paired) {
+        state.counters["paired_speedup"] = dense_seconds / seconds;
+        state.counters["paired_attn_speedup"] = dense_stats.attention_ms / stats.attention_ms;
+    }
     const std::string same_row = row + "/" + std::string(mode_name(method.method)) + "/" + kv_name;
     if (batch == 1) {
         g_batch1_tokens_per_s[same_row] = tokens_per_s;
@@ -536,7 +554,7 @@ void register_decode(const std::string& model, int positions, int batch, Numeric
     benchmark::RegisterBenchmark(name.c_str(), BM_decode, model, positions, batch, numerics, method, kv)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(1.0)
-        ->UseRealTime();
+        ->UseManualTime();
 }
 
 /// Grouped by model and weights dtype (exact and bf16 share the file's weights), so each model is loaded once per

@@ -58,7 +58,7 @@ def row(run, name):
     return next(b for b in run["benchmarks"] if b["name"] == name)
 header = ["threads", "BF16 GEMM GFLOP/s", "bandwidth GB/s"]
 for name in names:
-    short = re.sub(r"/(min_time:[^/]*|real_time)", "", name).replace("/llama32_1b", "").replace("/B:1", "")
+    short = re.sub(r"/(min_time:[^/]*|real_time|manual_time)", "", name).replace("/llama32_1b", "").replace("/B:1", "")
     short = re.sub(r"/bf16(?=/|$)", "", short)  # the products' numerics, the same in every row
     header += [f"{short} tok/s", "scaling", "% GEMM" if name.startswith("prefill") else "% bw"]
 print("| " + " | ".join(header) + " |")
