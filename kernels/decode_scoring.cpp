@@ -13,6 +13,7 @@
 #include "kernels/attention_engine.h"
 #include "kernels/attention_simd.h"
 #include "kernels/decode_bf16_dot.h"
+#include "kernels/decode_softmax.h"
 #include "kernels/radix_select.h"
 #include "kernels/topk_tiles.h"
 #include "kernels/weighted_rows.h"
@@ -177,7 +178,6 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         uint16_t* qs16 = dot16 ? scratch->queries.data() + per_thread * thread : nullptr;
         return ThreadScratch{qs, qs + query_floats, qs16, dot16 ? qs16 + query_floats : nullptr};
     };
-    using W = detail::Vec<detail::kWideLanes>;  // the max and exp2 passes in the widest registers
     const auto score_piece = [&](int h, int piece, ThreadScratch& t, const DecodeScores& rows_at) {
         if (h != t.loaded_head) {
             for (int g = 0; g < group; ++g) {
@@ -200,25 +200,10 @@ void score_heads(const AttnShape& shape, const float* q, KvPtr k, KvPtr v, bool 
         const int64_t at = (static_cast<int64_t>(h) * n_pieces + piece) * group;
         float* eh = exp_scores + rows;
         for (int g = 0; g < group; ++g) {
-            const float* s = sh + static_cast<int64_t>(g) * ld + off;
-            float* e_out = eh + static_cast<int64_t>(g) * ld + off;
-            const int n_vec = n / W::lanes * W::lanes;
-            W::type mx = W::set1(kNegInf);
-            for (int j = 0; j < n_vec; j += W::lanes) mx = W::max(mx, W::load(s + j));
-            float m = W::hmax(mx);
-            for (int j = n_vec; j < n; ++j) m = std::max(m, s[j]);
-            const W::type mv = W::set1(m);
-            W::type sum = W::zero();
-            for (int j = 0; j < n_vec; j += W::lanes) {
-                const W::type e = W::exp2(W::sub(W::load(s + j), mv));
-                W::store(e_out + j, e);
-                sum = W::add(sum, e);
-            }
-            float l = W::hsum(sum);
-            for (int j = n_vec; j < n; ++j) l += e_out[j] = std::exp2(s[j] - m);
             float* st = state + (at + g) * kStateFloats;
-            st[0] = m;
-            st[1] = st[2] = l;
+            st[0] = detail::exp2_from_max(sh + static_cast<int64_t>(g) * ld + off,
+                                          eh + static_cast<int64_t>(g) * ld + off, n, false, &st[1]);
+            st[2] = st[1];
         }
         if (v != nullptr)
             piece_values(eh + off, ld, group, n, v + first_row, d, bf16_products, dot16, t.w, t.w16,

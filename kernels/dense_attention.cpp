@@ -16,6 +16,7 @@
 #include "kernels/attention_simd.h"
 #include "kernels/decode_bf16_dot.h"
 #include "kernels/decode_score_4x4.h"
+#include "kernels/decode_softmax.h"
 #include "kernels/weighted_rows.h"
 
 namespace kascade {
@@ -265,27 +266,12 @@ void decode_scores_gathered(const Q* qs, int group, int d, const T* k, const T* 
         for (int g = 0; g < group; ++g) score_block<1, 1>(qs + g * d, d, row_of, kk, sc + g * ld, ld);
 }
 
-/// Softmax state of one piece for one query head from its scores s[0 .. n) (padded with -inf to a multiple of 16 in
-/// place): s <- exp2(s - m), rounded to BF16 values when `round` (BF16 products; the sum is then of the rounded
-/// weights, so the output stays a weighted mean), returns m and the sum.
+/// Softmax state of one piece for one query head from its scores s[0 .. n): s <- exp2(s - m) (exp2_from_max; rounded
+/// to BF16 values when `round`), zero weights on to the next multiple of 16 for the BF16 packing of whole vector pairs;
+/// returns m and the sum.
 void piece_softmax(float* s, int n, bool round, float* m_out, float* l_out) {
-    using W = Vec<kWideLanes>;
-    const int n16 = round_up(n, 2 * kLanes);
-    static_assert(2 * kLanes % W::lanes == 0);
-    std::fill(s + n, s + n16, kNegInf);
-    W::type mx = W::set1(kNegInf);
-    for (int j = 0; j < n16; j += W::lanes) mx = W::max(mx, W::load(s + j));
-    const float m = W::hmax(mx);
-    const W::type mv = W::set1(m);
-    W::type sum = W::zero();
-    for (int j = 0; j < n16; j += W::lanes) {
-        W::type e = W::exp2(W::sub(W::load(s + j), mv));
-        if (round) e = W::round_bf16(e);
-        W::store(s + j, e);
-        sum = W::add(sum, e);
-    }
-    *m_out = m;
-    *l_out = W::hsum(sum);
+    *m_out = exp2_from_max(s, s, n, round, l_out);
+    std::fill(s + n, s + round_up(n, 2 * kLanes), 0.0f);
 }
 
 /// Merges the per-piece states of query head h in piece order into its output row (see decode_pass): the same order
