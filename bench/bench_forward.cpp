@@ -455,7 +455,8 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
     // method its own policies and its own greedy tokens, so each runs the steps it would run alone.
     const bool paired = method.method != EvalMethod::Dense;
     std::vector<std::unique_ptr<AttentionPolicy>> dense_policies;
-    for (int b = 0; paired && b < batch; ++b) dense_policies.push_back(dense_method().make(c));
+    if (paired)
+        for (int b = 0; b < batch; ++b) dense_policies.push_back(dense_method().make(c));
     std::vector<float> hidden(static_cast<size_t>(batch) * c.dim), logits(static_cast<size_t>(batch) * c.vocab_size);
     const int32_t first_token = c.bos_token_id >= 0 ? c.bos_token_id : 0;
     std::vector<int32_t> tokens(batch, first_token), dense_tokens(batch, first_token);
