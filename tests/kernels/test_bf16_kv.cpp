@@ -362,6 +362,67 @@ TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
     }
 }
 
+// The softmax weights' BF16 rounding under --matmul bf16, by hand: one query head whose prescaled query is (1, 0, ..)
+// (exactly 1 after its BF16 rounding), 35 keys alternating between (0, 0, ..) with value rows of 0 and (-63/64, 0, ..)
+// with value rows of 1. The scores in the exp2 domain are 0 and -63/64, so the weights are 1 and w = 2^(-63/64) =
+// 0.505444.., whose BF16 value is 0.50390625 (0.11 of its spacing from a rounding boundary: the vector exp2's error
+// cannot move it), and every output element is 17 w / (18 + 17 w): 0.323186.. with the exact weights, 0.322450.. with
+// the rounded ones. 35 keys take whole vectors and a tail in exp2_from_max at 8 and 16 lanes. Products of BF16 values
+// and these sums are exact in fp32, so only the final division rounds.
+TEST(Bf16Kv, Bf16ProductsRoundTheSoftmaxWeightsByHand) {
+    constexpr int kKeys = 35, kDim = 64, kTile = 32;
+    Bf16Inputs x = bf16_inputs(1, 1, kDim, 1, kKeys, 0, 19);
+    AttnShape& s = x.in.shape;
+    const float prescale = s.scale * 1.4426950408889634f;
+    std::fill(x.in.q.begin(), x.in.q.end(), 0.0f);
+    x.in.q[0] = 1.0f / prescale;
+    for (int j = 0; j < kKeys; ++j) {
+        const bool reduced = j % 2 == 1;
+        for (int p = 0; p < kDim; ++p) {
+            const size_t at = static_cast<size_t>(j) * kDim + p;
+            x.k16[at] = bf16_from_float(p == 0 && reduced ? -63.0f / 64.0f : 0.0f);
+            x.v16[at] = bf16_from_float(reduced ? 1.0f : 0.0f);
+        }
+    }
+    const auto mean_of = [](double w) { return 17.0 * w / (18.0 + 17.0 * w); };
+    const double exact = mean_of(std::exp2(-63.0 / 64.0));
+    const double rounded = mean_of(0.50390625);
+    ASSERT_GT(exact - rounded, 30 * kAttentionTolerance);  // the test can tell the two apart
+
+    // Every key before the query's tile listed (the kernels add the query's own tile): all 35 keys.
+    TokenSelection all;
+    all.n_kv_heads = 1;
+    all.n_q_tiles = 1;
+    all.tile = kTile;
+    all.max_k = kTile;
+    all.count = {kTile};
+    all.keys.resize(kTile);
+    for (int j = 0; j < kTile; ++j) all.keys[j] = j;
+
+    DecodeScoringScratch scratch;
+    TokenMass mass;
+    std::vector<float> out(kDim);
+    const auto expect_every_element = [&](double want, const char* kernel) {
+        for (int p = 0; p < kDim; ++p) EXPECT_NEAR(out[p], want, 1e-6) << kernel << ", element " << p;
+    };
+    for (MatmulPrecision products : {MatmulPrecision::Exact, MatmulPrecision::Bf16}) {
+        s.products = products;
+        const double want = products == MatmulPrecision::Bf16 ? rounded : exact;
+        SCOPED_TRACE(products == MatmulPrecision::Bf16 ? "bf16 products" : "exact products");
+        attn_dense_decode(s, x.in.q.data(), x.k(), x.v(), out.data());
+        expect_every_element(want, "attn_dense_decode");
+        attn_token_sparse_decode(s, kTile, x.in.q.data(), x.k(), x.v(), all.keys.data(), all.count.data(), all.max_k,
+                                 nullptr, out.data());
+        expect_every_element(want, "attn_token_sparse_decode");
+        // A decode anchor: its scoring pass keeps the exact weights for the mass, its value pass rounds its own.
+        decode_token_mass(s, kTile, x.in.q.data(), x.k(), Pooling::PostSoftmax, &scratch, &mass);
+        attn_token_sparse_decode_scored(s, kTile, scratch, x.v(), all, out.data());
+        expect_every_element(want, "attn_token_sparse_decode_scored");
+        attn_dense_decode_with_token_mass(s, kTile, x.in.q.data(), x.k(), x.v(), out.data(), &scratch, &mass);
+        expect_every_element(want, "attn_dense_decode_with_token_mass");
+    }
+}
+
 TEST(Bf16Kv, QuestPageBoundsAreThoseOfTheRoundedKeys) {
     const Bf16Inputs x = bf16_inputs(4, 2, 64, 1, 100, 0, 13);
     const int page = 16;
