@@ -31,7 +31,9 @@
 # SMOLLM2_CTX ("512 2048"), LLAMA_CTX ("512 4096"; empty: none), SMOLLM2_TOKENS / LLAMA_TOKENS (about this many positions per run,
 # in whole windows, at least one), LONG_CTX ("8192"; empty: no long-context rows), LONG_DECODE (32), MODELS_TO_RUN
 # ("smollm2 llama32_1b"), PEER (convert_wrap.py).
-set -euo pipefail
+set -Eeuo pipefail
+# A program that fails (a model it cannot load, say) stops the run: name the command, not just a status.
+trap 'echo "whole_model.sh: stopped: \"$BASH_COMMAND\" exited with status $?" >&2' ERR
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 shared=${KASCADE_SHARED:-$here/../shared}
@@ -81,13 +83,18 @@ prepare_model() {
     cp -f "$shared/models/smollm2-135m-tokenizer/tokenizer.json" "$dir/tokenizer.json"
     if [[ -n $LLAMA_CPP_DIR ]]; then
         for dtype in f32 bf16; do
-            if [[ ! -f $MODELS/$model-$dtype.gguf ]]; then
-                # Debian's python3 (the torch, numpy, sentencepiece and tqdm packages the converter needs).
+            local gguf=$MODELS/$model-$dtype.gguf
+            if [[ ! -f $gguf ]]; then
+                # Debian's python3 (the torch, numpy, sentencepiece and tqdm packages the converter needs). Written
+                # under a partial name and renamed when whole: a failed conversion leaves no file a later run would
+                # take for a model (the converter writes the header first and the tensors after).
                 LLAMA_CPP=$LLAMA_CPP_DIR /usr/bin/python3 "$PEER" "$dir" --outtype "$dtype" --no-lazy \
-                    --outfile "$MODELS/$model-$dtype.gguf" >"$MODELS/convert-$model-$dtype.log" 2>&1 || {
+                    --outfile "$gguf.partial" >"$MODELS/convert-$model-$dtype.log" 2>&1 || {
+                    rm -f "$gguf.partial"
                     echo "whole_model.sh: GGUF conversion failed, see $MODELS/convert-$model-$dtype.log" >&2
                     exit 1
                 }
+                mv "$gguf.partial" "$gguf"
             fi
         done
     fi
