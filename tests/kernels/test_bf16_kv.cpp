@@ -366,7 +366,7 @@ TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
 // (exactly 1 after its BF16 rounding), 35 keys alternating between (0, 0, ..) with value rows of 0 and (-63/64, 0, ..)
 // with value rows of 1. The scores in the exp2 domain are 0 and -63/64, so the weights are 1 and w = 2^(-63/64) =
 // 0.505444.., whose BF16 value is 0.50390625 (0.11 of its spacing from a rounding boundary: the vector exp2's error
-// cannot move it), and every output element is 17 w / (18 + 17 w): 0.323186.. with the exact weights, 0.322450.. with
+// cannot move it), and every output element is 17 w / (18 + 17 w): 0.323119.. with the exact weights, 0.322453.. with
 // the rounded ones. 35 keys take whole vectors and a tail in exp2_from_max at 8 and 16 lanes. Products of BF16 values
 // and these sums are exact in fp32, so only the final division rounds.
 TEST(Bf16Kv, Bf16ProductsRoundTheSoftmaxWeightsByHand) {
