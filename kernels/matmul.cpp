@@ -57,8 +57,8 @@ constexpr int kParallelRoundingMinRows = 64;
 /// core for a while).
 constexpr int kUnitsPerThread = 8;
 /// Panels a decode batch's work unit runs column block by column block at a time (compute_batch_panels): their batch
-/// tiles keep their accumulators in memory between the blocks, 1.5 KB per half panel (24 KB for 8 panels, on the
-/// stack, in L1 beside the block of activation rows).
+/// tiles keep their accumulators in memory between the blocks, 1.5 KB per half panel on AVX-512 and 512 bytes on AVX2
+/// (24 KB and 8 KB for 8 panels, on the stack, in L1 beside the block of activation rows).
 constexpr int kBatchPanels = 8;
 
 /// A panel of BF16 (exact products) or F16 weights that this many micro-tiles or more use (prefill) is widened to fp32

@@ -20,9 +20,9 @@
 // Threading: all omp_get_max_threads() threads, work split dynamically over blocks of weight rows (and of input rows
 // when the weight has few rows), so no thread idles for any shape; products below ~1M multiply-adds and 256 KiB of
 // weights run on the calling thread. Decode (n = 1) streams each weight element once, and so does a decode batch of up
-// to 8 rows on the AVX-512 path (one tile over all its rows, a block of columns at a time). No weight matrix is copied:
-// the memory used is the converted activations (n x cols x 2 bytes for BF16 weights) and, for many rows with widened
-// weights, one six-row panel widened to fp32 per thread, for the duration of the call.
+// to 8 rows on the AVX-512 and AVX2 paths (one tile over all its rows, a block of columns at a time). No weight matrix
+// is copied: the memory used is the converted activations (n x cols x 2 bytes for BF16 weights) and, for many rows
+// with widened weights, one panel widened to fp32 per thread, for the duration of the call.
 #pragma once
 
 #include <cstddef>

@@ -7,8 +7,8 @@
 // activation rows with kPanelRows weight rows, each as lane-wise partial sums over the input features, combined by
 // the same pairwise tree (lane l + lane l + L/2, then l + L/4, ...). The tree does not depend on the tile's size or
 // on which slot of the tile an element has, which is what makes the result independent of the batch size.
-// The AVX-512 path also has a batch tile (KASCADE_MATMUL_BATCH_TILE): a whole decode batch against part of a panel,
-// column block by column block, its accumulators kept in memory in between (batch_span).
+// The AVX-512 and AVX2 paths also have a batch tile (KASCADE_MATMUL_BATCH_TILE): a whole decode batch against part of
+// a panel, column block by column block, its accumulators kept in memory in between (batch_span).
 #pragma once
 
 #include <algorithm>
@@ -358,11 +358,24 @@ inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
 #elif KASCADE_MATMUL_AVX2
 
 constexpr const char* kPathName = "avx2";
-#define KASCADE_MATMUL_BATCH_TILE 0  // 16 registers hold no tile over a whole decode batch
 constexpr int kTileRows = 2;
 constexpr int kPanelRows = 4;  ///< 2 x 4 accumulators + inputs fit the 16 ymm registers
 constexpr int kActBf16Cols = 8;
-constexpr int kTileOutputs = kTileRows * kPanelRows;  ///< floats a micro-tile writes
+
+#define KASCADE_MATMUL_BATCH_TILE 1
+/// A decode batch of kTileRows + 1 to kBatchTileRows activation rows runs as one batch tile against half a panel
+/// (kBatchPanelRows weight rows) a column block at a time, as on the AVX-512 path. 16 registers hold 4 rows x 2
+/// weight rows (8 accumulators, 2 weights, 1 input), so the tile runs its rows kBatchRowGroup at a time over each
+/// block: the first group reads the weights from memory, the second from L1. Four 2 x 4 tiles over a batch of 8
+/// instead read each activation row and each weight (widened once per panel into a buffer) from L2.
+constexpr int kBatchTileRows = 8;
+constexpr int kBatchPanelRows = 2;
+constexpr int kBatchRowGroup = 4;
+/// Columns per block of a batch tile: eight fp32 activation rows of 512 columns (16 KB) stay in L1 with the weights
+/// streaming past them.
+constexpr int kBatchColumnBlock = 512;
+/// Floats a micro-tile writes to its output buffer: 8 for the 2 x 4 tile, 16 for the 8 x 2 batch tile.
+constexpr int kTileOutputs = kBatchTileRows * kBatchPanelRows;
 /// Converted activations for BF16 weights: fp32 values already rounded to BF16, so only weights are widened.
 using ActBf16 = float;
 
@@ -413,9 +426,16 @@ void dot_tile_body(int cols, float* out, const void* panel, size_t elem, LoadX l
     auto step = [&](int c, int remaining) {
         if constexpr (kStreamsWeights<MR>) prefetch_next_panel<NR>(panel, cols, elem, c, 8);
         __m256 xv[MR];
-        for (int r = 0; r < MR; ++r) xv[r] = load_x(r, c, remaining);
+        // One load per operand and step (the empty asm keeps each in a register): GCC folded the weight loads into
+        // the multiply-adds, loading each weight once per row (10 loads for the 2 x 4 tile's 8 multiply-adds).
+        for (int r = 0; r < MR; ++r) {
+            __m256 v = load_x(r, c, remaining);
+            __asm__("" : "+x"(v));
+            xv[r] = v;
+        }
         for (int j = 0; j < NR; ++j) {
-            const __m256 wv = load_w(j, c, remaining);
+            __m256 wv = load_w(j, c, remaining);
+            __asm__("" : "+x"(wv));
             for (int r = 0; r < MR; ++r) acc[r][j] = _mm256_fmadd_ps(xv[r], wv, acc[r][j]);
         }
     };
@@ -472,6 +492,86 @@ void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const*
     dot_tile_body<MR, NR>(
         cols, out, w[0], 2, [&](int r, int c, int remaining) { return load_f32x8(x + r * x_stride + c, remaining); },
         [&](int j, int c, int remaining) { return load_bf16_as_f32(w[j] + c, remaining); });
+}
+
+/// How a batch tile reads its weights: the weight matrix's type and, for BF16 weights, the products' precision.
+enum class BatchWeights { F32, F16, Bf16Exact, Bf16 };
+
+/// The accumulators of a batch tile (its first MR rows in use), kept in memory between its column blocks.
+struct BatchTile {
+    __m256 acc[kBatchTileRows][kBatchPanelRows];
+};
+
+/// Columns [c_begin, c_end) of rows [R0, R0 + G) of a batch tile (see batch_span), G <= kBatchRowGroup; `request(c)`
+/// runs before each step.
+template <int R0, int G, BatchWeights K, typename Request>
+[[gnu::always_inline]] inline void batch_group_span(const void* x, size_t x_stride, const void* const* w, int cols,
+                                                    int c_begin, int c_end, BatchTile& tile, Request request) {
+    constexpr int NR = kBatchPanelRows;
+    __m256 acc[G][NR];
+    for (int r = 0; r < G; ++r)
+        for (int j = 0; j < NR; ++j) acc[r][j] = tile.acc[R0 + r][j];
+    const auto load_w = [w](int j, int c, int remaining) {
+        if constexpr (K == BatchWeights::F32) return load_f32x8(static_cast<const float*>(w[j]) + c, remaining);
+        if constexpr (K == BatchWeights::F16) return load_f16_as_f32(static_cast<const uint16_t*>(w[j]) + c, remaining);
+        if constexpr (K == BatchWeights::Bf16Exact || K == BatchWeights::Bf16)
+            return load_bf16_as_f32(static_cast<const uint16_t*>(w[j]) + c, remaining);
+    };
+    // BF16 products read the activations rounded to BF16 (already fp32 here, zero-padded to whole vectors).
+    const float* xr = static_cast<const float*>(x) + R0 * x_stride;
+    auto step = [&](int c, int remaining) __attribute__((always_inline)) {
+        request(c);
+        __m256 wv[NR];
+        for (int j = 0; j < NR; ++j) wv[j] = load_w(j, c, remaining);
+        for (int r = 0; r < G; ++r) {
+            __m256 xv = load_f32x8(xr + r * x_stride + c, remaining);
+            __asm__("" : "+x"(xv));  // one load per row and step, as in dot_tile_body
+            for (int j = 0; j < NR; ++j) acc[r][j] = _mm256_fmadd_ps(xv, wv[j], acc[r][j]);
+        }
+    };
+    const int full = std::min(c_end, cols / 8 * 8);
+    for (int c = c_begin; c < full; c += 8) step(c, 8);
+    if (c_end == cols && full < cols) step(full, cols - full);
+    for (int r = 0; r < G; ++r)
+        for (int j = 0; j < NR; ++j) tile.acc[R0 + r][j] = acc[r][j];
+}
+
+/// Columns [c_begin, c_end) of a batch tile: the MR activation rows x (stride x_stride; for BatchWeights::Bf16 the
+/// converted rows, else fp32) against the kBatchPanelRows weight rows w, added to tile's accumulators (zeroed before
+/// its first block, reduced with reduce_batch_tile after its last). The first row group requests the same columns of
+/// the rows at `next` (byte addresses: the weights its work unit reads next), one line per 64 bytes, into L1. The
+/// accumulators run through the same multiply-adds in the same order as in a dot_tile over all columns: the same
+/// results.
+template <int MR, BatchWeights K>
+void batch_span(const void* x, size_t x_stride, const void* const* w, int cols, int c_begin, int c_end, BatchTile& tile,
+                const char* const* next) {
+    constexpr int kElem = K == BatchWeights::F32 ? 4 : 2;
+    const auto request = [next](int c) __attribute__((always_inline)) {
+        if (c * kElem % 64 == 0) {
+            for (int j = 0; j < kBatchPanelRows; ++j) _mm_prefetch(next[j] + c * kElem, _MM_HINT_T0);
+        }
+    };
+    const auto no_request = [](int) {};
+    constexpr int kFirst = std::min(MR, kBatchRowGroup);
+    batch_group_span<0, kFirst, K>(x, x_stride, w, cols, c_begin, c_end, tile, request);
+    if constexpr (MR > kBatchRowGroup)
+        batch_group_span<kBatchRowGroup, MR - kBatchRowGroup, K>(x, x_stride, w, cols, c_begin, c_end, tile,
+                                                                 no_request);
+}
+
+/// out[r][j] (kBatchPanelRows per row) = the dot products of a batch tile's first MR rows, from its accumulators.
+template <int MR>
+void reduce_batch_tile(const BatchTile& tile, float* out) {
+    static_assert(kBatchTileRows * kBatchPanelRows % 8 == 0);
+    constexpr int kCount = MR * kBatchPanelRows;
+    const __m256* flat = &tile.acc[0][0];
+    for (int k = 0; k < kCount; k += 8) {
+        __m256 group[8];
+        for (int i = 0; i < 8; ++i) group[i] = k + i < kCount ? flat[k + i] : _mm256_setzero_ps();
+        float sums[8];
+        reduce8(group, sums);
+        std::memcpy(out + k, sums, sizeof(float) * std::min(8, kCount - k));
+    }
 }
 
 /// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it: dot_tile_f32 on
