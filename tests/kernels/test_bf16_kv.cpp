@@ -63,19 +63,19 @@ TileSelection every_other_tile(int n_kv_heads, int n_q, int tile) {
     return sel;
 }
 
-/// Every third key before each query tile.
-TokenSelection every_third_key(int n_kv_heads, int n_q, int tile) {
+/// Every step-th key before each query tile, from key h % step of KV head h (step 1: every key before the tile).
+TokenSelection every_nth_key(int step, int n_kv_heads, int n_q, int tile) {
     TokenSelection sel;
     sel.n_kv_heads = n_kv_heads;
     sel.n_q_tiles = tile_count(n_q, tile);
     sel.tile = tile;
-    sel.max_k = std::max(1, n_q / 3 + 1);
+    sel.max_k = std::max(1, n_q / step + 1);
     sel.count.assign(static_cast<size_t>(n_kv_heads) * sel.n_q_tiles, 0);
     sel.keys.assign(static_cast<size_t>(n_kv_heads) * sel.n_q_tiles * sel.max_k, 0);
     for (int h = 0; h < n_kv_heads; ++h) {
         for (int qt = 0; qt < sel.n_q_tiles; ++qt) {
             int n = 0;
-            for (int j = h % 3; j < qt * tile; j += 3) sel.list(h, qt)[n++] = j;
+            for (int j = h % step; j < qt * tile; j += step) sel.list(h, qt)[n++] = j;
             sel.count[static_cast<size_t>(h) * sel.n_q_tiles + qt] = n;
         }
     }
@@ -158,7 +158,7 @@ TEST(Bf16Kv, SparsePrefillOverTilesAndKeysMatchesTheRoundedReference) {
         attn_sparse_prefill(x.in.shape, tile, q, x.k(), x.v(), tiles, nullptr, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kAttentionTolerance);
 
-        const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
+        const TokenSelection keys = every_nth_key(3, c.n_kv_heads, c.n, tile);
         const std::vector<double> ref_keys =
             reference::token_sparse_prefill(x.in.shape, tile, q, x.in.k.data(), x.in.v.data(), keys, nullptr);
         attn_token_sparse_prefill(x.in.shape, tile, q, x.k(), x.v(), keys, nullptr, out.data());
@@ -215,7 +215,7 @@ TEST(Bf16Kv, DecodeKernelsMatchTheRoundedReference) {
                            nullptr, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kAttentionTolerance);
 
-        const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
+        const TokenSelection keys = every_nth_key(3, c.n_kv_heads, c.n, tile);
         const DecodeLists key_lists = decode_lists(keys, c.n_kv_heads, qt);
         // The same lists as a decode anchor's selections.
         const TokenSelection anchor_keys = key_lists.as(c.n_kv_heads, tile, &TokenSelection::keys);
@@ -324,7 +324,7 @@ TEST(Bf16Kv, Bf16ProductsDecodeMatchesTheReferenceOnRoundedQueries) {
                            nullptr, out.data());
         EXPECT_LT(reference::max_abs_diff(out.data(), ref_tiles.data(), out.size()), kRoundedWeightsTolerance);
 
-        const TokenSelection keys = every_third_key(c.n_kv_heads, c.n, tile);
+        const TokenSelection keys = every_nth_key(3, c.n_kv_heads, c.n, tile);
         const DecodeLists key_lists = decode_lists(keys, c.n_kv_heads, qt);
         // The same lists as a decode anchor's selections.
         const TokenSelection anchor_keys = key_lists.as(c.n_kv_heads, tile, &TokenSelection::keys);
@@ -382,6 +382,8 @@ TEST(Bf16Kv, Bf16ProductsRoundTheSoftmaxWeightsByHand) {
             const size_t at = static_cast<size_t>(j) * kDim + p;
             x.k16[at] = bf16_from_float(p == 0 && reduced ? -63.0f / 64.0f : 0.0f);
             x.v16[at] = bf16_from_float(reduced ? 1.0f : 0.0f);
+            x.in.k[at] = float_from_bf16(x.k16[at]);  // unread here, but kept equal to the bits as everywhere else
+            x.in.v[at] = float_from_bf16(x.v16[at]);
         }
     }
     const auto mean_of = [](double w) { return 17.0 * w / (18.0 + 17.0 * w); };
@@ -390,14 +392,8 @@ TEST(Bf16Kv, Bf16ProductsRoundTheSoftmaxWeightsByHand) {
     ASSERT_GT(exact - rounded, 30 * kAttentionTolerance);  // the test can tell the two apart
 
     // Every key before the query's tile listed (the kernels add the query's own tile): all 35 keys.
-    TokenSelection all;
-    all.n_kv_heads = 1;
-    all.n_q_tiles = 1;
-    all.tile = kTile;
-    all.max_k = kTile;
-    all.count = {kTile};
-    all.keys.resize(kTile);
-    for (int j = 0; j < kTile; ++j) all.keys[j] = j;
+    const DecodeLists all = decode_lists(every_nth_key(1, 1, kKeys, kTile), 1, (kKeys - 1) / kTile);
+    const TokenSelection anchor = all.as(1, kTile, &TokenSelection::keys);
 
     DecodeScoringScratch scratch;
     TokenMass mass;
@@ -411,12 +407,12 @@ TEST(Bf16Kv, Bf16ProductsRoundTheSoftmaxWeightsByHand) {
         SCOPED_TRACE(products == MatmulPrecision::Bf16 ? "bf16 products" : "exact products");
         attn_dense_decode(s, x.in.q.data(), x.k(), x.v(), out.data());
         expect_every_element(want, "attn_dense_decode");
-        attn_token_sparse_decode(s, kTile, x.in.q.data(), x.k(), x.v(), all.keys.data(), all.count.data(), all.max_k,
+        attn_token_sparse_decode(s, kTile, x.in.q.data(), x.k(), x.v(), all.list.data(), all.count.data(), all.max_k,
                                  nullptr, out.data());
         expect_every_element(want, "attn_token_sparse_decode");
         // A decode anchor: its scoring pass keeps the exact weights for the mass, its value pass rounds its own.
         decode_token_mass(s, kTile, x.in.q.data(), x.k(), Pooling::PostSoftmax, &scratch, &mass);
-        attn_token_sparse_decode_scored(s, kTile, scratch, x.v(), all, out.data());
+        attn_token_sparse_decode_scored(s, kTile, scratch, x.v(), anchor, out.data());
         expect_every_element(want, "attn_token_sparse_decode_scored");
         attn_dense_decode_with_token_mass(s, kTile, x.in.q.data(), x.k(), x.v(), out.data(), &scratch, &mass);
         expect_every_element(want, "attn_dense_decode_with_token_mass");
