@@ -6,8 +6,9 @@
 //                    vdpbf16ps where available), the numerics of `--matmul bf16`
 //   memory bandwidth a streaming read of 1 GiB (far beyond the L3) by all threads
 //   arithmetic peaks the instruction throughput with no memory traffic: every thread issuing independent 512-bit
-//                    vdpbf16ps (BF16) or vfmadd (fp32) on registers; the ceiling no product can pass, reported beside
-//                    the square products (0 where the compiler targets no AVX-512)
+//                    vdpbf16ps (BF16) or vfmadd (fp32) on registers, 256-bit vfmadd where the build has AVX2 but no
+//                    AVX-512; the ceiling no product can pass, reported beside the square products (0 where the build
+//                    has no such instruction: BF16 without AVX512-BF16, fp32 without FMA)
 // Each figure is the best of a few repetitions after a warm-up: a peak, not a typical value. All use
 // omp_get_max_threads() threads. Header-only: bench/ builds every .cpp as its own program.
 #pragma once
@@ -158,9 +159,34 @@ inline double memory_read_gbps(size_t bytes = kStreamBytes) {
 }
 
 /// GFLOP/s of independent multiply-add instructions on registers by all threads; `bf16`: vdpbf16ps (32 products per
-/// instruction), else fp32 vfmadd (16). 0 when the build has no AVX-512 (AVX512-BF16 for `bf16`).
+/// instruction), else fp32 vfmadd (16 with AVX-512, 8 with AVX2). 0 when the build has no such instruction.
 inline double arithmetic_peak_gflops(bool bf16) {
-#if defined(__AVX512F__)
+#if !defined(__AVX512F__) && defined(__FMA__)
+    if (bf16) return 0.0;
+    constexpr int kAccumulators = 12;  // more than latency x issue width: the loop is throughput-bound
+    constexpr long kSteps = 20'000'000;
+    float sink = 0;
+    const double seconds = best_seconds(3, [&] {
+#pragma omp parallel reduction(+ : sink)
+        {
+            __m256 acc[kAccumulators];
+            for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+            __m256 a = _mm256_set1_ps(1e-3f), b = _mm256_set1_ps(1e-3f);
+            for (long k = 0; k < kSteps; ++k) {
+#pragma GCC unroll 12
+                for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_fmadd_ps(a, b, acc[i]);
+                asm volatile("" : "+x"(a));  // as below: every instruction kept
+            }
+            alignas(32) float lanes[8];
+            for (int i = 0; i < kAccumulators; ++i) {
+                _mm256_store_ps(lanes, acc[i]);
+                for (float lane : lanes) sink += lane;
+            }
+        }
+    });
+    const double flops = 16.0 * kAccumulators * static_cast<double>(kSteps) * omp_get_max_threads();
+    return sink == 0.12345f ? 0.0 : flops / seconds * 1e-9;
+#elif defined(__AVX512F__)
 #if !defined(__AVX512BF16__)
     if (bf16) return 0.0;
 #endif
