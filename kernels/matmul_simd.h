@@ -358,23 +358,23 @@ inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
 #elif KASCADE_MATMUL_AVX2
 
 constexpr const char* kPathName = "avx2";
-constexpr int kTileRows = 2;
-constexpr int kPanelRows = 4;  ///< 2 x 4 accumulators + inputs fit the 16 ymm registers
+constexpr int kTileRows = 3;
+constexpr int kPanelRows = 4;  ///< 3 x 4 accumulators + inputs fit the 16 ymm registers
 constexpr int kActBf16Cols = 8;
 
 #define KASCADE_MATMUL_BATCH_TILE 1
 /// A decode batch of kTileRows + 1 to kBatchTileRows activation rows runs as one batch tile against half a panel
 /// (kBatchPanelRows weight rows) a column block at a time, as on the AVX-512 path. 16 registers hold 4 rows x 2
 /// weight rows (8 accumulators, 2 weights, 1 input), so the tile runs its rows kBatchRowGroup at a time over each
-/// block: the first group reads the weights from memory, the second from L1. Four 2 x 4 tiles over a batch of 8
-/// instead read each activation row and each weight (widened once per panel into a buffer) from L2.
+/// block: the first group reads the weights from memory, the second from L1. The micro-tiles (kTileRows rows each) over
+/// a batch of 8 instead read each activation row and each weight (widened once per panel into a buffer) from L2.
 constexpr int kBatchTileRows = 8;
 constexpr int kBatchPanelRows = 2;
 constexpr int kBatchRowGroup = 4;
 /// Columns per block of a batch tile: eight fp32 activation rows of 512 columns (16 KB) stay in L1 with the weights
 /// streaming past them.
 constexpr int kBatchColumnBlock = 512;
-/// Floats a micro-tile writes to its output buffer: 8 for the 2 x 4 tile, 16 for the 8 x 2 batch tile.
+/// Floats a micro-tile writes to its output buffer: 12 for the 3 x 4 tile, 16 for the 8 x 2 batch tile.
 constexpr int kTileOutputs = kBatchTileRows * kBatchPanelRows;
 /// Converted activations for BF16 weights: fp32 values already rounded to BF16, so only weights are widened.
 using ActBf16 = float;
@@ -408,12 +408,14 @@ inline void reduce8(const __m256* v, float* out) {
 
 template <int MR, int NR>
 inline void reduce_tile(const __m256 (&acc)[MR][NR], float* out) {
-    static_assert(MR * NR <= 8);
-    __m256 flat[8];
-    for (int k = 0; k < 8; ++k) flat[k] = k < MR * NR ? acc[k / NR][k % NR] : _mm256_setzero_ps();
-    float buffer[8];
-    reduce8(flat, buffer);
-    std::memcpy(out, buffer, sizeof(float) * MR * NR);
+    for (int k0 = 0; k0 < MR * NR; k0 += 8) {
+        __m256 flat[8];
+        for (int k = 0; k < 8; ++k)
+            flat[k] = k0 + k < MR * NR ? acc[(k0 + k) / NR][(k0 + k) % NR] : _mm256_setzero_ps();
+        float buffer[8];
+        reduce8(flat, buffer);
+        std::memcpy(out + k0, buffer, sizeof(float) * std::min(8, MR * NR - k0));
+    }
 }
 
 /// Shared body: `load_x(r, c, mask)` and `load_w(j, c, mask)` give 8 fp32 values from column c.
@@ -426,8 +428,8 @@ void dot_tile_body(int cols, float* out, const void* panel, size_t elem, LoadX l
     auto step = [&](int c, int remaining) {
         if constexpr (kStreamsWeights<MR>) prefetch_next_panel<NR>(panel, cols, elem, c, 8);
         __m256 xv[MR];
-        // One load per operand and step (the empty asm keeps each in a register): GCC folded the weight loads into
-        // the multiply-adds, loading each weight once per row (10 loads for the 2 x 4 tile's 8 multiply-adds).
+        // One load per operand and step (the empty asm keeps each in a register): GCC folded the loads into the
+        // multiply-adds, loading an operand once per multiply-add that uses it.
         for (int r = 0; r < MR; ++r) {
             __m256 v = load_x(r, c, remaining);
             __asm__("" : "+x"(v));

@@ -258,8 +258,8 @@ TEST(Matmul, RowAloneEqualsRowInBatch) {
             matmul(x.data() + static_cast<size_t>(i) * cols, 1, w.view, bias.data(), part.data(), precision);
             ASSERT_EQ(std::memcmp(part.data(), &batch[static_cast<size_t>(i) * rows], rows * 4), 0) << "row " << i;
         }
-        // Sub-batches at every alignment to the micro-tile rows, and decode batches (3 to 8 rows: one batch tile on
-        // the AVX2 path, 5 to 8 on the AVX-512 path).
+        // Sub-batches at every alignment to the micro-tile rows, and decode batches (4 to 8 rows: one batch tile on
+        // the AVX2 path, 5 to 8 on the AVX-512 path; 3 rows: one AVX2 micro-tile).
         for (int size : {3, 4, 5, 7, 8, 17}) {
             for (int first : {0, 1, 3, 494}) {
                 const int count = std::min(size, n - first);
