@@ -158,77 +158,65 @@ inline double memory_read_gbps(size_t bytes = kStreamBytes) {
     return checksum == 0 ? 0.0 : static_cast<double>(bytes) / seconds * 1e-9;
 }
 
-/// GFLOP/s of independent multiply-add instructions on registers by all threads; `bf16`: vdpbf16ps (32 products per
-/// instruction), else fp32 vfmadd (16 with AVX-512, 8 with AVX2). 0 when the build has no such instruction.
-inline double arithmetic_peak_gflops(bool bf16) {
-#if !defined(__AVX512F__) && defined(__FMA__)
-    if (bf16) return 0.0;
+/// GFLOP/s of independent multiply-add instructions on registers by all threads: `fma(acc, x, y)` on kAccumulators
+/// accumulators of type Acc per step, with inputs x and y of type Input, `flops_per_instruction` each.
+template <typename Acc, typename Input, typename Fma>
+double register_fma_gflops(double flops_per_instruction, Input x0, Input y, Fma fma) {
     constexpr int kAccumulators = 12;  // more than latency x issue width: the loop is throughput-bound
     constexpr long kSteps = 20'000'000;
     float sink = 0;
     const double seconds = best_seconds(3, [&] {
 #pragma omp parallel reduction(+ : sink)
         {
-            __m256 acc[kAccumulators];
-            for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
-            __m256 a = _mm256_set1_ps(1e-3f), b = _mm256_set1_ps(1e-3f);
-            for (long k = 0; k < kSteps; ++k) {
-#pragma GCC unroll 12
-                for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_fmadd_ps(a, b, acc[i]);
-                asm volatile("" : "+x"(a));  // as below: every instruction kept
-            }
-            alignas(32) float lanes[8];
+            // Distinct starting values: identical chains would be merged into one by the compiler.
+            constexpr int kLanes = sizeof(Acc) / sizeof(float);
+            Acc acc[kAccumulators];
             for (int i = 0; i < kAccumulators; ++i) {
-                _mm256_store_ps(lanes, acc[i]);
-                for (float lane : lanes) sink += lane;
+                float start[kLanes];
+                std::fill(start, start + kLanes, static_cast<float>(i));
+                std::memcpy(&acc[i], start, sizeof(Acc));
             }
-        }
-    });
-    const double flops = 16.0 * kAccumulators * static_cast<double>(kSteps) * omp_get_max_threads();
-    return sink == 0.12345f ? 0.0 : flops / seconds * 1e-9;
-#elif defined(__AVX512F__)
-#if !defined(__AVX512BF16__)
-    if (bf16) return 0.0;
-#endif
-    constexpr int kAccumulators = 12;  // more than latency x issue width: the loop is throughput-bound
-    constexpr long kSteps = 20'000'000;
-    float sink = 0;
-    const double seconds = best_seconds(3, [&] {
-#pragma omp parallel reduction(+ : sink)
-        {
-            __m512 acc[kAccumulators];
-            for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-            __m512 a = _mm512_set1_ps(1e-3f), b = _mm512_set1_ps(1e-3f);
-            __m512i a_bf16 = _mm512_set1_epi16(0x3a83), b_bf16 = _mm512_set1_epi16(0x3a83);  // 1e-3 in BF16
+            Input x = x0;
             for (long k = 0; k < kSteps; ++k) {
-#if defined(__AVX512BF16__)
-                if (bf16) {
 #pragma GCC unroll 12
-                    for (int i = 0; i < kAccumulators; ++i)
-                        acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)a_bf16, (__m512bh)b_bf16);
-                } else
-#endif
-                {
-#pragma GCC unroll 12
-                    for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
-                }
-                // The inputs are not loop-invariant to the compiler, so it keeps every instruction.
-                asm volatile("" : "+v"(a), "+v"(a_bf16));
+                for (int i = 0; i < kAccumulators; ++i) acc[i] = fma(acc[i], x, y);
+                // The input is not loop-invariant to the compiler, so it keeps every instruction.
+                asm volatile("" : "+v"(x));
             }
             // Summed through memory: GCC 12's _mm512_reduce_add_ps warns of an uninitialised temporary.
-            alignas(64) float lanes[16];
-            for (int i = 0; i < kAccumulators; ++i) {
-                _mm512_store_ps(lanes, acc[i]);
+            float lanes[kLanes];
+            for (const Acc& a : acc) {
+                std::memcpy(lanes, &a, sizeof(Acc));
                 for (float lane : lanes) sink += lane;
             }
         }
     });
-    const double flops_per_instruction = bf16 ? 64.0 : 32.0;
     const double flops = flops_per_instruction * kAccumulators * static_cast<double>(kSteps) * omp_get_max_threads();
     // The sink is used so that the loop cannot be optimised away.
     return sink == 0.12345f ? 0.0 : flops / seconds * 1e-9;
+}
+
+/// GFLOP/s of independent multiply-add instructions on registers by all threads; `bf16`: vdpbf16ps (32 products per
+/// instruction), else fp32 vfmadd (16 with AVX-512, 8 with AVX2). 0 when the build has no such instruction.
+inline double arithmetic_peak_gflops(bool bf16) {
+#if defined(__AVX512BF16__)
+    if (bf16) {
+        const __m512i x = _mm512_set1_epi16(0x3a83);  // 1e-3 in BF16
+        return register_fma_gflops<__m512>(64.0, x, x, [](__m512 acc, __m512i a, __m512i b) {
+            return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+        });
+    }
+#endif
+    if (bf16) return 0.0;
+#if defined(__AVX512F__)
+    const __m512 x = _mm512_set1_ps(1e-3f);
+    return register_fma_gflops<__m512>(32.0, x, x,
+                                       [](__m512 acc, __m512 a, __m512 b) { return _mm512_fmadd_ps(a, b, acc); });
+#elif defined(__FMA__)
+    const __m256 x = _mm256_set1_ps(1e-3f);
+    return register_fma_gflops<__m256>(16.0, x, x,
+                                       [](__m256 acc, __m256 a, __m256 b) { return _mm256_fmadd_ps(a, b, acc); });
 #else
-    (void)bf16;
     return 0.0;
 #endif
 }
