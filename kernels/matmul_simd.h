@@ -564,16 +564,10 @@ void batch_span(const void* x, size_t x_stride, const void* const* w, int cols, 
 /// out[r][j] (kBatchPanelRows per row) = the dot products of a batch tile's first MR rows, from its accumulators.
 template <int MR>
 void reduce_batch_tile(const BatchTile& tile, float* out) {
-    static_assert(kBatchTileRows * kBatchPanelRows % 8 == 0);
-    constexpr int kCount = MR * kBatchPanelRows;
-    const __m256* flat = &tile.acc[0][0];
-    for (int k = 0; k < kCount; k += 8) {
-        __m256 group[8];
-        for (int i = 0; i < 8; ++i) group[i] = k + i < kCount ? flat[k + i] : _mm256_setzero_ps();
-        float sums[8];
-        reduce8(group, sums);
-        std::memcpy(out + k, sums, sizeof(float) * std::min(8, kCount - k));
-    }
+    __m256 acc[MR][kBatchPanelRows];
+    for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < kBatchPanelRows; ++j) acc[r][j] = tile.acc[r][j];
+    reduce_tile<MR, kBatchPanelRows>(acc, out);
 }
 
 /// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it: dot_tile_f32 on
