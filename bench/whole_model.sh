@@ -20,7 +20,8 @@
 #     -npp LONG_CTX -ntg LONG_DECODE -npl 1 (its default f16 KV cache): prefill tokens/s, and decode tokens/s with
 #     LONG_CTX tokens cached;
 #  5. repeats everything $REPS times, the programs alternating within each repetition, and prints one markdown table
-#     of medians per model.
+#     of medians per model, after the CPU's name and the machine's limits measured at the start and at the end of the
+#     run (bench_matmul's limits rows: Eigen's fp32 GEMM, the FMA register ceiling, the memory's read bandwidth).
 # The numbers: kascade's tokens/s counts every position of every window over the wall time of the forward passes,
 # LM head and scoring; llama-perplexity's prompt-eval tokens/s counts the same positions (it scores the second half
 # of each window and keeps an f16 KV cache). Peak RSS is the whole process (memory-mapped weights count once
@@ -30,7 +31,7 @@
 # /tmp/kascade-whole-model), TEXT (default ../shared/data/wikitext-2/wiki.test.raw), THREADS (2), REPS (3),
 # SMOLLM2_CTX ("512 2048"), LLAMA_CTX ("512 4096"; empty: none), SMOLLM2_TOKENS / LLAMA_TOKENS (about this many positions per run,
 # in whole windows, at least one), LONG_CTX ("8192"; empty: no long-context rows), LONG_DECODE (32), MODELS_TO_RUN
-# ("smollm2 llama32_1b"), PEER (convert_wrap.py).
+# ("smollm2 llama32_1b"), PEER (convert_wrap.py), BENCH_MATMUL (default build/bench/bench_matmul).
 set -Eeuo pipefail
 # A program that fails (a model it cannot load, say) stops the run: name the command, not just a status.
 trap 'echo "whole_model.sh: stopped: \"$BASH_COMMAND\" exited with status $?" >&2' ERR
@@ -52,9 +53,14 @@ LLAMA3_TOKENIZER=$shared/models/tokenizers/llama-3/tokenizer.model
 MODELS_TO_RUN=${MODELS_TO_RUN:-"smollm2 llama32_1b"}
 PEER=${PEER:-$shared/tools/llama-cpp-peer/convert_wrap.py}
 LLAMA_CPP_DIR=${LLAMA_CPP_DIR:-}
+BENCH_MATMUL=${BENCH_MATMUL:-$here/build/bench/bench_matmul}
 export OMP_NUM_THREADS=$THREADS
 
 [[ -x $KASCADE ]] || { echo "whole_model.sh: no kascade binary at $KASCADE (build the kascade target)" >&2; exit 1; }
+[[ -x $BENCH_MATMUL ]] || {
+    echo "whole_model.sh: no bench_matmul at $BENCH_MATMUL (build the bench_matmul target: it measures the machine's limits printed beside the tables)" >&2
+    exit 1
+}
 [[ -f $TEXT ]] || { echo "whole_model.sh: no text file at $TEXT" >&2; exit 1; }
 if [[ -n $LLAMA_CPP_DIR ]]; then
     for tool in llama-perplexity llama-bench llama-batched-bench; do
@@ -67,6 +73,20 @@ fi
 mkdir -p "$MODELS"
 results=$MODELS/results.tsv  # one line per measurement: model, row, column, value
 : >"$results"
+
+# One line of the machine's limits, measured now with all $THREADS threads.
+machine_limits() {
+    "$BENCH_MATMUL" --benchmark_filter='limits/(fp32_gemm/eigen|fp32_arith|memory_read)' --benchmark_format=json \
+        >"$MODELS/limits.json" 2>/dev/null
+    python3 - "$MODELS/limits.json" <<'EOF'
+import json, sys
+rows = {b["name"].split("/iterations")[0]: b for b in json.load(open(sys.argv[1]))["benchmarks"]}
+print(f"Eigen fp32 GEMM {rows['limits/fp32_gemm/eigen']['GFLOP/s']:.1f} GFLOP/s, "
+      f"FMA register ceiling {rows['limits/fp32_arith']['GFLOP/s']:.1f} GFLOP/s, "
+      f"memory read {rows['limits/memory_read']['GB/s']:.1f} GB/s")
+EOF
+}
+limits_at_start=$(machine_limits)
 
 config_of() {
     case $1 in
@@ -244,7 +264,12 @@ for ctx in map(int, sys.argv[3:]):
 EOF
 }
 
+limits_at_end=$(machine_limits)
 echo
+cpu_field() { lscpu | sed -n "s/^$1: *//p" | head -n 1; }
+echo "CPU: $(cpu_field 'Model name') (family $(cpu_field 'CPU family'), model $(cpu_field Model)), $(nproc) CPUs online"
+echo "limits at the start: $limits_at_start"
+echo "limits at the end:   $limits_at_end"
 echo "threads $THREADS, medians of $REPS, load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 for model in $MODELS_TO_RUN; do
     if [[ $model == smollm2 ]]; then ctxs=$SMOLLM2_CTX; else ctxs=$LLAMA_CTX; fi
