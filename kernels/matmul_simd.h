@@ -30,6 +30,9 @@
 
 namespace kascade::detail::matmul {
 
+/// How a batch tile reads its weights: the weight matrix's type and, for BF16 weights, the products' precision.
+enum class BatchWeights { F32, F16, Bf16Exact, Bf16 };
+
 /// IEEE half to float, exact (every half is a float).
 inline float float_from_f16(uint16_t h) {
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -147,7 +150,8 @@ static_assert(kBatchTileRows * kBatchPanelRows <= kTileOutputs);
 
 /// The accumulators of a batch tile (its first MR rows in use), kept in memory between its column blocks.
 struct BatchTile {
-    __m512 acc[kBatchTileRows][kBatchPanelRows];
+    using Vector = __m512;
+    Vector acc[kBatchTileRows][kBatchPanelRows];
 };
 
 /// Reduces acc[MR][NR] into out[MR][NR] (out has room for kTileOutputs floats).
@@ -294,9 +298,6 @@ void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const*
                                [w](int j, int c, __mmask16 mask) { return load_bf16_as_f32(w[j] + c, mask); });
 }
 
-/// How a batch tile reads its weights: the weight matrix's type and, for BF16 weights, the products' precision.
-enum class BatchWeights { F32, F16, Bf16Exact, Bf16 };
-
 /// Columns [c_begin, c_end) of a batch tile: the MR activation rows x (stride x_stride; for BatchWeights::Bf16 the
 /// converted rows, else fp32) against the kBatchPanelRows weight rows w, added to tile's accumulators (zeroed before
 /// its first block, reduced with reduce_batch_tile after its last). Each step requests the same columns of the rows at
@@ -335,15 +336,6 @@ void batch_span(const void* x, size_t x_stride, const void* const* w, int cols, 
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 6
         for (int j = 0; j < NR; ++j) tile.acc[r][j] = acc[r][j];
-}
-
-/// out[r][j] (kBatchPanelRows per row) = the dot products of a batch tile's first MR rows, from its accumulators.
-template <int MR>
-void reduce_batch_tile(const BatchTile& tile, float* out) {
-    __m512 acc[MR][kBatchPanelRows];
-    for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < kBatchPanelRows; ++j) acc[r][j] = tile.acc[r][j];
-    reduce_tile<MR, kBatchPanelRows>(acc, out);
 }
 
 /// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it: dot_tile_f32 on
@@ -496,12 +488,10 @@ void dot_tile_bf16_exact(const float* x, size_t x_stride, const uint16_t* const*
         [&](int j, int c, int remaining) { return load_bf16_as_f32(w[j] + c, remaining); });
 }
 
-/// How a batch tile reads its weights: the weight matrix's type and, for BF16 weights, the products' precision.
-enum class BatchWeights { F32, F16, Bf16Exact, Bf16 };
-
 /// The accumulators of a batch tile (its first MR rows in use), kept in memory between its column blocks.
 struct BatchTile {
-    __m256 acc[kBatchTileRows][kBatchPanelRows];
+    using Vector = __m256;
+    Vector acc[kBatchTileRows][kBatchPanelRows];
 };
 
 /// Columns [c_begin, c_end) of rows [R0, R0 + G) of a batch tile (see batch_span), G <= kBatchRowGroup; `request(c)`
@@ -559,15 +549,6 @@ void batch_span(const void* x, size_t x_stride, const void* const* w, int cols, 
     if constexpr (MR > kBatchRowGroup)
         batch_group_span<kBatchRowGroup, MR - kBatchRowGroup, K>(x, x_stride, w, cols, c_begin, c_end, tile,
                                                                  no_request);
-}
-
-/// out[r][j] (kBatchPanelRows per row) = the dot products of a batch tile's first MR rows, from its accumulators.
-template <int MR>
-void reduce_batch_tile(const BatchTile& tile, float* out) {
-    __m256 acc[MR][kBatchPanelRows];
-    for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < kBatchPanelRows; ++j) acc[r][j] = tile.acc[r][j];
-    reduce_tile<MR, kBatchPanelRows>(acc, out);
 }
 
 /// dst[c] = w[c] widened to fp32 (F16 when `f16`, else BF16), c < cols, as the tiles above widen it: dot_tile_f32 on
@@ -644,6 +625,17 @@ inline void widen_row(const uint16_t* w, int cols, bool f16, float* dst) {
     for (int c = 0; c < cols; ++c) dst[c] = f16 ? float_from_f16(w[c]) : float_from_bf16(w[c]);
 }
 
+#endif
+
+#if KASCADE_MATMUL_BATCH_TILE
+/// out[r][j] (kBatchPanelRows per row) = the dot products of a batch tile's first MR rows, from its accumulators.
+template <int MR>
+void reduce_batch_tile(const BatchTile& tile, float* out) {
+    BatchTile::Vector acc[MR][kBatchPanelRows];
+    for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < kBatchPanelRows; ++j) acc[r][j] = tile.acc[r][j];
+    reduce_tile<MR, kBatchPanelRows>(acc, out);
+}
 #endif
 
 }  // namespace kascade::detail::matmul
