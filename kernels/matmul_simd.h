@@ -70,6 +70,16 @@ inline void prefetch_next_panel(const void* panel, int cols, size_t elem, int c,
     }
 }
 
+/// A batch tile's requests at column c (batch_span): one line of each of the NR rows at `next` (byte addresses, the
+/// weights its work unit reads next) per 64 bytes of columns, into L1.
+template <int NR, int Elem>
+[[gnu::always_inline]] inline void request_next_rows(const char* const* next, int c) {
+    if (c * Elem % 64 == 0) {
+#pragma GCC unroll 6
+        for (int j = 0; j < NR; ++j) _mm_prefetch(next[j] + c * Elem, _MM_HINT_T0);
+    }
+}
+
 #endif
 
 #if KASCADE_MATMUL_AVX512BF16
@@ -314,10 +324,7 @@ void batch_span(const void* x, size_t x_stride, const void* const* w, int cols, 
 #pragma GCC unroll 6
         for (int j = 0; j < NR; ++j) acc[r][j] = tile.acc[r][j];
     const auto request = [next](int c) __attribute__((always_inline)) {
-        if (c * kElem % 64 == 0) {
-#pragma GCC unroll 6
-            for (int j = 0; j < NR; ++j) _mm_prefetch(next[j] + c * kElem, _MM_HINT_T0);
-        }
+        request_next_rows<NR, kElem>(next, c);
     };
     if constexpr (K == BatchWeights::Bf16) {
         const auto* rows = reinterpret_cast<const uint16_t* const*>(w);
@@ -539,9 +546,7 @@ void batch_span(const void* x, size_t x_stride, const void* const* w, int cols, 
                 const char* const* next) {
     constexpr int kElem = K == BatchWeights::F32 ? 4 : 2;
     const auto request = [next](int c) __attribute__((always_inline)) {
-        if (c * kElem % 64 == 0) {
-            for (int j = 0; j < kBatchPanelRows; ++j) _mm_prefetch(next[j] + c * kElem, _MM_HINT_T0);
-        }
+        request_next_rows<kBatchPanelRows, kElem>(next, c);
     };
     const auto no_request = [](int) {};
     constexpr int kFirst = std::min(MR, kBatchRowGroup);
