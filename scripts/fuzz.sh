@@ -12,6 +12,9 @@
 #   build-fuzz/tests/fuzz/fuzz_<target> <file>
 # and, once fixed, copy it to tests/fuzz/regressions/<target>/ so that test_fuzz replays it in every build.
 # h5_artifact only: faults inside libhdf5 itself are counted and kept, not failed (see run_target).
+# Every fuzzer process runs under a wall-clock bound (coreutils timeout, whole process group): libFuzzer's own
+# -timeout is a signal handler inside the process, which a process stuck in a lock never runs, and a fork-mode parent
+# waits on such a child for ever (a CI run sat in h5_artifact until the 90-minute limit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,7 +68,7 @@ fi
 fault_place() {
   local binary="$1" input="$2"
   # The physical path, as the compiler recorded the sources (cmake resolves symbolic links; $PWD may not).
-  "$binary" -timeout=5 -runs=1 "$input" 2>&1 | awk -v checkout="$(pwd -P)/" '
+  timeout -k 5 60 "$binary" -timeout=5 -runs=1 "$input" 2>&1 | awk -v checkout="$(pwd -P)/" '
     /^==[0-9]+== ?ERROR: |runtime error:/ { reported = 1 }
     /runtime error:/ && !place { place = "kascade" }
     /^ *#[0-9]+ / && !place {
@@ -95,8 +98,10 @@ run_target() {
     # runs in fork mode, which keeps going after a fault, and only faults outside libhdf5 fail the run.
     options+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -timeout=5)
   fi
-  local status=0
-  "$binary" "${options[@]}" "${corpora[@]}" >"$log" 2>&1 || status=$?
+  local status=0 limit=$((seconds * 2 + 60))
+  timeout -k 10 "$limit" "$binary" "${options[@]}" "${corpora[@]}" >"$log" 2>&1 || status=$?
+  local stopped=0  # timeout's status when it had to stop the run: 124 (TERM), 137 (KILL after -k)
+  if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then stopped=1; fi
   local executed  # libFuzzer's last status line starts with the number of inputs run, "#1234"
   executed=$(grep -o '^#[0-9][0-9]*' "$log" | tail -n 1 | tr -d '#')
   local input place ours=() in_hdf5=0 not_reproduced=0
@@ -113,6 +118,9 @@ run_target() {
   local notes=""
   if [ "$in_hdf5" -gt 0 ]; then notes+="; $in_hdf5 faults inside libhdf5"; fi
   if [ "$not_reproduced" -gt 0 ]; then notes+="; $not_reproduced faults not reproducible alone"; fi
+  # A stopped run saved no input for the process that hung, so there is nothing to triage: in h5_artifact, where
+  # libhdf5 is known to hang on corrupt files, it is noted; anywhere else it fails the run (status 124 or 137).
+  if [ "$stopped" -eq 1 ]; then notes+="; stopped by the ${limit}s wall-clock limit, a process hung"; fi
   if [ -n "$notes" ]; then notes+=" (inputs in $findings)"; fi
   # Fork mode exits non-zero after any fault, even an ignored one: there the triage above decides.
   if { [ "$status" -eq 0 ] || [ "$target" = h5_artifact ]; } && [ ${#ours[@]} -eq 0 ]; then

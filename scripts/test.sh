@@ -37,6 +37,12 @@ if [ "${1:-}" != "--quick" ]; then
   sanitizer_skip='^(TaskSweep\.(Plans|ATaskJob|Concurrent|Sharded)|SweepConcurrencyTest\.(FourProcesses|LocalWorkers|Sharded|MergingTwo)'
   sanitizer_skip+='|SweepTest\.(ForceComputes|KilledThreeTimes|SecondRunComputesNothing|ADeletedArtifact)|RetrievalCard\.'
   sanitizer_skip+='|DecodeEval\.ExperimentFile|TaskStage\.KilledRun|LongBenchSweeps\.Llama31'
+  # and the task command with every method at a full budget and in batches (40 to 80 s each under the sanitizers,
+  # a kascade process per method and batch): every method's decode, alone and batched, runs in-process in the
+  # runtime tests (DecodePolicies, BatchedDecode), and the task command in batches in DatasetTask's batched test;
+  # and the retrieval model's greedy tokens against its training script (80 s: the dense forward it runs is checked
+  # against the naive one in the runtime tests).
+  sanitizer_skip+='|TaskStage\.(EveryMethodAtAFullBudget|BatchedSamples)|RetrievalFixture\.GreedyTokens'
   # and the two largest published configs against the naive forward (436M random weights, about 2 minutes each under
   # the sanitizers): the other four families run the same code at smaller shapes, GQA 4:1 and the sliding window
   # included (tests/runtime/test_model_families.cpp).

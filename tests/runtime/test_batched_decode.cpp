@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -70,23 +71,31 @@ std::vector<std::pair<std::string, MakePolicy>> every_method() {
     };
 }
 
-/// Prefills each prompt densely into its own cache, then decodes `steps` tokens per sequence (the token at each step
-/// is fixed by the test, as in teacher forcing), either every sequence one at a time or all of them in one batched
-/// forward per step. Returns the hidden states of every decode step, [step][sequence][dim].
-std::vector<float> decode(const Transformer& model, const std::vector<std::vector<int32_t>>& prompts, int steps,
-                          const MakePolicy& make, KvDType kv_dtype, bool batched) {
+/// Each prompt prefilled densely into its own cache, with room for `steps` more positions and the page bounds that
+/// `page_size` asks for (AttentionPolicy::kv_page_size()). Every decode of a test starts from copies of these, so the
+/// prefill, most of a test's time, runs once per cache layout instead of once per decode.
+std::vector<KvCache> prefilled_caches(const Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+                                      int steps, int page_size, KvDType kv_dtype) {
     const ModelConfig& c = model.config();
-    const int n_seq = static_cast<int>(prompts.size());
-    std::vector<std::unique_ptr<AttentionPolicy>> policies;
-    std::vector<std::unique_ptr<KvCache>> caches;
+    std::vector<KvCache> caches;
     DenseAttention dense;
     for (const std::vector<int32_t>& prompt : prompts) {
-        policies.push_back(make(c));
-        caches.push_back(std::make_unique<KvCache>(c, static_cast<int>(prompt.size()) + steps,
-                                                   policies.back()->kv_page_size(), kv_dtype));
+        caches.emplace_back(c, static_cast<int>(prompt.size()) + steps, page_size, kv_dtype);
         std::vector<float> prefill_hidden(prompt.size() * c.dim);
-        model.forward(prompt, *caches.back(), dense, prefill_hidden.data());
+        model.forward(prompt, caches.back(), dense, prefill_hidden.data());
     }
+    return caches;
+}
+
+/// Decodes `steps` tokens per sequence from the prefilled `caches` (the token at each step is fixed by the test, as
+/// in teacher forcing), either every sequence one at a time or all of them in one batched forward per step. Returns
+/// the hidden states of every decode step, [step][sequence][dim].
+std::vector<float> decode(const Transformer& model, std::vector<KvCache> caches, int steps, const MakePolicy& make,
+                          bool batched) {
+    const ModelConfig& c = model.config();
+    const int n_seq = static_cast<int>(caches.size());
+    std::vector<std::unique_ptr<AttentionPolicy>> policies;
+    for (int s = 0; s < n_seq; ++s) policies.push_back(make(c));
     std::vector<float> hidden(static_cast<size_t>(steps) * n_seq * c.dim);
     std::vector<int32_t> tokens(n_seq);
     for (int step = 0; step < steps; ++step) {
@@ -94,12 +103,11 @@ std::vector<float> decode(const Transformer& model, const std::vector<std::vecto
         float* out = hidden.data() + static_cast<size_t>(step) * n_seq * c.dim;
         if (batched) {
             std::vector<ForwardSequence> batch;
-            for (int s = 0; s < n_seq; ++s)
-                batch.push_back({std::span(&tokens[s], 1), caches[s].get(), policies[s].get()});
+            for (int s = 0; s < n_seq; ++s) batch.push_back({std::span(&tokens[s], 1), &caches[s], policies[s].get()});
             model.forward(batch, out);
         } else {
             for (int s = 0; s < n_seq; ++s)
-                model.forward(std::span(&tokens[s], 1), *caches[s], *policies[s], out + static_cast<size_t>(s) * c.dim);
+                model.forward(std::span(&tokens[s], 1), caches[s], *policies[s], out + static_cast<size_t>(s) * c.dim);
         }
     }
     return hidden;
@@ -121,15 +129,20 @@ void expect_batched_equals_single(const Transformer& model, const std::vector<st
                                   int steps) {
     const int n_seq = static_cast<int>(prompts.size());
     for (KvDType kv : {KvDType::F32, KvDType::BF16}) {
+        std::map<int, std::vector<KvCache>> prefilled;  // by page size
         for (const auto& [name, make] : every_method()) {
             SCOPED_TRACE(name + " kv " + std::string(mode_name(kv)));
-            const std::vector<float> single = decode(model, prompts, steps, make, kv, false);
+            const int page_size = make(model.config())->kv_page_size();
+            if (!prefilled.contains(page_size))
+                prefilled.emplace(page_size, prefilled_caches(model, prompts, steps, page_size, kv));
+            const std::vector<KvCache>& caches = prefilled.at(page_size);
+            const std::vector<float> single = decode(model, caches, steps, make, false);
             // As many threads as sequences: each thread attends whole sequences; one more: each sequence's attention
             // is split over the threads (Transformer::attend_sequences).
             for (int threads : {n_seq, n_seq + 1}) {
                 SCOPED_TRACE(std::to_string(threads) + " threads");
                 const ThreadCount scope(threads);
-                const std::vector<float> batched = decode(model, prompts, steps, make, kv, true);
+                const std::vector<float> batched = decode(model, caches, steps, make, true);
                 ASSERT_EQ(single.size(), batched.size());
                 // Bitwise: memcmp, not a tolerance (and not ==, which would call -0 and 0 equal).
                 EXPECT_EQ(std::memcmp(single.data(), batched.data(), single.size() * sizeof(float)), 0);
