@@ -46,6 +46,10 @@
 //   kv_bound              its byte bound: the bytes a dense step reads with an f32 cache / with a bf16 cache
 //   batch_speedup         decode, B > 1 rows: tokens/s / tokens/s of the same row at B = 1, measured in this run
 //   batch_bound           its byte bound: b x the bytes of a B = 1 dense step / the bytes of the batched dense step
+//   idle_write_ms         decode: the 2 MiB regions a step's cache writes touch (per sequence, layer, K and V, the new
+//                         position's row of each KV head) x the machine's first write to an idle region
+//                         (machine_limits::idle_region_write_us): the part of rope_kv_ms a hypervisor's write traps
+//                         take
 // Models: stories260K (real weights, fp32 file; prefill only: it is trained to 512 positions), and random BF16
 // checkpoints with SmolLM2-135M's and Llama-3.2-1B's config.json written by write_random_checkpoint and loaded by
 // load_model (memory-mapped) like any checkpoint. They are written to a temporary folder removed at exit, or kept
@@ -60,12 +64,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -438,6 +444,27 @@ void fill_cache(KvCache& cache, const ModelConfig& c, int positions) {
     }
 }
 
+/// The distinct 2 MiB regions a decode step writes in `caches`: per cache, layer, keys and values, the row of position
+/// `position` of every KV head.
+size_t written_regions(const std::vector<std::unique_ptr<KvCache>>& caches, const ModelConfig& c, int position) {
+    std::set<uintptr_t> regions;
+    for (const std::unique_ptr<KvCache>& cache : caches) {
+        const size_t elem = cache->dtype() == KvDType::F32 ? 4 : 2;
+        for (int l = 0; l < c.n_layers; ++l) {
+            for (const KvPtr& base : {cache->keys(l), cache->values(l)}) {
+                const auto* bytes =
+                    static_cast<const char*>(base.dtype() == KvDType::F32 ? static_cast<const void*>(base.f32())
+                                                                          : static_cast<const void*>(base.bf16()));
+                for (int h = 0; h < c.n_kv_heads; ++h) {
+                    const size_t row = (static_cast<size_t>(h) * cache->capacity() + position) * c.head_dim;
+                    regions.insert(reinterpret_cast<uintptr_t>(bytes + row * elem) >> 21);
+                }
+            }
+        }
+    }
+    return regions.size();
+}
+
 void BM_decode(benchmark::State& state, const std::string& model_name, int positions, int batch, Numerics numerics,
                const AttentionMethod& method, KvDType kv) {
     const ModelWeights& weights = model_weights(model_name, numerics);
@@ -501,6 +528,7 @@ void BM_decode(benchmark::State& state, const std::string& model_name, int posit
     state.counters["pct_limit"] = 100.0 * gbps / g_limits.memory_gbps;
     state.counters["adjacent_GB/s"] = adjacent_gbps;
     state.counters["pct_adjacent"] = 100.0 * gbps / adjacent_gbps;
+    state.counters["idle_write_ms"] = written_regions(caches, c, positions) * g_limits.idle_write_us * 1e-3;
     if (const auto bound = decode_bound_bytes(weights, *policies[0], positions + 1, kv, batch))
         state.counters["pct_bound"] = 100.0 * *bound * n / seconds * 1e-9 / g_limits.memory_gbps;
     const std::string row = model_name + "/" + std::to_string(positions) + "/" + numerics_name(numerics);
@@ -617,6 +645,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("memory_gbps", std::to_string(kascade::g_limits.memory_gbps));
     benchmark::AddCustomContext("bf16_arith_gflops", std::to_string(kascade::g_limits.bf16_arith_gflops));
     benchmark::AddCustomContext("fp32_arith_gflops", std::to_string(kascade::g_limits.fp32_arith_gflops));
+    benchmark::AddCustomContext("idle_write_us", std::to_string(kascade::g_limits.idle_write_us));
     kascade::register_all();
     kascade::run_benchmarks(results_dir);
     benchmark::Shutdown();

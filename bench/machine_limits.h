@@ -9,8 +9,11 @@
 //                    vdpbf16ps (BF16) or vfmadd (fp32) on registers, 256-bit vfmadd where the build has AVX2 but no
 //                    AVX-512; the ceiling no product can pass, reported beside the square products (0 where the build
 //                    has no such instruction: BF16 without AVX512-BF16, fp32 without FMA)
-// Each figure is the best of a few repetitions after a warm-up: a peak, not a typical value. All use
-// omp_get_max_threads() threads. Header-only: bench/ builds every .cpp as its own program.
+//   idle-region write the cost of the first write to a 2 MiB region that went unwritten for a third of a second, a
+//                    decode step's interval (one thread; the mean, not a peak): about 0.1 us on bare metal, 5 us and
+//                    more under a hypervisor that traps such writes (idle_region_write_us)
+// Each figure but the last is the best of a few repetitions after a warm-up: a peak, not a typical value. All but
+// the last use omp_get_max_threads() threads. Header-only: bench/ builds every .cpp as its own program.
 #pragma once
 
 #include <omp.h>
@@ -23,8 +26,10 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
+#include "base/cache_aligned.h"
 #include "kernels/matmul.h"
 
 namespace kascade::machine_limits {
@@ -221,16 +226,39 @@ inline double arithmetic_peak_gflops(bool bf16) {
 #endif
 }
 
+/// Microseconds the first write to a 2 MiB region takes once nothing has written to it for 330 ms. A hypervisor that
+/// tracks the memory its guest writes (dirty logging) write-protects the guest's memory again every so often, and the
+/// next write to each region then traps to the host: on the 2-vCPU Firecracker VM 5 to 15 us per 2 MiB region,
+/// against about 0.1 us for the same write on bare metal (bench/README.md, "The first write to an idle region").
+/// A decode step writes the new position's keys and values into each KV head's part of the cache (head-major, one
+/// region per head at long contexts), so under such a hypervisor it pays this for every (sequence, layer, K or V,
+/// head): bench_forward's idle_write_ms beside rope_kv_ms.
+inline double idle_region_write_us() {
+    constexpr size_t kRegion = size_t{2} << 20;
+    constexpr int kRegions = 32, kRounds = 8;
+    CacheAlignedVector<char> buffer(kRegion * kRegions, 1);  // written once, on huge pages as the caches are
+    volatile char* bytes = buffer.data();
+    double seconds = 0;
+    for (int round = 0; round < kRounds; ++round) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(330));
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int r = 0; r < kRegions; ++r) bytes[r * kRegion + round * 64] = static_cast<char>(round);
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return seconds / (kRounds * kRegions) * 1e6;
+}
+
 struct MachineLimits {
     double fp32_gemm_gflops = 0;   ///< best of Eigen and matmul(F32)
     double bf16_gemm_gflops = 0;   ///< matmul(BF16 weights, BF16 products)
     double memory_gbps = 0;        ///< streaming read bandwidth
     double bf16_arith_gflops = 0;  ///< vdpbf16ps throughput on registers
     double fp32_arith_gflops = 0;  ///< vfmadd throughput on registers
+    double idle_write_us = 0;      ///< the first write to a 2 MiB region left idle for a decode step's interval
     int threads = 0;
 };
 
-/// All the limits (about 6 s on 2 cores).
+/// All the limits (about 9 s on 2 cores, 2.6 of them asleep).
 inline MachineLimits measure() {
     MachineLimits limits;
     limits.fp32_gemm_gflops =
@@ -239,6 +267,7 @@ inline MachineLimits measure() {
     limits.memory_gbps = memory_read_gbps();
     limits.bf16_arith_gflops = arithmetic_peak_gflops(true);
     limits.fp32_arith_gflops = arithmetic_peak_gflops(false);
+    limits.idle_write_us = idle_region_write_us();
     limits.threads = omp_get_max_threads();
     return limits;
 }
