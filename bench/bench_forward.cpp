@@ -75,6 +75,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cache_aligned.h"
 #include "bench/bench_results_reporter.h"
 #include "bench/machine_limits.h"
 #include "io/weights/model_weights.h"
@@ -444,20 +445,17 @@ void fill_cache(KvCache& cache, const ModelConfig& c, int positions) {
     }
 }
 
-/// The distinct 2 MiB regions a decode step writes in `caches`: per cache, layer, keys and values, the row of position
-/// `position` of every KV head.
+/// The distinct huge-page-sized regions (CacheLineAllocator::kHugePageBytes, the caches' pages) a decode step writes in
+/// `caches`: per cache, layer, keys and values, the row of position `position` of every KV head.
 size_t written_regions(const std::vector<std::unique_ptr<KvCache>>& caches, const ModelConfig& c, int position) {
+    constexpr size_t kRegion = CacheLineAllocator<char>::kHugePageBytes;
     std::set<uintptr_t> regions;
     for (const std::unique_ptr<KvCache>& cache : caches) {
-        const size_t elem = cache->dtype() == KvDType::F32 ? 4 : 2;
         for (int l = 0; l < c.n_layers; ++l) {
             for (const KvPtr& base : {cache->keys(l), cache->values(l)}) {
-                const auto* bytes =
-                    static_cast<const char*>(base.dtype() == KvDType::F32 ? static_cast<const void*>(base.f32())
-                                                                          : static_cast<const void*>(base.bf16()));
                 for (int h = 0; h < c.n_kv_heads; ++h) {
-                    const size_t row = (static_cast<size_t>(h) * cache->capacity() + position) * c.head_dim;
-                    regions.insert(reinterpret_cast<uintptr_t>(bytes + row * elem) >> 21);
+                    const KvPtr row = base + (static_cast<int64_t>(h) * cache->capacity() + position) * c.head_dim;
+                    regions.insert(row.visit([](const auto* p) { return reinterpret_cast<uintptr_t>(p); }) / kRegion);
                 }
             }
         }

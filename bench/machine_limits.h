@@ -10,8 +10,8 @@
 //                    AVX-512; the ceiling no product can pass, reported beside the square products (0 where the build
 //                    has no such instruction: BF16 without AVX512-BF16, fp32 without FMA)
 //   idle-region write the cost of the first write to a 2 MiB region that went unwritten for a third of a second, a
-//                    decode step's interval (one thread; the mean, not a peak): about 0.1 us on bare metal, 5 us and
-//                    more under a hypervisor that traps such writes (idle_region_write_us)
+//                    decode step's interval (one thread; the mean, not a peak): 4-6 us on the 2-vCPU Firecracker VMs,
+//                    where back-to-back writes to the same regions take 0.04 us (idle_region_write_us)
 // Each figure but the last is the best of a few repetitions after a warm-up: a peak, not a typical value. All but
 // the last use omp_get_max_threads() threads. Header-only: bench/ builds every .cpp as its own program.
 #pragma once
@@ -226,15 +226,15 @@ inline double arithmetic_peak_gflops(bool bf16) {
 #endif
 }
 
-/// Microseconds the first write to a 2 MiB region takes once nothing has written to it for 330 ms. A hypervisor that
-/// tracks the memory its guest writes (dirty logging) write-protects the guest's memory again every so often, and the
-/// next write to each region then traps to the host: on the 2-vCPU Firecracker VM 5 to 15 us per 2 MiB region,
-/// against about 0.1 us for the same write on bare metal (bench/README.md, "The first write to an idle region").
-/// A decode step writes the new position's keys and values into each KV head's part of the cache (head-major, one
-/// region per head at long contexts), so under such a hypervisor it pays this for every (sequence, layer, K or V,
+/// Microseconds the first write to a 2 MiB region (a huge page of the caches) takes once nothing has written to it for
+/// 330 ms. On the 2-vCPU Firecracker VM this is 4-6 us per region where the same writes back to back take 0.04 us,
+/// with no page fault in the guest: the behaviour of a hypervisor that tracks the memory its guest writes and traps
+/// the next write to each region after it write-protects them again (bench/README.md, "The first write to an idle
+/// region"). A decode step writes the new position's keys and values into each KV head's part of the cache
+/// (head-major, one region per head at long contexts), so there it pays this for every (sequence, layer, K or V,
 /// head): bench_forward's idle_write_ms beside rope_kv_ms.
 inline double idle_region_write_us() {
-    constexpr size_t kRegion = size_t{2} << 20;
+    constexpr size_t kRegion = CacheLineAllocator<char>::kHugePageBytes;
     constexpr int kRegions = 32, kRounds = 8;
     CacheAlignedVector<char> buffer(kRegion * kRegions, 1);  // written once, on huge pages as the caches are
     volatile char* bytes = buffer.data();
