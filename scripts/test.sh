@@ -21,9 +21,8 @@ if [ "${1:-}" != "--quick" ]; then
   # The kernels have three instruction paths chosen at compile time (AVX-512, AVX2, portable; kernels/matmul_simd.h):
   # the Release build above runs the host's, the sanitizer build below the AVX2 one (x86-64-v3: the laptops and
   # workstations without AVX-512), and the portable one must at least compile, warning-free.
-  for source in kernels/*.cpp; do
-    c++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -march=x86-64 -fopenmp -I. -Ibuild "$source"
-  done
+  printf '%s\n' kernels/*.cpp |
+    xargs -P "$jobs" -I{} c++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -march=x86-64 -fopenmp -I. -Ibuild {}
   sanitizer_arch=(-DKASCADE_NATIVE=OFF -DCMAKE_CXX_FLAGS="-march=x86-64-v3")
   grep -qw avx2 /proc/cpuinfo || sanitizer_arch=()
   # Sanitizers: -O1 keeps them fast enough, -g1 (line tables) names file and line in their reports at a fraction of
