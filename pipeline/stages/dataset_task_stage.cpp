@@ -163,18 +163,14 @@ std::string dataset_task_key(const DatasetKeyInputs& k) {
         {"tokenizer", k.tokenizer_hash},
         {"dataset", k.dataset_hash},
         {"prompt_template", k.prompt_template.empty() ? std::string("prompt field") : hash_hex(k.prompt_template)}};
-    if (k.method == EvalMethod::Kascade) inputs["schedule"] = k.schedule_key;
     nlohmann::json params = {{"task", kDatasetTask},
                              {"dataset_name", k.dataset_name},
                              {"metric", std::string(mode_name(k.metric))},
                              {"max_length", k.max_length},
                              {"max_new_tokens", k.max_new_tokens},
                              {"chat_template", std::string(mode_name(k.chat_template))},
-                             {"prefill", std::string(mode_name(k.prefill))},
-                             {"method", std::string(mode_name(k.method))}};
-    add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
-                          k.window_ratio, params);
-    add_numerics_key_params(k.matmul, k.kv_dtype, params);
+                             {"prefill", std::string(mode_name(k.prefill))}};
+    add_method_key(k.method_key, inputs, params);
     return content_key("task", kTaskFormatVersion, inputs, params);
 }
 
@@ -203,7 +199,6 @@ ResolvedDatasetTask resolve_dataset_task(ResultsDb* db, const LoadedModel& model
     r.method = resolve_method(db, model.model_hash, model.path.string(), method, r.max_length + max_new_tokens,
                               "--max-length + max-new-tokens");
     check_method_layers(method, model.weights.config.n_layers);
-    const ResolvedEval& m = r.method;
     r.key = dataset_task_key({.model_hash = model.model_hash,
                               .tokenizer_hash = model.tokenizer_hash,
                               .dataset_hash = r.files.dataset_text.hash,
@@ -214,17 +209,7 @@ ResolvedDatasetTask resolve_dataset_task(ResultsDb* db, const LoadedModel& model
                               .max_new_tokens = max_new_tokens,
                               .chat_template = r.files.chat_template,
                               .prefill = r.params.prefill,
-                              .method = m.params.method,
-                              .tile = m.tile,
-                              .topk = m.topk,
-                              .schedule_key = m.schedule ? m.schedule->record.key : "",
-                              .granularity = m.granularity,
-                              .pooling = m.pooling,
-                              .quest_page = m.params.quest_page,
-                              .selection_layers = m.params.selection_layers,
-                              .window_ratio = m.params.window_ratio,
-                              .matmul = m.params.matmul,
-                              .kv_dtype = m.params.kv_dtype});
+                              .method_key = method_key_inputs(r.method)});
     return r;
 }
 

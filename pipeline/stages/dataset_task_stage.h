@@ -69,17 +69,7 @@ struct DatasetKeyInputs {
     int max_new_tokens = 0;
     ChatTemplate chat_template = ChatTemplate::None;
     TaskPrefill prefill = TaskPrefill::Sparse;  ///< as effective_task_prefill gives it
-    EvalMethod method = EvalMethod::Dense;
-    int tile = 0;                                        ///< ignored for dense and quest
-    TopKRule topk;                                       ///< ignored for dense
-    std::string schedule_key;                            ///< method kascade
-    KeyGranularity granularity = KeyGranularity::Token;  ///< ignored for dense and quest
-    Pooling pooling = Pooling::PostSoftmax;              ///< ignored for dense and quest
-    int quest_page = 0;                                  ///< quest
-    std::vector<int> selection_layers{};                 ///< omnikv, lessismore
-    double window_ratio = 0;                             ///< lessismore
-    MatmulPrecision matmul = MatmulPrecision::Exact;
-    KvDType kv_dtype = EvalParams{}.kv_dtype;
+    MethodKeyInputs method_key;
 };
 std::string dataset_task_key(const DatasetKeyInputs& inputs);
 

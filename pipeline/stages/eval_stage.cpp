@@ -189,51 +189,60 @@ ResolvedEval resolve_eval(Workspace& ws, const LoadedModel& model, const LoadedT
 std::string eval_key(const ResolvedEval& r, const RunInputHashes& hashes, std::string_view schedule_key) {
     const EvalParams& p = r.params;
     nlohmann::json inputs = {{"model", hashes.model}, {"tokenizer", hashes.tokenizer}, {"text", hashes.text}};
-    nlohmann::json params = {{"method", std::string(mode_name(p.method))},
-                             {"ctx", r.ctx},
-                             {"token_offset", r.token_offset},
-                             {"n_tokens", p.n_tokens}};
+    nlohmann::json params = {{"ctx", r.ctx}, {"token_offset", r.token_offset}, {"n_tokens", p.n_tokens}};
     // Keys of prefill runs have no phase: they are those of the runs stored before decode runs existed.
     if (p.phase == EvalPhase::Decode) {
         params["phase"] = std::string(mode_name(p.phase));
         params["prompt_tokens"] = p.prompt_tokens;
         params["decode_tokens"] = p.decode_tokens;
     }
-    add_method_key_params(p.method, r.tile, r.topk, r.granularity, r.pooling, p.quest_page, p.selection_layers,
-                          p.window_ratio, params);
-    add_numerics_key_params(p.matmul, p.kv_dtype, params);
-    if (p.method == EvalMethod::Kascade) inputs["schedule"] = std::string(schedule_key);
+    MethodKeyInputs method = method_key_inputs(r);
+    method.schedule_key = schedule_key;
+    add_method_key(method, inputs, params);
     return content_key("eval", kEvalFormatVersion, inputs, params);
 }
 
-void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
-                           Pooling pooling, int quest_page, const std::vector<int>& selection_layers,
-                           double window_ratio, nlohmann::json& params) {
-    if (method == EvalMethod::Quest) {
-        params["page_size"] = quest_page;
-        params["topk"] = topk_rule_json(topk);
-    } else if (method == EvalMethod::OmniKv) {
-        params["tile"] = tile;
-        params["topk"] = topk_rule_json(topk);
-        params["filter_layers"] = selection_layers;
-    } else if (method == EvalMethod::LessIsMore) {
-        params["tile"] = tile;
-        params["topk"] = topk_rule_json(topk);
-        params["selection_layers"] = selection_layers;
-        params["window_ratio"] = window_ratio;
-        params["sink_tokens"] = LessIsMoreOptions{}.sink_tokens;
-    } else if (method != EvalMethod::Dense) {
-        params["tile"] = tile;
-        params["topk"] = topk_rule_json(topk);
-        params["key_granularity"] = std::string(mode_name(granularity));
-        params["pooling"] = std::string(mode_name(pooling));
-    }
+MethodKeyInputs method_key_inputs(const ResolvedEval& r) {
+    const EvalParams& p = r.params;
+    return {.method = p.method,
+            .tile = r.tile,
+            .topk = r.topk,
+            .schedule_key = r.schedule ? r.schedule->record.key : "",
+            .granularity = r.granularity,
+            .pooling = r.pooling,
+            .quest_page = p.quest_page,
+            .selection_layers = p.selection_layers,
+            .window_ratio = p.window_ratio,
+            .matmul = p.matmul,
+            .kv_dtype = p.kv_dtype};
 }
 
-void add_numerics_key_params(MatmulPrecision matmul, KvDType kv_dtype, nlohmann::json& params) {
-    if (matmul != MatmulPrecision::Exact) params["matmul"] = std::string(mode_name(matmul));
-    // Every run stored before --kv-dtype had an fp32 cache: its key names no dtype.
-    if (kv_dtype != KvDType::F32) params["kv_dtype"] = std::string(mode_name(kv_dtype));
+void add_method_key(const MethodKeyInputs& m, nlohmann::json& inputs, nlohmann::json& params) {
+    if (m.method == EvalMethod::Kascade) inputs["schedule"] = m.schedule_key;
+    params["method"] = std::string(mode_name(m.method));
+    if (m.method == EvalMethod::Quest) {
+        params["page_size"] = m.quest_page;
+        params["topk"] = topk_rule_json(m.topk);
+    } else if (m.method == EvalMethod::OmniKv) {
+        params["tile"] = m.tile;
+        params["topk"] = topk_rule_json(m.topk);
+        params["filter_layers"] = m.selection_layers;
+    } else if (m.method == EvalMethod::LessIsMore) {
+        params["tile"] = m.tile;
+        params["topk"] = topk_rule_json(m.topk);
+        params["selection_layers"] = m.selection_layers;
+        params["window_ratio"] = m.window_ratio;
+        params["sink_tokens"] = LessIsMoreOptions{}.sink_tokens;
+    } else if (m.method != EvalMethod::Dense) {
+        params["tile"] = m.tile;
+        params["topk"] = topk_rule_json(m.topk);
+        params["key_granularity"] = std::string(mode_name(m.granularity));
+        params["pooling"] = std::string(mode_name(m.pooling));
+    }
+    // Exact products and an fp32 cache add nothing: every run stored before --matmul and --kv-dtype had them, and its
+    // key stays its own.
+    if (m.matmul != MatmulPrecision::Exact) params["matmul"] = std::string(mode_name(m.matmul));
+    if (m.kv_dtype != KvDType::F32) params["kv_dtype"] = std::string(mode_name(m.kv_dtype));
 }
 
 SparseAttentionOptions eval_attention_options(const ResolvedEval& r) {

@@ -170,16 +170,27 @@ void set_method_columns(const ResolvedEval& r, Record& record) {
     }
 }
 
-/// The method's part of a content key's parameters (what eval and task keys share): nothing for dense; the page
-/// size and top-k rule for quest; tile, top-k rule and filter layers for omnikv; tile, top-k rule, selection layers,
-/// window ratio and sink tokens for lessismore; tile, top-k rule, key granularity and pooling for the others.
-void add_method_key_params(EvalMethod method, int tile, const TopKRule& topk, KeyGranularity granularity,
-                           Pooling pooling, int quest_page, const std::vector<int>& selection_layers,
-                           double window_ratio, nlohmann::json& params);
-
-/// The numerics' part of a content key (what eval and task keys share): "matmul" for bf16 products, "kv_dtype" for a
-/// bf16 KV cache; nothing for exact products and an fp32 cache, so the keys of runs stored before --matmul and
-/// --kv-dtype existed stay theirs.
-void add_numerics_key_params(MatmulPrecision matmul, KvDType kv_dtype, nlohmann::json& params);
+/// The method's part of a content key (eval, task and dataset task runs): the method, its budget and its numerics,
+/// with defaults resolved.
+struct MethodKeyInputs {
+    EvalMethod method = EvalMethod::Dense;
+    int tile = 0;                                        ///< ignored for dense and quest
+    TopKRule topk;                                       ///< ignored for dense
+    std::string schedule_key;                            ///< method kascade
+    KeyGranularity granularity = KeyGranularity::Token;  ///< ignored for dense and quest
+    Pooling pooling = Pooling::PostSoftmax;              ///< ignored for dense and quest
+    int quest_page = 0;                                  ///< quest
+    std::vector<int> selection_layers{};                 ///< omnikv, lessismore
+    double window_ratio = 0;                             ///< lessismore
+    MatmulPrecision matmul = MatmulPrecision::Exact;
+    KvDType kv_dtype = EvalParams{}.kv_dtype;
+};
+/// The method part of a resolved method (its schedule's key for kascade).
+MethodKeyInputs method_key_inputs(const ResolvedEval& r);
+/// Adds m to a content key: the schedule to its inputs (method kascade); to its params the method's name, its
+/// parameters (nothing for dense; the page size and top-k rule for quest; tile, top-k rule and filter layers for
+/// omnikv; tile, top-k rule, selection layers, window ratio and sink tokens for lessismore; tile, top-k rule, key
+/// granularity and pooling for the others) and its numerics ("matmul" for bf16 products, "kv_dtype" for a bf16 cache).
+void add_method_key(const MethodKeyInputs& m, nlohmann::json& inputs, nlohmann::json& params);
 
 }  // namespace kascade

@@ -28,7 +28,6 @@ namespace {
 using SampleId = std::tuple<int64_t, double, int64_t>;
 
 std::string resolved_task_key(const LoadedModel& model, const ResolvedTask& r) {
-    const ResolvedEval& m = r.method;
     return task_key({.model_hash = model.model_hash,
                      .tokenizer_hash = model.tokenizer_hash,
                      .haystack_hash = r.haystack_hash,
@@ -36,17 +35,7 @@ std::string resolved_task_key(const LoadedModel& model, const ResolvedTask& r) {
                      .seed = r.params.seed,
                      .max_new_tokens = r.max_new_tokens,
                      .prefill = r.params.prefill,
-                     .method = m.params.method,
-                     .tile = m.tile,
-                     .topk = m.topk,
-                     .schedule_key = m.schedule ? m.schedule->record.key : "",
-                     .granularity = m.granularity,
-                     .pooling = m.pooling,
-                     .quest_page = m.params.quest_page,
-                     .selection_layers = m.params.selection_layers,
-                     .window_ratio = m.params.window_ratio,
-                     .matmul = m.params.matmul,
-                     .kv_dtype = m.params.kv_dtype});
+                     .method_key = method_key_inputs(r.method)});
 }
 
 TaskRunRecord task_run_record(Workspace& ws, LoadedModel& model, const ResolvedTask& r) {
@@ -158,15 +147,11 @@ std::string task_key(const TaskKeyInputs& k) {
     nlohmann::json inputs = {{"model", k.model_hash},
                              {"tokenizer", k.tokenizer_hash},
                              {"haystack", k.haystack_hash.empty() ? "filler" : k.haystack_hash}};
-    if (k.method == EvalMethod::Kascade) inputs["schedule"] = k.schedule_key;
     nlohmann::json params = {{"task", std::string(mode_name(k.task))},
                              {"seed", k.seed},
                              {"max_new_tokens", k.max_new_tokens},
-                             {"prefill", std::string(mode_name(k.prefill))},
-                             {"method", std::string(mode_name(k.method))}};
-    add_method_key_params(k.method, k.tile, k.topk, k.granularity, k.pooling, k.quest_page, k.selection_layers,
-                          k.window_ratio, params);
-    add_numerics_key_params(k.matmul, k.kv_dtype, params);
+                             {"prefill", std::string(mode_name(k.prefill))}};
+    add_method_key(k.method_key, inputs, params);
     return content_key("task", kTaskFormatVersion, inputs, params);
 }
 

@@ -98,6 +98,22 @@ void set_task_method(const SweepSpec& spec, const MethodConfig& c, EvalParams& m
     m.window_ratio = spec.lessismore_window_ratio;
 }
 
+/// The method part of a task job's content key for one method configuration, as method_key_inputs gives it for the
+/// resolved run (the run's key is checked against the job's when the job runs).
+MethodKeyInputs planned_method_key(const SweepSpec& spec, const MethodConfig& c, const std::string& schedule_key) {
+    return {.method = c.method,
+            .tile = c.tile,
+            .topk = c.topk,
+            .schedule_key = schedule_key,
+            .granularity = c.granularity,
+            .pooling = c.pooling,
+            .quest_page = spec.quest_page,
+            .selection_layers = method_layers(spec, c.method),
+            .window_ratio = spec.lessismore_window_ratio,
+            .matmul = spec.matmul,
+            .kv_dtype = spec.kv_dtype};
+}
+
 /// Whether the plan has a job with `key` already.
 bool has_job_key(const std::vector<SweepJob>& plan, const std::string& key) {
     return std::any_of(plan.begin(), plan.end(), [&](const SweepJob& o) { return o.key == key; });
@@ -126,17 +142,7 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig& c
                               .seed = t.seed,
                               .max_new_tokens = t.max_new_tokens.value_or(task_defaults(kind).max_new_tokens),
                               .prefill = p.prefill,
-                              .method = c.method,
-                              .tile = c.tile,
-                              .topk = c.topk,
-                              .schedule_key = j.schedule_key,
-                              .granularity = c.granularity,
-                              .pooling = c.pooling,
-                              .quest_page = spec.quest_page,
-                              .selection_layers = method_layers(spec, c.method),
-                              .window_ratio = spec.lessismore_window_ratio,
-                              .matmul = spec.matmul,
-                              .kv_dtype = spec.kv_dtype});
+                              .method_key = planned_method_key(spec, c, j.schedule_key)});
             if (has_job_key(plan, j.key)) continue;
             j.task_grid = task_grid_json(p);
             j.label = fmt::format("{} {} prefill={}", mode_name(kind), c.label, mode_name(p.prefill));
@@ -170,17 +176,7 @@ void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig
                                       .max_new_tokens = facts.files.max_new_tokens,
                                       .chat_template = facts.files.chat_template,
                                       .prefill = p.prefill,
-                                      .method = c.method,
-                                      .tile = c.tile,
-                                      .topk = c.topk,
-                                      .schedule_key = j.schedule_key,
-                                      .granularity = c.granularity,
-                                      .pooling = c.pooling,
-                                      .quest_page = spec.quest_page,
-                                      .selection_layers = method_layers(spec, c.method),
-                                      .window_ratio = spec.lessismore_window_ratio,
-                                      .matmul = spec.matmul,
-                                      .kv_dtype = spec.kv_dtype});
+                                      .method_key = planned_method_key(spec, c, j.schedule_key)});
             if (has_job_key(plan, j.key)) continue;
             j.task_grid = dataset_grid_json(static_cast<int>(facts.files.samples.size()));
             j.label = fmt::format("dataset {} {} prefill={}", facts.name, c.label, mode_name(p.prefill));

@@ -109,17 +109,17 @@ TEST(PinnedContentKeys, TaskKeys) {
     EXPECT_EQ(task_key(dense), "aeaa2783a08ab1a5");
 
     TaskKeyInputs streaming = dense;
-    streaming.method = EvalMethod::Streaming;
+    streaming.method_key.method = EvalMethod::Streaming;
     streaming.prefill = TaskPrefill::Sparse;
-    streaming.tile = 16;
-    streaming.topk.pct = 25;
-    streaming.topk.k_min_tokens = 32;
+    streaming.method_key.tile = 16;
+    streaming.method_key.topk.pct = 25;
+    streaming.method_key.topk.k_min_tokens = 32;
     streaming.haystack_hash = kTextHash;
     EXPECT_EQ(task_key(streaming), "f60842519e998380");
 
     // BF16 products name their numerics (exact ones, the default, add nothing: the literals above).
     TaskKeyInputs bf16 = dense;
-    bf16.matmul = MatmulPrecision::Bf16;
+    bf16.method_key.matmul = MatmulPrecision::Bf16;
     const nlohmann::json inputs = {{"model", kModelHash}, {"tokenizer", kTokenizerHash}, {"haystack", "filler"}};
     const nlohmann::json params = {{"task", "passkey"},  {"seed", 1},         {"max_new_tokens", 8},
                                    {"prefill", "dense"}, {"method", "dense"}, {"matmul", "bf16"}};
@@ -127,7 +127,7 @@ TEST(PinnedContentKeys, TaskKeys) {
 
     // So does a BF16 KV cache (an fp32 one, the default, adds nothing).
     TaskKeyInputs bf16_kv = dense;
-    bf16_kv.kv_dtype = KvDType::BF16;
+    bf16_kv.method_key.kv_dtype = KvDType::BF16;
     nlohmann::json kv_params = params;
     kv_params.erase("matmul");
     kv_params["kv_dtype"] = "bf16";
@@ -147,10 +147,10 @@ TEST(PinnedContentKeys, DatasetTaskKeys) {
     dense.prefill = TaskPrefill::Dense;
     EXPECT_EQ(dataset_task_key(dense), "28af1d08db476e2f");
     DatasetKeyInputs f32_kv = dense;
-    f32_kv.kv_dtype = KvDType::F32;
+    f32_kv.method_key.kv_dtype = KvDType::F32;
     EXPECT_EQ(dataset_task_key(f32_kv), "28af1d08db476e2f");
     DatasetKeyInputs bf16_kv = dense;
-    bf16_kv.kv_dtype = KvDType::BF16;
+    bf16_kv.method_key.kv_dtype = KvDType::BF16;
     EXPECT_NE(dataset_task_key(bf16_kv), "28af1d08db476e2f");
 
     DatasetKeyInputs kascade = dense;
@@ -158,11 +158,11 @@ TEST(PinnedContentKeys, DatasetTaskKeys) {
     kascade.metric = LongBenchMetric::Classification;
     kascade.chat_template = ChatTemplate::None;
     kascade.prefill = TaskPrefill::Sparse;
-    kascade.method = EvalMethod::Kascade;
-    kascade.tile = 32;
-    kascade.topk.pct = 10;
-    kascade.topk.k_rule = KRule::Rolling;
-    kascade.schedule_key = "00112233aabbccdd";
+    kascade.method_key.method = EvalMethod::Kascade;
+    kascade.method_key.tile = 32;
+    kascade.method_key.topk.pct = 10;
+    kascade.method_key.topk.k_rule = KRule::Rolling;
+    kascade.method_key.schedule_key = "00112233aabbccdd";
     EXPECT_EQ(dataset_task_key(kascade), "2e918f4532d2d24c");
 }
 

@@ -6,7 +6,7 @@
 // The perplexities are checked against independent references: a BF16 cache rounds only the stored keys and values,
 // so its perplexity is within 1e-3 of the fp32 cache's and not bitwise equal to it (which shows the option reached the
 // cache); on a random model with Llama-3.2-1B's config.json (2 layers) both are also checked against the
-// double-precision forward of tests/runtime/naive_llama.h, with and without its keys and values rounded to BF16.
+// double-precision forward of tests/reference/naive_llama.h, with and without its keys and values rounded to BF16.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,7 +28,7 @@
 #include "pipeline/stages/workspace.h"
 #include "pipeline/sweep/sweep_spec.h"
 #include "pipeline/sweep_fixture.h"
-#include "runtime/random_checkpoint.h"
+#include "reference/random_checkpoint.h"
 
 namespace kascade {
 namespace {

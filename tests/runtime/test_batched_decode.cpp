@@ -25,7 +25,7 @@
 #include "pipeline/runtime/quest_attention.h"
 #include "pipeline/runtime/streaming_attention.h"
 #include "pipeline/runtime/transformer.h"
-#include "random_checkpoint.h"
+#include "reference/random_checkpoint.h"
 #include "teacher_forced_decode.h"
 
 namespace kascade {

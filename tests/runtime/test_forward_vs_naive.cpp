@@ -15,10 +15,10 @@
 #include "common/shared_files.h"
 #include "common/temp_dir.h"
 #include "io/weights/model_weights.h"
-#include "naive_llama.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/transformer.h"
-#include "random_checkpoint.h"
+#include "reference/naive_llama.h"
+#include "reference/random_checkpoint.h"
 #include "runtime_logits.h"
 
 namespace fs = std::filesystem;

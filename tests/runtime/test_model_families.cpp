@@ -15,12 +15,12 @@
 
 #include "common/temp_dir.h"
 #include "io/weights/model_weights.h"
-#include "naive_llama.h"
 #include "pipeline/runtime/kascade_attention.h"
 #include "pipeline/runtime/perplexity.h"
 #include "pipeline/runtime/streaming_attention.h"
 #include "pipeline/runtime/transformer.h"
-#include "random_checkpoint.h"
+#include "reference/naive_llama.h"
+#include "reference/random_checkpoint.h"
 #include "runtime_logits.h"
 
 namespace fs = std::filesystem;

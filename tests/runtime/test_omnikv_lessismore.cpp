@@ -25,7 +25,7 @@
 #include "pipeline/runtime/lessismore_attention.h"
 #include "pipeline/runtime/omnikv_attention.h"
 #include "pipeline/runtime/transformer.h"
-#include "random_checkpoint.h"
+#include "reference/random_checkpoint.h"
 #include "teacher_forced_decode.h"
 
 namespace fs = std::filesystem;

@@ -1,45 +1,14 @@
-// tests/runtime/naive_llama.h: an independent, obviously-correct Llama forward pass for the tests.
-//
-// Double precision, plain loops, materialised attention scores; it shares no code with the runtime (not the
-// loaders, not the kernels), so agreement between the two is evidence that both are right.
-#pragma once
+// tests/reference/naive_llama.cpp: the naive forward pass (naive_llama.h).
+#include "reference/naive_llama.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <vector>
 
 namespace naive {
-
-// Weights are stored as float (checkpoint values are exactly representable) to halve the memory of the big shapes;
-// every computation is in double.
-using Weights = std::vector<float>;
-
-struct Layer {
-    Weights attn_norm, wq, wk, wv, wo, mlp_norm, gate, up, down;  // [out][in] matrices
-    Weights bq, bk, bv, bo;                                       // biases, empty when absent
-    Weights q_norm, k_norm;  // [head_dim] per-head RMSNorm of q and k before RoPE, empty when absent
-    int window = 0;          // a query at position p sees keys p - window < j <= p; 0 = all
-};
-
-struct Model {
-    int dim = 0, hidden = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, vocab = 0;
-    double rope_theta = 10000, eps = 1e-5;
-    std::vector<double> rope_inv_freq;  // [head_dim/2] scaled frequencies; empty = theta^(-2j/head_dim)
-    double rope_attention_factor = 1;   // multiplies cos and sin (YaRN)
-    bool interleaved_rope = false;      // llama2.c pairs (2j, 2j+1); HF pairs (j, j + head_dim/2)
-    // The declared numerics of products with BF16 weights (kernels/matmul.h): the input vector of every matrix
-    // product is rounded to BF16 (nearest even) first; the products and sums stay exact (here: double).
-    bool bf16_matmul_inputs = false;
-    // A BF16 KV cache (--kv-dtype bf16): every key (after RoPE) and value is rounded to BF16 (nearest even) before any
-    // query attends to it; the attention itself stays exact.
-    bool bf16_kv = false;
-    Weights embed, final_norm, lm_head;
-    std::vector<Layer> layers;
-};
+namespace {
 
 /// x rounded to the nearest BF16 value (ties to even), as a double.
-inline double round_to_bf16(double x) {
+double round_to_bf16(double x) {
     if (x == 0 || !std::isfinite(x)) return x;
     int exponent;
     std::frexp(x, &exponent);                          // |x| in [2^(e-1), 2^e)
@@ -47,8 +16,8 @@ inline double round_to_bf16(double x) {
     return std::nearbyint(x / ulp) * ulp;              // default rounding mode: nearest, ties to even
 }
 
-inline std::vector<double> matvec(const Weights& w, std::vector<double> x, int out, int in, const Weights& bias = {},
-                                  bool bf16_inputs = false) {
+std::vector<double> matvec(const Weights& w, std::vector<double> x, int out, int in, const Weights& bias = {},
+                           bool bf16_inputs = false) {
     if (bf16_inputs) {
         for (double& v : x) v = round_to_bf16(v);
     }
@@ -60,7 +29,7 @@ inline std::vector<double> matvec(const Weights& w, std::vector<double> x, int o
     return y;
 }
 
-inline std::vector<double> rmsnorm(const std::vector<double>& x, const Weights& w, double eps) {
+std::vector<double> rmsnorm(const std::vector<double>& x, const Weights& w, double eps) {
     double ss = 0;
     for (double v : x) ss += v * v;
     const double inv = 1.0 / std::sqrt(ss / x.size() + eps);
@@ -70,7 +39,7 @@ inline std::vector<double> rmsnorm(const std::vector<double>& x, const Weights& 
 }
 
 /// RMSNorm of each head_dim slice of v on its own.
-inline void head_rmsnorm(std::vector<double>& v, int n_heads, int head_dim, const Weights& w, double eps) {
+void head_rmsnorm(std::vector<double>& v, int n_heads, int head_dim, const Weights& w, double eps) {
     for (int h = 0; h < n_heads; ++h) {
         const std::vector<double> head(v.begin() + h * head_dim, v.begin() + (h + 1) * head_dim);
         const std::vector<double> normed = rmsnorm(head, w, eps);
@@ -78,7 +47,7 @@ inline void head_rmsnorm(std::vector<double>& v, int n_heads, int head_dim, cons
     }
 }
 
-inline void rope(std::vector<double>& v, int n_heads, int pos, const Model& m) {
+void rope(std::vector<double>& v, int n_heads, int pos, const Model& m) {
     const int head_dim = m.head_dim;
     const bool interleaved = m.interleaved_rope;
     for (int h = 0; h < n_heads; ++h) {
@@ -96,8 +65,9 @@ inline void rope(std::vector<double>& v, int n_heads, int pos, const Model& m) {
     }
 }
 
-/// Logits [tokens.size()][vocab] of a causal forward pass over `tokens` from position 0.
-inline std::vector<std::vector<double>> logits(const Model& m, const std::vector<int32_t>& tokens) {
+}  // namespace
+
+std::vector<std::vector<double>> logits(const Model& m, const std::vector<int32_t>& tokens) {
     const int n = static_cast<int>(tokens.size());
     const int qd = m.n_heads * m.head_dim, kvd = m.n_kv_heads * m.head_dim;
     std::vector<std::vector<double>> x(n);

@@ -1,45 +1,18 @@
-// tests/runtime/random_checkpoint.h: a randomly initialised Hugging Face checkpoint for any Llama-family config.json,
-// written as BF16 safetensors by the test's own writer, together with the same model as a naive::Model.
-//
-// The naive model is derived from config.json here, independently of the runtime's config parser and RoPE code:
-// this file re-implements, from Hugging Face's definitions, which tensors a family has (q/k/v biases, q/k norms,
-// untied head), the rope_scaling frequencies (linear, llama3, yarn) and the per-layer sliding windows.
-#pragma once
+// tests/reference/random_checkpoint.cpp: random checkpoints and their naive twins (random_checkpoint.h).
+#include "reference/random_checkpoint.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <numbers>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/bf16.h"
 
-#include "naive_llama.h"
-
 namespace naive {
-
-/// Fast deterministic uniform numbers (splitmix64): the big shapes need hundreds of millions of values.
-class UniformSource {
-  public:
-    explicit UniformSource(uint64_t seed) : state_(seed) {}
-    /// Uniform in [-1, 1).
-    float next() {
-        uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-        return static_cast<float>(static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0);
-    }
-
-  private:
-    uint64_t state_;
-};
+namespace {
 
 /// Writes tensors as one BF16 safetensors file and keeps the rounded values for the naive model.
 class Bf16SafetensorsWriter {
@@ -77,7 +50,7 @@ class Bf16SafetensorsWriter {
 
 /// The rope_scaling frequencies of Hugging Face's modeling_rope_utils (default, linear, llama3, yarn), written out
 /// from its definitions. Sets m.rope_inv_freq and m.rope_attention_factor.
-inline void set_rope_from_config(Model& m, const nlohmann::json& config) {
+void set_rope_from_config(Model& m, const nlohmann::json& config) {
     const int d = m.head_dim;
     std::vector<double> f(d / 2);
     for (int j = 0; j < d / 2; ++j) f[j] = 1.0 / std::pow(m.rope_theta, (2.0 * j) / d);
@@ -120,7 +93,7 @@ inline void set_rope_from_config(Model& m, const nlohmann::json& config) {
 }
 
 /// Sliding windows as Hugging Face's Mistral / Qwen2 / Qwen3 configs define them (Llama has none).
-inline void set_windows_from_config(Model& m, const nlohmann::json& config) {
+void set_windows_from_config(Model& m, const nlohmann::json& config) {
     const std::string type = config["model_type"];
     const int window =
         config.value("sliding_window", nlohmann::json()).is_number() ? config["sliding_window"].get<int>() : 0;
@@ -136,9 +109,9 @@ inline void set_windows_from_config(Model& m, const nlohmann::json& config) {
     }
 }
 
-/// Writes config.json (as given) and a random BF16 model.safetensors into `dir`; returns the naive twin.
-/// Weights are U[-w, w) with w = sqrt(3) * initializer_range (0.02 when absent); norms 1 + U[-0.1, 0.1).
-inline Model write_random_checkpoint(const nlohmann::json& config, const std::filesystem::path& dir, uint64_t seed) {
+}  // namespace
+
+Model write_random_checkpoint(const nlohmann::json& config, const std::filesystem::path& dir, uint64_t seed) {
     Model m;
     m.dim = config["hidden_size"];
     m.hidden = config["intermediate_size"];
