@@ -98,20 +98,24 @@ void set_task_method(const SweepSpec& spec, const MethodConfig& c, EvalParams& m
     m.window_ratio = spec.lessismore_window_ratio;
 }
 
-/// The method part of a task job's content key for one method configuration, as method_key_inputs gives it for the
-/// resolved run (the run's key is checked against the job's when the job runs).
-MethodKeyInputs planned_method_key(const SweepSpec& spec, const MethodConfig& c, const std::string& schedule_key) {
-    return {.method = c.method,
-            .tile = c.tile,
-            .topk = c.topk,
-            .schedule_key = schedule_key,
-            .granularity = c.granularity,
-            .pooling = c.pooling,
-            .quest_page = spec.quest_page,
-            .selection_layers = method_layers(spec, c.method),
-            .window_ratio = spec.lessismore_window_ratio,
-            .matmul = spec.matmul,
-            .kv_dtype = spec.kv_dtype};
+/// A job's method parameters (params) as resolve_method will resolve them: the configuration's tile, top-k rule,
+/// granularity and pooling.
+ResolvedEval planned_method(const MethodConfig& c, const EvalParams& params) {
+    ResolvedEval planned;
+    planned.params = params;
+    planned.tile = c.tile;
+    planned.topk = c.topk;
+    planned.granularity = c.granularity;
+    planned.pooling = c.pooling;
+    return planned;
+}
+
+/// The method part of a task job's content key: its method parameters (set_task_method) as planned, and the key of
+/// its schedule job.
+MethodKeyInputs planned_method_key(const MethodConfig& c, const EvalParams& method, const std::string& schedule_key) {
+    MethodKeyInputs key = method_key_inputs(planned_method(c, method));
+    key.schedule_key = schedule_key;
+    return key;
 }
 
 /// Whether the plan has a job with `key` already.
@@ -142,7 +146,7 @@ void add_task_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig& c
                               .seed = t.seed,
                               .max_new_tokens = t.max_new_tokens.value_or(task_defaults(kind).max_new_tokens),
                               .prefill = p.prefill,
-                              .method_key = planned_method_key(spec, c, j.schedule_key)});
+                              .method_key = planned_method_key(c, p.method, j.schedule_key)});
             if (has_job_key(plan, j.key)) continue;
             j.task_grid = task_grid_json(p);
             j.label = fmt::format("{} {} prefill={}", mode_name(kind), c.label, mode_name(p.prefill));
@@ -176,7 +180,7 @@ void add_dataset_jobs(const SweepSpec& spec, const Hashes& h, const MethodConfig
                                       .max_new_tokens = facts.files.max_new_tokens,
                                       .chat_template = facts.files.chat_template,
                                       .prefill = p.prefill,
-                                      .method_key = planned_method_key(spec, c, j.schedule_key)});
+                                      .method_key = planned_method_key(c, p.method, j.schedule_key)});
             if (has_job_key(plan, j.key)) continue;
             j.task_grid = dataset_grid_json(static_cast<int>(facts.files.samples.size()));
             j.label = fmt::format("dataset {} {} prefill={}", facts.name, c.label, mode_name(p.prefill));
@@ -360,12 +364,7 @@ class JobPlanner {
 
     /// The eval as it will be resolved when it runs, for its key.
     ResolvedEval planned_eval(const CtxJobs& at, const MethodConfig& c, const EvalParams& params) const {
-        ResolvedEval planned;
-        planned.params = params;
-        planned.tile = c.tile;
-        planned.topk = c.topk;
-        planned.granularity = c.granularity;
-        planned.pooling = c.pooling;
+        ResolvedEval planned = planned_method(c, params);
         planned.token_offset = spec_.test_offset;
         // A decode run's windows are prompt + decode tokens long, whatever the calibration's ctx.
         planned.ctx = spec_.phase == EvalPhase::Decode ? spec_.prompt_tokens + spec_.decode_tokens : at.ctx;
