@@ -13,7 +13,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           libsentencepiece-dev   # SentencePiece tokenizer.model files (Llama 2, Mistral)
           libzip-dev   # PyTorch checkpoints (Meta's consolidated.NN.pth) are zip archives
           libgtest-dev libbenchmark-dev curl unzip ca-certificates
-          clang libclang-rt-14-dev libomp-dev   # the fuzz build (scripts/fuzz.sh): clang, libFuzzer, clang's OpenMP
+          clang libclang-rt-14-dev libomp-dev   # the sanitizer and fuzz builds: clang, libFuzzer, clang's OpenMP
           gnuplot-nox libpng-dev)   # kascade report draws with gnuplot; its tests decode the PNGs with libpng
 missing=()
 for p in "${packages[@]}"; do

@@ -57,8 +57,10 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
         chunk.resize(std::min(numels[i], kChunkElements) * dtype_size(t.dtype));
         for (std::size_t start = 0; start < numels[i]; start += kChunkElements) {
             const std::size_t n = std::min(kChunkElements, numels[i] - start);
-            const float* values = t.data + start;
-            if (t.data == nullptr) {
+            const float* values = nullptr;
+            if (t.data != nullptr) {
+                values = t.data + start;
+            } else {  // generated: a null data pointer has no offset (null + offset is undefined behaviour)
                 generated.resize(n);
                 t.fill(start, n, generated.data());
                 values = generated.data();

@@ -356,8 +356,9 @@ std::vector<ReportFigure> dataset_density_figures(const ReportData& data) {
         }
         std::vector<DensityPanel> panels;
         for (const auto& [name, metric] : metric_of) {
+            // An init-capture (a copy): clang 14 cannot capture a structured binding by name.
             panels.push_back({fmt::format("{} ({})", name, metric),
-                              [name](const ReportTaskRun& r) -> std::optional<std::pair<double, double>> {
+                              [name = name](const ReportTaskRun& r) -> std::optional<std::pair<double, double>> {
                                   if (r.dataset_name != name) return std::nullopt;
                                   return std::pair(r.mean_density(), r.mean_score());
                               }});

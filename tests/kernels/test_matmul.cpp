@@ -227,7 +227,10 @@ TEST(Matmul, FusedEqualsSeparateCalls) {
 }
 
 TEST(Matmul, ThreadCountDoesNotChangeResults) {
-    for (auto [type, precision] : kVariants) {
+    for (const Variant& variant : kVariants) {
+        // Variables, not a structured binding: clang 14 cannot capture a binding in the lambdas below.
+        const MatrixType type = variant.type;
+        const MatmulPrecision precision = variant.precision;
         for (const Shape& shape : {Shape{129, 576, 1000}, Shape{1, 1536, 1000}, Shape{512, 72, 7}}) {
             SCOPED_TRACE(case_name(type, shape.n, shape.cols, shape.rows, true, precision));
             const Weights w(type, shape.rows, shape.cols, 3);
@@ -282,7 +285,10 @@ bool same_class(double a, double b) {
 TEST(Matmul, InfinityAndNanPropagate) {
     const uint16_t bf16_inf = 0x7f80, bf16_nan = 0x7fc0, f16_inf = 0x7c00, f16_nan = 0x7e00;
     // 64 x 200: enough rows and panels that the BF16 and F16 panels are widened to fp32 once for their tiles.
-    for (auto [type, precision] : kVariants) {
+    for (const Variant& variant : kVariants) {
+        // Variables, not a structured binding: clang 14 cannot capture a binding in the lambdas below.
+        const MatrixType type = variant.type;
+        const MatmulPrecision precision = variant.precision;
         for (auto [n, rows] : {std::pair{6, 9}, std::pair{64, 200}}) {
             const int cols = 72;
             SCOPED_TRACE(case_name(type, n, cols, rows, false, precision));

@@ -112,7 +112,9 @@ TEST(DatasetFile, TemplatesFormatAsPythonsStrFormat) {
         {"a { b", "never closed"},
         {"{_id} {length}", ""},  // fine: strings and integers
     };
-    for (const auto& [t, message] : refused) {
+    for (const auto& refusal : refused) {
+        // References, not a structured binding: clang 14 cannot capture a binding in a lambda.
+        const std::string &t = refusal.first, &message = refusal.second;
         const std::string error = error_of([&] { format_prompt_template(t, sample_of(row), "t.json"); });
         if (message.empty()) {
             EXPECT_EQ(error, "(no error)");
