@@ -148,14 +148,46 @@ void convert_from_f32(DType dtype, const float* src, std::uint8_t* dst, std::siz
     }
 }
 
+namespace {
+
+/// first_non_finite over elements [begin, end) of Bits-wide values: whole blocks of kBlock elements are tested with a
+/// branch-free OR (which the compiler vectorises) until one holds a non-finite value; the element loop then finds it
+/// there, or scans the tail. Element by element, with a memcpy of the dtype's run-time width each, the scan read
+/// 0.38 GB/s on one core (an 8B BF16 checkpoint: 21 s of its load on 2 threads); this reads 21 GB/s, about memory
+/// speed (2-vCPU Zen 5 VM, 512 MB of BF16 read from memory).
+template <typename Bits>
+std::size_t first_non_finite_in(const std::uint8_t* src, std::size_t begin, std::size_t end, Bits mask) {
+    constexpr std::size_t kBlock = 256;
+    const auto non_finite = [src, mask](std::size_t i) {
+        Bits v;
+        std::memcpy(&v, src + i * sizeof(Bits), sizeof(Bits));  // little-endian, as the files store them
+        return (v & mask) == mask;
+    };
+    std::size_t i = begin;
+    for (; i + kBlock <= end; i += kBlock) {
+        unsigned hits = 0;
+        for (std::size_t k = 0; k < kBlock; ++k) hits |= non_finite(i + k);
+        if (hits != 0) break;
+    }
+    for (; i < end; ++i)
+        if (non_finite(i)) return i;
+    return end;
+}
+
+}  // namespace
+
 std::size_t first_non_finite(DType dtype, const std::uint8_t* src, std::size_t n) {
     // An IEEE value is NaN or infinite exactly when its exponent bits are all ones.
-    const std::size_t size = dtype_size(dtype);
-    const std::uint32_t mask = dtype == DType::F32 ? 0x7F800000u : dtype == DType::BF16 ? 0x7F80u : 0x7C00u;
-    auto bits = [&](std::size_t i) {
-        std::uint32_t v = 0;
-        std::memcpy(&v, src + i * size, size);  // little-endian, as the files store them
-        return v;
+    const auto scan = [&](std::size_t begin, std::size_t end) {
+        switch (dtype) {
+            case DType::F32:
+                return first_non_finite_in<std::uint32_t>(src, begin, end, 0x7F800000u);
+            case DType::BF16:
+                return first_non_finite_in<std::uint16_t>(src, begin, end, 0x7F80u);
+            case DType::F16:
+                return first_non_finite_in<std::uint16_t>(src, begin, end, 0x7C00u);
+        }
+        return end;
     };
     // Chunks scanned in parallel; the first chunk holding a non-finite value gives the answer.
     constexpr std::size_t kChunk = std::size_t{1} << 16;
@@ -164,12 +196,8 @@ std::size_t first_non_finite(DType dtype, const std::uint8_t* src, std::size_t n
 #pragma omp parallel for schedule(dynamic) reduction(min : first) if (n_chunks > 1)
     for (std::size_t c = 0; c < n_chunks; ++c) {
         const std::size_t end = std::min(n, (c + 1) * kChunk);
-        for (std::size_t i = c * kChunk; i < end; ++i) {
-            if ((bits(i) & mask) == mask) {
-                first = std::min(first, i);
-                break;
-            }
-        }
+        const std::size_t bad = scan(c * kChunk, end);
+        if (bad != end) first = std::min(first, bad);
     }
     return first;
 }

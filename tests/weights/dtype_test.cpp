@@ -117,6 +117,58 @@ TEST(Dtype, BulkConversionMatchesScalarAtAnyAlignment) {
     }
 }
 
+/// The reference for first_non_finite: the first element whose fp32 value std::isfinite rejects, or n.
+std::size_t first_non_finite_by_value(DType dtype, const std::uint8_t* src, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, src + i * dtype_size(dtype), dtype_size(dtype));
+        const float value = dtype == DType::F32    ? std::bit_cast<float>(bits)
+                            : dtype == DType::BF16 ? float_from_bf16(static_cast<std::uint16_t>(bits))
+                                                   : f16_to_f32(static_cast<std::uint16_t>(bits));
+        if (!std::isfinite(value)) return i;
+    }
+    return n;
+}
+
+TEST(Dtype, FirstNonFiniteIsTheFirstNanOrInfinityAtAnyPosition) {
+    // Three scan chunks and a tail (the scan's chunks are 65536 elements, its blocks 256), misaligned by a byte.
+    constexpr std::size_t n = 3 * 65536 + 777;
+    for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+        const std::size_t width = dtype_size(dtype);
+        std::vector<std::uint8_t> raw(n * width + 1);
+        std::uint8_t* src = raw.data() + 1;
+        std::vector<float> values(n);
+        for (std::size_t i = 0; i < n; ++i) values[i] = std::ldexp(static_cast<float>(i % 1000) - 500.0f, -7);
+        convert_from_f32(dtype, values.data(), src, n);
+        EXPECT_EQ(first_non_finite(dtype, src, n), n) << dtype_name(dtype);
+        const float kinds[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN()};
+        // One bad value at a block or chunk edge, then a second one later: the first is reported.
+        for (std::size_t at : {std::size_t{0}, std::size_t{255}, std::size_t{256}, std::size_t{65535},
+                               std::size_t{65536}, std::size_t{2 * 65536 + 300}, n - 1}) {
+            for (float bad : kinds) {
+                std::vector<std::uint8_t> copy = raw;
+                convert_from_f32(dtype, &bad, copy.data() + 1 + at * width, 1);
+                EXPECT_EQ(first_non_finite(dtype, copy.data() + 1, n), at) << dtype_name(dtype) << " at " << at;
+                if (at + 1000 < n) convert_from_f32(dtype, &bad, copy.data() + 1 + (at + 1000) * width, 1);
+                EXPECT_EQ(first_non_finite(dtype, copy.data() + 1, n), at) << dtype_name(dtype) << " at " << at;
+            }
+        }
+    }
+    // Every 16-bit pattern, in an order that puts a few non-finite ones among finite ones, against std::isfinite.
+    for (DType dtype : {DType::BF16, DType::F16}) {
+        std::vector<std::uint8_t> raw(2 * 65536);
+        for (std::uint32_t start = 0; start < 65536; start += 4099) {
+            for (std::uint32_t i = 0; i < 65536; ++i) {
+                const auto bits = static_cast<std::uint16_t>((i * 40503u + start) & 0xFFFF);
+                std::memcpy(raw.data() + 2 * i, &bits, 2);
+            }
+            EXPECT_EQ(first_non_finite(dtype, raw.data(), 65536), first_non_finite_by_value(dtype, raw.data(), 65536))
+                << dtype_name(dtype) << " start " << start;
+        }
+    }
+}
+
 TEST(Dtype, NamesAndSizes) {
     EXPECT_EQ(dtype_name(DType::F32), "F32");
     EXPECT_EQ(dtype_name(DType::F16), "F16");
