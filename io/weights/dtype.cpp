@@ -153,8 +153,8 @@ namespace {
 /// first_non_finite over elements [begin, end) of Bits-wide values: whole blocks of kBlock elements are tested with a
 /// branch-free OR (which the compiler vectorises) until one holds a non-finite value; the element loop then finds it
 /// there, or scans the tail. Element by element, with a memcpy of the dtype's run-time width each, the scan read
-/// 0.38 GB/s on one core (an 8B BF16 checkpoint: 21 s of its load on 2 threads); this reads 21 GB/s, about memory
-/// speed (2-vCPU Zen 5 VM, 512 MB of BF16 read from memory).
+/// 0.38 GB/s on one core (at that rate the 16 GB of an 8B BF16 checkpoint take about 21 s on 2 threads); this reads
+/// 21 GB/s, about memory speed (2-vCPU Zen 5 VM, 512 MB of BF16 read from memory, both versions in one process).
 template <typename Bits>
 std::size_t first_non_finite_in(const std::uint8_t* src, std::size_t begin, std::size_t end, Bits mask) {
     constexpr std::size_t kBlock = 256;
