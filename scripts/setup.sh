@@ -14,6 +14,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           libzip-dev   # PyTorch checkpoints (Meta's consolidated.NN.pth) are zip archives
           libgtest-dev libbenchmark-dev curl unzip ca-certificates
           clang libclang-rt-14-dev libomp-dev   # the sanitizer and fuzz builds: clang, libFuzzer, clang's OpenMP
+          clang-format   # scripts/test.sh checks the sources' layout against .clang-format
           gnuplot-nox libpng-dev)   # kascade report draws with gnuplot; its tests decode the PNGs with libpng
 missing=()
 for p in "${packages[@]}"; do

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, builds Release (host-optimised) and runs every test with CTest, then
-# builds the tests again with AddressSanitizer + UndefinedBehaviorSanitizer on the AVX2 kernels and runs them there
-# too (less the longest whole-sweep runs, see below), then fuzzes every file parser for 10 s (scripts/fuzz.sh).
-#   scripts/test.sh            all three
+# checks the sources' layout (clang-format), builds the tests again with AddressSanitizer + UndefinedBehaviorSanitizer
+# on the AVX2 kernels and runs them there too (less the longest whole-sweep runs, see below), then fuzzes every file
+# parser for 10 s (scripts/fuzz.sh).
+#   scripts/test.sh            all of it
 #   scripts/test.sh --quick    Release build only (for a fast local loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,9 @@ cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [ "${1:-}" != "--quick" ]; then
+  # Layout: every C++ source as clang-format lays it out with .clang-format (Debian 12's clang-format 14).
+  find base io kernels pipeline tests bench \( -name '*.cpp' -o -name '*.h' \) -not -path 'tests/node/*' -print0 |
+    xargs -0 clang-format --dry-run --Werror
   # The kernels have three instruction paths chosen at compile time (AVX-512, AVX2, portable; kernels/matmul_simd.h):
   # the Release build above runs the host's, the sanitizer build below the AVX2 one (x86-64-v3: the laptops and
   # workstations without AVX-512), and the portable one must at least compile, warning-free.

@@ -27,8 +27,8 @@ void CaptureAttention::attend(const AttentionCall& call) {
     std::vector<float>& k = k_[call.layer];
     k.resize(static_cast<size_t>(s.n_kv_heads) * s.n_k * s.head_dim);
     for (int h = 0; h < s.n_kv_heads; ++h) {
-        kv_to_float(call.k + static_cast<int64_t>(h) * s.kv_stride * s.head_dim, static_cast<int64_t>(s.n_k) * s.head_dim,
-                    k.data() + static_cast<size_t>(h) * s.n_k * s.head_dim);
+        kv_to_float(call.k + static_cast<int64_t>(h) * s.kv_stride * s.head_dim,
+                    static_cast<int64_t>(s.n_k) * s.head_dim, k.data() + static_cast<size_t>(h) * s.n_k * s.head_dim);
     }
 }
 
