@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds Release (host-optimised) and runs every test with CTest, then
-# checks the sources' layout (clang-format), builds the tests again with AddressSanitizer + UndefinedBehaviorSanitizer
-# on the AVX2 kernels and runs them there too (less the longest whole-sweep runs, see below), then fuzzes every file
+# The test command: installs dependencies, checks the sources' layout (clang-format), builds Release (host-optimised)
+# and runs every test with CTest, then builds the tests again with AddressSanitizer + UndefinedBehaviorSanitizer on
+# the AVX2 kernels and runs them there too (less the longest whole-sweep runs, see below), then fuzzes every file
 # parser for 10 s (scripts/fuzz.sh).
 #   scripts/test.sh            all of it
 #   scripts/test.sh --quick    Release build only (for a fast local loop)
@@ -17,14 +17,18 @@ export KASCADE_REQUIRE_NODE_REFERENCE=1   # the tokenizer cross-check must run, 
 # cores the other tests need (the Release tests took 240 s instead of 376 on the 2-core Zen 5 VM; no result changes).
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 
+if [ "${1:-}" != "--quick" ]; then
+  # Layout, first (2 s, where the builds take minutes): every C++ source as clang-format lays it out with
+  # .clang-format (Debian 12's clang-format 14).
+  find base io kernels pipeline tests bench \( -name '*.cpp' -o -name '*.h' \) -not -path 'tests/node/*' -print0 |
+    xargs -0 clang-format --dry-run --Werror
+fi
+
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKASCADE_SHARED_DIR="$assets" >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [ "${1:-}" != "--quick" ]; then
-  # Layout: every C++ source as clang-format lays it out with .clang-format (Debian 12's clang-format 14).
-  find base io kernels pipeline tests bench \( -name '*.cpp' -o -name '*.h' \) -not -path 'tests/node/*' -print0 |
-    xargs -0 clang-format --dry-run --Werror
   # The kernels have three instruction paths chosen at compile time (AVX-512, AVX2, portable; kernels/matmul_simd.h):
   # the Release build above runs the host's, the sanitizer build below the AVX2 one (x86-64-v3: the laptops and
   # workstations without AVX-512), and the portable one must at least compile, warning-free.
